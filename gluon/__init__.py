@@ -1,0 +1,3 @@
+"""gluon: keep relational tables offloaded to a Delta Lake lakehouse up to date."""
+
+__version__ = "0.1.0"

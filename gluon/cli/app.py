@@ -1,0 +1,45 @@
+"""``gluon``: utility commands (query the lake, ...)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from gluon.cli.common import run_command, stdout
+from gluon.cli.options import DebugOption, JsonOption, VerboseOption
+from gluon.config import Settings
+from gluon.query import run_query, to_csv, to_json
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+
+PROGRAM = "gluon"
+
+
+@app.callback()
+def callback() -> None:
+    """gluon utility commands."""
+
+
+@app.command(help="Run Spark SQL against the lake with every gluon view registered.")
+def query(
+    statement: Annotated[str, typer.Argument(help='The SQL, e.g. "SELECT * FROM sh.products".')],
+    json_output: JsonOption = False,
+    csv_output: Annotated[bool, typer.Option("--csv", help="Print CSV with a header row.")] = False,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    def body(settings: Settings) -> str:
+        table = run_query(settings, statement)
+        if json_output:
+            return to_json(table)
+        if csv_output:
+            return to_csv(table)
+        return table.to_pandas().to_string(index=False) if table.num_rows else "(no rows)"
+
+    text, _ = run_command(f"{PROGRAM}_query", body, verbose=verbose, debug=debug)
+    stdout.print(text, markup=False)
+
+
+def main() -> None:
+    app(prog_name=PROGRAM)

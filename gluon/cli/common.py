@@ -1,0 +1,112 @@
+"""What every command shares: settings, the log file, progress bars, error handling."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
+from typing import NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from gluon.config import Settings, load_settings
+from gluon.errors import ExitCode, GluonError
+from gluon.logs import redact, start_command_log
+from gluon.progress import NullProgress, ProgressTask
+
+T = TypeVar("T")
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class RichProgress:
+    """Progress bars on stderr (only on a terminal)."""
+
+    def task(self, description: str, total: int | None) -> AbstractContextManager[ProgressTask]:
+        return self._task(description, total)
+
+    @contextmanager
+    def _task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=stderr, transient=True) as bars:
+            task_id = bars.add_task(description, total=total)
+
+            class _Task:
+                def advance(self, amount: int) -> None:
+                    bars.advance(task_id, amount)
+
+            yield _Task()
+
+
+def progress_for(quiet: bool) -> RichProgress | NullProgress:
+    """Bars for people at a terminal; nothing for scripts and cron."""
+    return RichProgress() if not quiet and stderr.is_terminal else NullProgress()
+
+
+def _console_logging(verbose: bool) -> None:
+    root = logging.getLogger("gluon")
+    for handler in [h for h in root.handlers if getattr(h, "_gluon_console", False)]:
+        root.removeHandler(handler)
+    if verbose:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        handler.setLevel(logging.INFO)
+        handler._gluon_console = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
+
+
+def fail(message: str, code: ExitCode = ExitCode.ERROR, *, program: str) -> NoReturn:
+    stderr.print(f"{program}: error: {redact(message)}", markup=False)
+    raise typer.Exit(int(code))
+
+
+def run_command(
+    program: str,
+    body: Callable[[Settings], T],
+    *,
+    subject: str | None = None,
+    verbose: bool = False,
+    debug: bool = False,
+) -> tuple[T, Path | None]:
+    """Load settings, open the log file, run ``body``; errors become one line and an exit code."""
+    debug = debug or bool(os.environ.get("GLUON_DEBUG"))
+    log_path: Path | None = None
+    try:
+        settings = load_settings()
+        log_path = start_command_log(settings.log_dir, program, subject)
+        _console_logging(verbose)
+        logging.getLogger("gluon").info("%s %s", program, redact(" ".join(sys.argv[1:])))
+        return body(settings), log_path
+    except GluonError as exc:
+        logging.getLogger("gluon").error("%s", exc)
+        if debug:
+            traceback.print_exc()
+        fail(str(exc), exc.exit_code, program=program)
+    except KeyboardInterrupt:
+        fail("interrupted", ExitCode.ERROR, program=program)
+    except Exception as exc:  # the last resort: one line, the traceback in the log
+        logging.getLogger("gluon").exception("unexpected error")
+        if debug:
+            traceback.print_exc()
+        where = f" (details in {log_path})" if log_path else ""
+        fail(f"unexpected {type(exc).__name__}: {exc}{where}", ExitCode.ERROR, program=program)

@@ -1,0 +1,150 @@
+"""Settings from the environment and ``$OFFLOAD_HOME/conf/offload.env``.
+
+Values already in the environment win over the env file, so a cron line can
+override one setting without editing the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from urllib.parse import quote
+
+from gluon.errors import ConfigError
+
+ENV_FILE = Path("conf") / "offload.env"
+_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
+
+
+class EngineKind(StrEnum):
+    """Which Spark the lake runs on."""
+
+    SAIL = "sail"
+    REMOTE = "remote"
+    CLASSIC = "classic"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything a command needs to know about its environment."""
+
+    offload_home: Path
+    source_url: str | None
+    lake_root: str
+    repo_url: str
+    engine: EngineKind
+    spark_remote: str | None
+    spark_master: str | None
+    log_dir: Path
+
+    @property
+    def run_dir(self) -> Path:
+        """Where lock files live."""
+        return self.offload_home / "run"
+
+    def require_source_url(self) -> str:
+        """Return the source URL or fail naming the variable."""
+        if not self.source_url:
+            raise ConfigError(
+                "GLUON_SOURCE_URL is not set: set it to a SQLAlchemy URL such as "
+                "sqlite:////path/app.db or postgresql+psycopg://user@host/db "
+                "(for Oracle, ORA_CONN with ORA_APP_USER and ORA_APP_PASS also work)"
+            )
+        return self.source_url
+
+
+def parse_env_file(path: Path) -> dict[str, str]:
+    """Parse a shell-style ``KEY=value`` file (comments, ``export``, quotes)."""
+    values: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        match = _ASSIGNMENT.match(line)
+        if not match:
+            raise ConfigError(f"{path}:{number}: expected KEY=value, found {stripped!r}")
+        key, raw = match.groups()
+        try:
+            words = shlex.split(raw, comments=True)
+        except ValueError as exc:
+            raise ConfigError(f"{path}:{number}: cannot parse the value of {key}: {exc}") from None
+        values[key] = " ".join(words)
+    return values
+
+
+def _oracle_url(env: Mapping[str, str]) -> str | None:
+    conn = env.get("ORA_CONN")
+    if not conn:
+        return None
+    user = env.get("ORA_APP_USER")
+    password = env.get("ORA_APP_PASS")
+    if not user or not password:
+        raise ConfigError("ORA_CONN is set but ORA_APP_USER or ORA_APP_PASS is not: set both")
+    if "/" not in conn or ":" not in conn.split("/", 1)[0]:
+        raise ConfigError(f"ORA_CONN must look like host:port/service, found {conn!r}")
+    hostport, service = conn.split("/", 1)
+    return (
+        f"oracle+oracledb://{quote(user, safe='')}:{quote(password, safe='')}@{hostport}"
+        f"/?service_name={quote(service, safe='')}"
+    )
+
+
+def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
+    """Build settings from ``environ`` (default ``os.environ``) and the env file.
+
+    Raises:
+        ConfigError: a setting is missing or malformed.
+    """
+    env = dict(os.environ if environ is None else environ)
+    home_value = env.get("OFFLOAD_HOME")
+    if not home_value:
+        raise ConfigError(
+            "OFFLOAD_HOME is not set: export OFFLOAD_HOME=/path/to/offload "
+            "(the directory that holds conf/offload.env)"
+        )
+    home = Path(home_value).expanduser()
+    env_file = home / ENV_FILE
+    if env_file.is_file():
+        env = {**parse_env_file(env_file), **env}
+
+    source_url = env.get("GLUON_SOURCE_URL") or _oracle_url(env)
+    if source_url and "://" not in source_url:
+        raise ConfigError(
+            f"GLUON_SOURCE_URL is not a URL ({source_url!r}): use e.g. sqlite:////abs/path.db"
+        )
+    lake_root = env.get("OFFLOAD_LAKE_ROOT") or str(home / "lake")
+    repo_url = env.get("GLUON_REPO_URL") or f"sqlite:///{home / 'repo' / 'gluon.db'}"
+    if "://" not in repo_url:
+        raise ConfigError(f"GLUON_REPO_URL is not a SQLAlchemy URL: {repo_url!r}")
+
+    spark_remote = env.get("SPARK_REMOTE") or None
+    spark_master = env.get("GLUON_SPARK_MASTER") or None
+    engine_value = env.get("GLUON_ENGINE") or (
+        EngineKind.REMOTE if spark_remote else EngineKind.CLASSIC if spark_master else "sail"
+    )
+    try:
+        engine = EngineKind(engine_value.lower())
+    except ValueError:
+        choices = ", ".join(kind.value for kind in EngineKind)
+        raise ConfigError(
+            f"GLUON_ENGINE must be one of {choices}, found {engine_value!r}"
+        ) from None
+    if engine is EngineKind.REMOTE and not (spark_remote or "").startswith("sc://"):
+        raise ConfigError(f"SPARK_REMOTE must look like sc://host:port, found {spark_remote!r}")
+
+    log_dir = Path(env.get("OFFLOAD_LOGDIR") or home / "log").expanduser()
+    return Settings(
+        offload_home=home,
+        source_url=source_url,
+        lake_root=lake_root,
+        repo_url=repo_url,
+        engine=engine,
+        spark_remote=spark_remote,
+        spark_master=spark_master,
+        log_dir=log_dir,
+    )

@@ -1,0 +1,146 @@
+"""Spark session factory: embedded Sail (default), Spark Connect, or classic Spark.
+
+One Sail server is started per process on first use (on 127.0.0.1, a free
+port) and stopped at exit; each command opens its own session on it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+import os
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from gluon.config import EngineKind, Settings
+from gluon.errors import LakeError
+from gluon.lake import sqllog
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+_server_lock = threading.Lock()
+_sail_server: Any = None
+
+SESSION_CONF = {"spark.sql.session.timeZone": "UTC"}
+
+
+def _sail_url() -> str:
+    global _sail_server
+    with _server_lock:
+        if _sail_server is None:
+            # Sail logs through Rust's env_logger; keep its INFO lines out of users' terminals.
+            os.environ.setdefault("RUST_LOG", "error")
+            try:
+                from pysail.spark import SparkConnectServer
+            except ImportError as exc:
+                raise LakeError(f"the embedded Sail engine is not installed: {exc}") from None
+            server = SparkConnectServer("127.0.0.1", 0)
+            server.start(background=True)
+            _sail_server = server
+            atexit.register(_stop_sail)
+            log.debug("started Sail on %s", server.listening_address)
+        host, port = _sail_server.listening_address
+    return f"sc://{host}:{port}"
+
+
+def _stop_sail() -> None:
+    global _sail_server
+    with _server_lock:
+        if _sail_server is not None:
+            _sail_server.stop()
+            _sail_server = None
+
+
+def _remote_session(url: str) -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.remote(url)
+    for key, value in SESSION_CONF.items():
+        builder = builder.config(key, value)
+    return builder.create()
+
+
+def _classic_session(master: str) -> SparkSession:
+    try:
+        from delta import configure_spark_with_delta_pip
+        from pyspark.sql import SparkSession
+    except ImportError:
+        raise LakeError(
+            "classic Spark needs delta-spark: pip install 'gluon[classic]' "
+            "(or set SPARK_REMOTE=sc://host:port for a Spark Connect cluster)"
+        ) from None
+    builder = (
+        SparkSession.builder.master(master)
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
+    )
+    for key, value in SESSION_CONF.items():
+        builder = builder.config(key, value)
+    try:
+        return configure_spark_with_delta_pip(builder).getOrCreate()
+    except Exception as exc:
+        raise LakeError(
+            f"cannot start classic Spark with Delta (are the Delta jars resolvable?): {exc}"
+        ) from None
+
+
+_FACTORIES: dict[EngineKind, Callable[[Settings], SparkSession]] = {
+    EngineKind.SAIL: lambda settings: _remote_session(_sail_url()),
+    EngineKind.REMOTE: lambda settings: _remote_session(str(settings.spark_remote)),
+    EngineKind.CLASSIC: lambda settings: _classic_session(str(settings.spark_master)),
+}
+
+
+class LakeSession:
+    """A Spark session with gluon's conventions: every SQL statement goes through :meth:`sql`."""
+
+    def __init__(self, spark: SparkSession, settings: Settings) -> None:
+        self.spark = spark
+        self.settings = settings
+
+    def sql(self, statement: str) -> DataFrame:
+        """Run one Spark SQL statement (recorded for the portability check)."""
+        sqllog.record("sql", statement)
+        log.debug("spark sql: %s", statement)
+        try:
+            return self.spark.sql(statement)
+        except Exception as exc:
+            raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
+
+    def execute(self, statement: str) -> None:
+        """Run a statement for its effect."""
+        self.sql(statement).collect()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    line = text[0] if text else type(exc).__name__
+    return re.sub(r"\s+", " ", line)[:500]
+
+
+@contextmanager
+def open_session(settings: Settings) -> Iterator[LakeSession]:
+    """A lake session for one command; closed on exit."""
+    try:
+        spark = _FACTORIES[settings.engine](settings)
+    except LakeError:
+        raise
+    except Exception as exc:
+        raise LakeError(
+            f"cannot start the lake engine ({settings.engine}): {_first_line(exc)}"
+        ) from exc
+    try:
+        yield LakeSession(spark, settings)
+    finally:
+        try:
+            spark.stop()
+        except Exception:  # a session that failed to close must not hide the real error
+            log.debug("closing the Spark session failed", exc_info=True)

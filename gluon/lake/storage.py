@@ -1,0 +1,66 @@
+"""Lake storage: where tables live, and Delta log facts read with deltalake."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+from urllib.parse import urlparse
+
+from gluon.errors import ConfigError
+
+
+def is_local(root: str) -> bool:
+    """True for a plain path or a ``file://`` URI."""
+    scheme = urlparse(root).scheme
+    return scheme in ("", "file") or (len(scheme) == 1 and os.name == "nt")
+
+
+def local_path(location: str) -> Path:
+    """The filesystem path of a local location."""
+    parsed = urlparse(location)
+    return Path(parsed.path if parsed.scheme == "file" else location)
+
+
+def join(root: str, *parts: str) -> str:
+    """Join path parts below a root path or URI."""
+    return "/".join([root.rstrip("/"), *parts])
+
+
+def check_writable(root: str) -> None:
+    """Fail with one clear line unless the lake root can be written.
+
+    Raises:
+        ConfigError: the local lake root cannot be created or written.
+    """
+    if not is_local(root):
+        return  # object stores are checked by the first write
+    path = local_path(root)
+    probe = path / f".gluon-write-check-{uuid.uuid4().hex}"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ConfigError(
+            f"OFFLOAD_LAKE_ROOT {root} is not writable ({exc.strerror or exc}): "
+            "fix its permissions or point OFFLOAD_LAKE_ROOT elsewhere"
+        ) from None
+
+
+def delta_version(location: str) -> int | None:
+    """The latest Delta version of the table at ``location`` (None: no table)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return int(DeltaTable(location).version())
+    except TableNotFoundError:
+        return None
+
+
+def delta_files(location: str) -> list[str]:
+    """The data files of the current version, relative to the table root."""
+    from deltalake import DeltaTable
+
+    return sorted(DeltaTable(location).file_uris())

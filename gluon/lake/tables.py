@@ -1,0 +1,108 @@
+"""Delta tables and views of offloaded tables, with the repository as the catalog.
+
+Sail keeps no catalog between sessions, so every session registers the
+tables it reads (``CREATE TABLE ... USING delta LOCATION``) and the views on
+top of them. Views name catalog tables, never ``delta.`path``` (Sail cannot
+read such views back).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from gluon.lake.session import LakeSession
+from gluon.lake.sqllog import record
+from gluon.lake.types import struct_type
+from gluon.progress import ProgressTask
+from gluon.schema import Column, PartitionColumn, arrow_schema
+
+log = logging.getLogger(__name__)
+
+
+def quote(name: str) -> str:
+    """A Spark SQL identifier (each dotted part back-quoted)."""
+    return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
+
+
+def sql_string(text: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def ensure_schema(session: LakeSession, schema: str) -> None:
+    session.execute(f"CREATE SCHEMA IF NOT EXISTS {quote(schema)}")
+
+
+def register_table(session: LakeSession, name: str, location: str) -> None:
+    """Make the Delta table at ``location`` known as ``name`` in this session."""
+    ensure_schema(session, name.split(".")[0])
+    # DROP TABLE leaves the files of a table created with LOCATION (an external table).
+    session.execute(f"DROP TABLE IF EXISTS {quote(name)}")
+    session.execute(f"CREATE TABLE {quote(name)} USING delta LOCATION {sql_string(location)}")
+
+
+def create_view(session: LakeSession, name: str, select: str) -> None:
+    ensure_schema(session, name.split(".")[0])
+    session.execute(f"CREATE OR REPLACE VIEW {quote(name)} AS {select}")
+
+
+def select_columns(columns: Iterable[Column], source: str) -> str:
+    """``SELECT <the table's columns> FROM source`` (hides gluon's own columns)."""
+    listed = ", ".join(quote(column.lake_name) for column in columns)
+    return f"SELECT {listed} FROM {quote(source)}"
+
+
+def write_batches(
+    session: LakeSession,
+    location: str,
+    columns: tuple[Column, ...],
+    partitioning: tuple[PartitionColumn, ...],
+    batches: Iterator[pa.RecordBatch],
+    *,
+    task: ProgressTask,
+    overwrite_first: bool = True,
+) -> int:
+    """Write Arrow batches to the Delta table at ``location``; return the row count.
+
+    The first write replaces the table (a re-run after a crash starts clean),
+    later ones append. An empty source still creates the table with its schema.
+    """
+    schema = struct_type(columns)
+    derived = [f"{part.expression} AS {quote(part.lake_column)}" for part in partitioning]
+    partition_by = [part.lake_column for part in partitioning]
+    total = 0
+    first = True
+    pending: list[pa.RecordBatch] = []
+
+    def flush(batch_list: list[pa.RecordBatch]) -> None:
+        nonlocal first
+        arrow = pa.Table.from_batches(batch_list, schema=batch_list[0].schema)
+        frame = session.spark.createDataFrame(arrow, schema=schema)
+        if derived:
+            frame = frame.selectExpr("*", *derived)
+        mode = "overwrite" if first and overwrite_first else "append"
+        writer = frame.write.format("delta").mode(mode)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        record("write", f"{mode} {location} partitionBy={partition_by}")
+        writer.save(location)
+        first = False
+
+    empty_batch: pa.RecordBatch | None = None
+    for batch in batches:
+        empty_batch = batch
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        total += batch.num_rows
+        flush(pending)
+        task.advance(batch.num_rows)
+        pending = []
+    if first:
+        schema_of_rows = empty_batch.schema if empty_batch is not None else arrow_schema(columns)
+        flush([pa.RecordBatch.from_pylist([], schema=schema_of_rows)])
+    log.info("wrote %d rows to %s", total, location)
+    return total

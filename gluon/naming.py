@@ -1,0 +1,162 @@
+"""Object names for every dialect and the lake (DESIGN.md section 3).
+
+Names past a dialect's length limit keep a readable prefix and end in a stable
+hash of the full name, so the same table always gets the same short name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from gluon.errors import UsageError
+
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
+HASH_LENGTH = 8
+
+
+@dataclass(frozen=True, slots=True)
+class TableRef:
+    """A ``SCHEMA.TABLE`` as the user typed it; compare with :attr:`key`."""
+
+    schema: str
+    table: str
+
+    @classmethod
+    def parse(cls, text: str) -> TableRef:
+        """Parse ``SCHEMA.TABLE``.
+
+        Raises:
+            UsageError: the text is not two plain identifiers joined by a dot.
+        """
+        parts = text.strip().split(".")
+        if len(parts) != 2 or not all(_IDENTIFIER.match(part) for part in parts):
+            raise UsageError(
+                f"-t expects SCHEMA.TABLE (two plain identifiers joined by a dot), found {text!r}"
+            )
+        return cls(parts[0], parts[1])
+
+    @property
+    def key(self) -> str:
+        """Case-insensitive identity, upper-cased in the spec's style."""
+        return f"{self.schema.upper()}.{self.table.upper()}"
+
+    def __str__(self) -> str:
+        return self.key
+
+
+def shorten(name: str, limit: int | None) -> str:
+    """Return ``name`` or, past ``limit`` characters, a prefix plus a stable hash."""
+    if limit is None or len(name) <= limit:
+        return name
+    digest = hashlib.sha1(name.upper().encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return f"{name[: limit - HASH_LENGTH - 1]}_{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class QualifiedName:
+    """A schema-qualified object name."""
+
+    schema: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceObjectNames:
+    """Names of the objects incremental update creates in the source database."""
+
+    changelog_table: QualifiedName
+    changelog_sequence: QualifiedName
+    changelog_trigger: QualifiedName
+    updatable_view: QualifiedName
+    updatable_trigger: QualifiedName
+
+
+def source_object_names(
+    ref: TableRef,
+    *,
+    max_length: int | None,
+    has_schemas: bool,
+    fold: str = "upper",
+    changelog_table: str | None = None,
+) -> SourceObjectNames:
+    """Names of the source-side objects for ``ref``.
+
+    Args:
+        ref: the application table.
+        max_length: the dialect's identifier length limit (None: unlimited).
+        has_schemas: True where a hybrid schema ``SCHEMA_H`` holds the objects;
+            False (SQLite) puts them in the table's own schema with an
+            ``SCHEMA_H_`` name prefix.
+        fold: ``upper`` or ``lower``, the dialect's case for unquoted names.
+        changelog_table: the ``--incremental-changelog-table`` override.
+    """
+
+    def folded(text: str) -> str:
+        return text.upper() if fold == "upper" else text.lower()
+
+    hybrid = f"{ref.schema}_H"
+
+    def name(suffix: str) -> QualifiedName:
+        if has_schemas:
+            return QualifiedName(
+                folded(hybrid), folded(shorten(f"{ref.table}{suffix}", max_length))
+            )
+        plain = shorten(f"{hybrid}_{ref.table}{suffix}", max_length)
+        return QualifiedName(folded(ref.schema), folded(plain))
+
+    log = name("_LOG")
+    if changelog_table:
+        override = changelog_table.split(".")
+        log = (
+            QualifiedName(folded(override[0]), folded(override[1]))
+            if len(override) == 2
+            else QualifiedName(log.schema, folded(override[0]))
+        )
+    return SourceObjectNames(
+        changelog_table=log,
+        changelog_sequence=name("_SEQ"),
+        changelog_trigger=name(""),
+        updatable_view=name("_UV"),
+        updatable_trigger=name("_UV"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LakeNames:
+    """Names of the lake objects for one offloaded table (lower case, as Spark shows them)."""
+
+    schema: str
+    table: str
+
+    @property
+    def load_schema(self) -> str:
+        return f"{self.schema}_load"
+
+    @property
+    def user_view(self) -> QualifiedName:
+        return QualifiedName(self.schema, self.table)
+
+    @property
+    def base_table(self) -> QualifiedName:
+        return QualifiedName(self.schema, f"{self.table}_data")
+
+    @property
+    def delta_table(self) -> QualifiedName:
+        return QualifiedName(self.load_schema, f"{self.table}_changes")
+
+    def internal_view(self, generation: int) -> QualifiedName:
+        return QualifiedName(self.schema, f"{self.table}_internal_user_view_{generation}")
+
+    def schema_dir(self, schema: str | None = None) -> str:
+        """The directory of a lake schema below the lake root."""
+        return f"{schema or self.schema}.db"
+
+
+def lake_names(ref: TableRef) -> LakeNames:
+    """Lake names for ``ref``."""
+    return LakeNames(ref.schema.lower(), ref.table.lower())

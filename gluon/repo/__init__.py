@@ -1,0 +1,175 @@
+"""The metadata repository: gluon's catalog of offloaded tables and their runs.
+
+A SQLAlchemy URL (``GLUON_REPO_URL``); SQLite under ``$OFFLOAD_HOME/repo`` by
+default, or a shared PostgreSQL/Oracle database for several nodes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from gluon.errors import ConfigError, GluonError
+from gluon.repo import migrations, models
+from gluon.schema import Column, PartitionColumn, TableSpec
+
+
+class RepositoryError(GluonError):
+    """The repository database failed."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadedTable:
+    """What the repository knows about one offloaded table."""
+
+    table_key: str
+    source_dialect: str
+    source_schema: str
+    source_table: str
+    lake_schema: str
+    lake_table: str
+    base_table: str
+    base_path: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...]
+    partitioning: tuple[PartitionColumn, ...]
+    offload_type: str
+    status: str
+    row_count: int | None = None
+    offloaded_at: dt.datetime | None = None
+
+    @property
+    def user_view(self) -> str:
+        return f"{self.lake_schema}.{self.lake_table}"
+
+    def spec(self) -> TableSpec:
+        """The source table as it was when offloaded."""
+        return TableSpec(
+            schema=self.source_schema,
+            name=self.source_table,
+            columns=self.columns,
+            primary_key=self.primary_key,
+        )
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _engine(url: str) -> sa.Engine:
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise ConfigError(f"GLUON_REPO_URL is not a valid SQLAlchemy URL: {exc}") from None
+    options: dict[str, Any] = {}
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database:
+            try:
+                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(
+                    f"GLUON_REPO_URL: cannot create {parsed.database}: {exc}"
+                ) from None
+        options["connect_args"] = {"timeout": 60}
+    return sa.create_engine(parsed, **options)
+
+
+class Repository:
+    """Reads and writes repository records; migrates the schema on first use."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = _engine(url)
+        try:
+            if self.engine.dialect.name == "sqlite":
+                with self.engine.connect() as connection:
+                    connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+            self.version = migrations.migrate(self.engine)
+        except sa.exc.DBAPIError as exc:
+            raise RepositoryError(f"cannot open the repository ({url}): {exc.orig}") from None
+
+    # -- offloaded tables ------------------------------------------------------------------
+
+    def get_table(self, table_key: str) -> OffloadedTable | None:
+        """The record of ``table_key`` (``SCHEMA.TABLE``, upper case), if any."""
+        table = models.offloaded_tables
+        with self.engine.connect() as connection:
+            row = (
+                connection.execute(sa.select(table).where(table.c.table_key == table_key))
+                .mappings()
+                .first()
+            )
+        return _to_record(row) if row else None
+
+    def list_tables(self) -> list[OffloadedTable]:
+        """Every offloaded table, in key order."""
+        table = models.offloaded_tables
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(table).order_by(table.c.table_key)).mappings()
+            return [_to_record(row) for row in rows]
+
+    def save_table(self, record: OffloadedTable) -> None:
+        """Insert or replace the record of ``record.table_key``."""
+        table = models.offloaded_tables
+        values = _to_row(record)
+        with self.engine.begin() as connection:
+            updated = connection.execute(
+                table.update().where(table.c.table_key == record.table_key).values(**values)
+            )
+            if updated.rowcount == 0:
+                connection.execute(table.insert().values(**values))
+
+    def delete_table(self, table_key: str) -> None:
+        table = models.offloaded_tables
+        with self.engine.begin() as connection:
+            connection.execute(table.delete().where(table.c.table_key == table_key))
+
+
+def _to_row(record: OffloadedTable) -> dict[str, Any]:
+    return {
+        "table_key": record.table_key,
+        "source_dialect": record.source_dialect,
+        "source_schema": record.source_schema,
+        "source_table": record.source_table,
+        "lake_schema": record.lake_schema,
+        "lake_table": record.lake_table,
+        "base_table": record.base_table,
+        "base_path": record.base_path,
+        "columns_json": json.dumps([asdict(column) for column in record.columns]),
+        "primary_key_json": json.dumps(list(record.primary_key)),
+        "partitioning_json": json.dumps([asdict(part) for part in record.partitioning]),
+        "offload_type": record.offload_type,
+        "status": record.status,
+        "row_count": record.row_count,
+        "offloaded_at": record.offloaded_at,
+        "updated_at": _now(),
+    }
+
+
+def _to_record(row: sa.RowMapping) -> OffloadedTable:
+    return OffloadedTable(
+        table_key=row["table_key"],
+        source_dialect=row["source_dialect"],
+        source_schema=row["source_schema"],
+        source_table=row["source_table"],
+        lake_schema=row["lake_schema"],
+        lake_table=row["lake_table"],
+        base_table=row["base_table"],
+        base_path=row["base_path"],
+        columns=tuple(Column(**item) for item in json.loads(row["columns_json"])),
+        primary_key=tuple(json.loads(row["primary_key_json"])),
+        partitioning=tuple(
+            PartitionColumn(**item) for item in json.loads(row["partitioning_json"])
+        ),
+        offload_type=row["offload_type"],
+        status=row["status"],
+        row_count=row["row_count"],
+        offloaded_at=row["offloaded_at"],
+    )
+
+
+__all__ = ["OffloadedTable", "Repository", "RepositoryError"]

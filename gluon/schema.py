@@ -1,0 +1,132 @@
+"""Table and column descriptions shared by the source layer, the lake and the repository.
+
+Lake types are Spark SQL type names (``bigint``, ``decimal(12,2)``,
+``timestamp_ntz``...). Each maps to exactly one Arrow type, which is what
+travels from the source to the lake.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+_DECIMAL = re.compile(r"^decimal\((\d+),(-?\d+)\)$")
+
+ARROW_TYPES: dict[str, pa.DataType] = {
+    "boolean": pa.bool_(),
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "date": pa.date32(),
+    # Naive source timestamps stay naive; zoned ones become UTC instants.
+    "timestamp_ntz": pa.timestamp("us"),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+}
+MAX_DECIMAL_PRECISION = 38
+
+
+def decimal_type(precision: int, scale: int) -> str:
+    """The lake type for a fixed-point number."""
+    return f"decimal({precision},{scale})"
+
+
+def arrow_type(lake_type: str) -> pa.DataType:
+    """The Arrow type that carries values of ``lake_type``."""
+    match = _DECIMAL.match(lake_type)
+    if match:
+        return pa.decimal128(int(match.group(1)), int(match.group(2)))
+    return ARROW_TYPES[lake_type]
+
+
+def is_lake_type(lake_type: str) -> bool:
+    """True for a type name :func:`arrow_type` understands."""
+    match = _DECIMAL.match(lake_type)
+    if match:
+        precision, scale = int(match.group(1)), int(match.group(2))
+        return 1 <= precision <= MAX_DECIMAL_PRECISION and 0 <= scale <= precision
+    return lake_type in ARROW_TYPES
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of an offloaded table.
+
+    Attributes:
+        name: the name in the source, as the source spells it.
+        source_type: the declared source type, for people and reports.
+        lake_type: the Spark SQL type in the lake.
+        nullable: whether the source allows NULL.
+        read_as_text: the source renders the value as text when reading it
+            (exact numbers without a precision, JSON, UUIDs...).
+    """
+
+    name: str
+    source_type: str
+    lake_type: str
+    nullable: bool = True
+    read_as_text: bool = False
+
+    @property
+    def lake_name(self) -> str:
+        """Lake column names are lower case (Spark resolves names case-insensitively)."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """A source table as introspected, with its lake mapping."""
+
+    schema: str
+    name: str
+    columns: tuple[Column, ...]
+    primary_key: tuple[str, ...] = ()
+    partition_columns: tuple[str, ...] = ()
+    partition_kind: str | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def column(self, name: str) -> Column:
+        """The column named ``name`` (case-insensitive)."""
+        for column in self.columns:
+            if column.name.lower() == name.lower():
+                return column
+        raise KeyError(name)
+
+    def has_column(self, name: str) -> bool:
+        return any(column.name.lower() == name.lower() for column in self.columns)
+
+    @property
+    def arrow_schema(self) -> pa.Schema:
+        """The Arrow schema of the rows read from the source."""
+        return arrow_schema(self.columns)
+
+
+def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
+    """The Arrow schema of lake rows of ``columns`` (all nullable)."""
+    return pa.schema(
+        [pa.field(c.lake_name, arrow_type(c.lake_type), nullable=True) for c in columns]
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionColumn:
+    """One lake partition column derived from a source column.
+
+    Attributes:
+        source_column: the source column it is derived from.
+        granularity: ``Y``/``M``/``D`` for dates, a width for integers, a
+            prefix length for strings, or empty for the value itself.
+        lake_column: the derived column's name in the base table.
+        expression: the Spark SQL expression computing it from a row.
+    """
+
+    source_column: str
+    granularity: str
+    lake_column: str
+    expression: str

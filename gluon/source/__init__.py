@@ -1,0 +1,65 @@
+"""Source databases, one module per dialect (sqlglot's pattern).
+
+Adding a dialect:
+1. a module ``gluon/source/<name>.py`` with a ``SourceDialect`` subclass whose
+   ``name`` is SQLAlchemy's backend name; set the class attributes
+   (``max_identifier_length``, ``has_schemas``, ``name_case``) and implement
+   ``describe_table`` with the dialect's type table;
+2. templates under ``templates/<name>/`` (``ping``, ``count_rows``,
+   ``select_rows``, ``cast_to_text`` and the dictionary queries; anything not
+   dialect-specific falls back to ``templates/default/``);
+3. add the module name to ``DIALECT_MODULES`` below and a test file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+
+import sqlalchemy as sa
+
+from gluon.errors import ConfigError, UnsupportedError
+from gluon.source.base import SourceDialect, registered_dialects
+
+DIALECT_MODULES: dict[str, str] = {
+    "sqlite": "gluon.source.sqlite",
+    "postgresql": "gluon.source.postgresql",
+    "oracle": "gluon.source.oracle",
+}
+
+
+def dialect_class(name: str) -> type[SourceDialect]:
+    """The dialect class registered under ``name``, importing its module on demand.
+
+    Raises:
+        UnsupportedError: no such dialect (the closest name is suggested).
+    """
+    module = DIALECT_MODULES.get(name)
+    if module is None:
+        close = difflib.get_close_matches(name, DIALECT_MODULES, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        supported = ", ".join(sorted(DIALECT_MODULES))
+        raise UnsupportedError(f"source dialect {name!r} is not supported{hint}; use {supported}")
+    importlib.import_module(module)
+    return registered_dialects()[name]
+
+
+def connect(url: str) -> SourceDialect:
+    """A dialect object over a new engine for ``url`` (no connection is made yet).
+
+    Raises:
+        ConfigError: the URL is malformed or its driver is missing.
+    """
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise ConfigError(f"GLUON_SOURCE_URL is not a valid SQLAlchemy URL: {exc}") from None
+    cls = dialect_class(parsed.get_backend_name())
+    try:
+        engine = sa.create_engine(parsed, **cls.engine_options())
+    except (sa.exc.ArgumentError, ImportError) as exc:
+        raise ConfigError(f"GLUON_SOURCE_URL cannot be used: {exc}") from None
+    return cls(engine)
+
+
+__all__ = ["SourceDialect", "connect", "dialect_class"]

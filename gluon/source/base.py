@@ -1,0 +1,300 @@
+"""The dialect-free part of the source layer: the contract each dialect fills in.
+
+A dialect is a subclass of :class:`SourceDialect` with class attributes (its
+capabilities and type table) and a few overridden methods. Registration is
+automatic (``__init_subclass__``); see ``gluon/source/__init__.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import sqlalchemy as sa
+
+from gluon import templates
+from gluon.errors import NotFoundError, SourceError, UnsupportedError
+from gluon.naming import TableRef
+from gluon.schema import Column, TableSpec, arrow_type
+
+_REGISTRY: dict[str, type[SourceDialect]] = {}
+
+Converter = Callable[[Any], Any]
+
+
+def registered_dialects() -> dict[str, type[SourceDialect]]:
+    """Dialect classes by name."""
+    return dict(_REGISTRY)
+
+
+class SourceDialect:
+    """A source database dialect over a SQLAlchemy engine."""
+
+    name: ClassVar[str] = ""
+    """Registry key; also the templates folder and SQLAlchemy's backend name."""
+
+    max_identifier_length: ClassVar[int | None] = None
+    """Longest object name the database accepts (None: no practical limit)."""
+
+    has_schemas: ClassVar[bool] = True
+    """Whether incremental objects go to a separate hybrid schema ``SCHEMA_H``."""
+
+    name_case: ClassVar[str] = "upper"
+    """How the database folds unquoted names: ``upper`` or ``lower``."""
+
+    fetch_rows: ClassVar[int] = 50_000
+    """Rows per DBAPI fetch when reading a table."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        # Only a class that declares its own name registers (a subclass must not replace it).
+        if "name" in cls.__dict__ and cls.name:
+            _REGISTRY[cls.name] = cls
+
+    @classmethod
+    def engine_options(cls) -> dict[str, Any]:
+        """Keyword arguments for ``sqlalchemy.create_engine``."""
+        return {}
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+        self._preparer = engine.dialect.identifier_preparer
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def quote(self, identifier: str) -> str:
+        """Quote an identifier the way this database needs (only when needed)."""
+        return str(self._preparer.quote(identifier))
+
+    def render(self, template: str, **context: Any) -> str:
+        """Render one of this dialect's SQL templates."""
+        return templates.render(self.name, template, quote=self.quote, **context)
+
+    def run_query(
+        self, template: str, params: dict[str, Any] | None = None, **context: Any
+    ) -> list[Any]:
+        """Render a template and run it as a query with bind parameters."""
+        sql = self.render(template, **context)
+        try:
+            with self.engine.connect() as connection:
+                return list(connection.execute(sa.text(sql), params or {}))
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+
+    # -- introspection ---------------------------------------------------------------------
+
+    def check_connection(self) -> None:
+        """Connect once, so an unreachable database is one clear error."""
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(sa.text(self.render("ping")))
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(
+                f"cannot connect to the {self.name} source database: {_first_line(exc)} "
+                "(check GLUON_SOURCE_URL)"
+            ) from exc
+
+    def describe_table(self, ref: TableRef) -> TableSpec:
+        """Introspect ``ref``: columns with their lake types, primary key, partitioning.
+
+        Raises:
+            NotFoundError: no such table.
+            UnsupportedError: a column type gluon cannot offload without loss.
+        """
+        raise NotImplementedError(f"{self.name} does not implement describe_table")
+
+    def _require_found(self, ref: TableRef, found: bool) -> None:
+        if not found:
+            raise NotFoundError(
+                f"table {ref} does not exist in the {self.name} source database "
+                "(check the -t value and GLUON_SOURCE_URL)"
+            )
+
+    @staticmethod
+    def _refuse_types(ref: TableRef, refused: Sequence[tuple[str, str]]) -> None:
+        if refused:
+            listed = ", ".join(f"{name} ({type_})" for name, type_ in refused)
+            raise UnsupportedError(
+                f"table {ref} has column types gluon cannot offload without loss: {listed}; "
+                "convert them in the source or offload a view that casts them"
+            )
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def select_list(self, spec: TableSpec) -> list[str]:
+        """Column expressions for reading ``spec``; text-read columns cast in the source."""
+        return [
+            self.render("cast_to_text", column=column.name).strip()
+            if column.read_as_text
+            else self.quote(column.name)
+            for column in spec.columns
+        ]
+
+    def count_rows(self, spec: TableSpec) -> int:
+        """Number of rows in the table."""
+        rows = self.run_query("count_rows", schema=spec.schema, table=spec.name)
+        return int(rows[0][0])
+
+    def read_batches(self, spec: TableSpec, *, batch_rows: int) -> Iterator[pa.RecordBatch]:
+        """Read the whole table as Arrow record batches of at most ``batch_rows`` rows."""
+        sql = self.render(
+            "select_rows", schema=spec.schema, table=spec.name, columns=self.select_list(spec)
+        )
+        yield from self.read_query_batches(spec, sa.text(sql), {}, batch_rows=batch_rows)
+
+    def read_query_batches(
+        self,
+        spec: TableSpec,
+        statement: sa.TextClause,
+        params: dict[str, Any],
+        *,
+        batch_rows: int,
+        extra_fields: Sequence[pa.Field] = (),
+    ) -> Iterator[pa.RecordBatch]:
+        """Run ``statement`` (its columns in ``spec`` order, then ``extra_fields``) as batches."""
+        schema = pa.schema(list(spec.arrow_schema) + list(extra_fields))
+        converters = [converter_for(column) for column in spec.columns] + [
+            _identity for _ in extra_fields
+        ]
+        try:
+            with self.engine.connect() as connection:
+                result = connection.execution_options(
+                    stream_results=True, max_row_buffer=self.fetch_rows
+                ).execute(statement, params)
+                while True:
+                    rows = result.fetchmany(batch_rows)
+                    if not rows:
+                        break
+                    yield _to_batch(rows, schema, converters, spec)
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(
+                f"reading {spec.schema}.{spec.name} failed: {_first_line(exc)}"
+            ) from exc
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _utc(value: Any) -> Any:
+    if isinstance(value, dt.datetime) and value.tzinfo is not None:
+        return value.astimezone(dt.UTC)
+    return value
+
+
+def _naive_timestamp(value: Any) -> Any:
+    if isinstance(value, str):
+        return dt.datetime.fromisoformat(value)
+    if isinstance(value, dt.datetime):
+        return value
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day)
+    raise ValueError(f"not a timestamp: {value!r}")
+
+
+def _date(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        if value.time() != dt.time(0):
+            raise ValueError(f"a date column holds a time of day: {value!r}")
+        return value.date()
+    if isinstance(value, dt.date):
+        return value
+    if isinstance(value, str):
+        return dt.date.fromisoformat(value)
+    raise ValueError(f"not a date: {value!r}")
+
+
+def _exact_decimal(value: Any) -> Any:
+    if isinstance(value, float):
+        # SQLite keeps NUMERIC(p,s) values as REAL: repr gives the shortest exact text.
+        return decimal.Decimal(repr(value))
+    if isinstance(value, int | str):
+        return decimal.Decimal(value)
+    return value
+
+
+def _text(value: Any) -> Any:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    return str(value)
+
+
+def _boolean(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def _bytes(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value)
+    raise ValueError(f"not binary data: {value!r}")
+
+
+def _integer(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, decimal.Decimal) and value == value.to_integral_value():
+            return int(value)
+        raise ValueError(f"not an integer: {value!r}")
+    return value
+
+
+_CONVERTERS: dict[str, Converter] = {
+    "timestamp_ntz": _naive_timestamp,
+    "timestamp": _utc,
+    "date": _date,
+    "string": _text,
+    "boolean": _boolean,
+    "binary": _bytes,
+    "tinyint": _integer,
+    "smallint": _integer,
+    "int": _integer,
+    "bigint": _integer,
+}
+
+
+def converter_for(column: Column) -> Converter:
+    """The function that turns a DBAPI value of ``column`` into what Arrow expects."""
+    if column.lake_type.startswith("decimal("):
+        return _exact_decimal
+    return _CONVERTERS.get(column.lake_type, _identity)
+
+
+def _to_batch(
+    rows: Sequence[Sequence[Any]],
+    schema: pa.Schema,
+    converters: Sequence[Converter],
+    spec: TableSpec,
+) -> pa.RecordBatch:
+    arrays = []
+    for index, (field, convert) in enumerate(zip(schema, converters, strict=True)):
+        values = [row[index] for row in rows]
+        try:
+            converted = [None if value is None else convert(value) for value in values]
+            arrays.append(pa.array(converted, type=field.type))
+        except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
+            raise SourceError(
+                f"column {field.name} of {spec.schema}.{spec.name} holds a value that does not "
+                f"fit its lake type {arrow_type_name(field.type)}: {exc}"
+            ) from exc
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def arrow_type_name(arrow: pa.DataType) -> str:
+    return str(arrow)
+
+
+def _first_line(exc: BaseException) -> str:
+    original = getattr(exc, "orig", None) or exc
+    text = str(original).strip().splitlines()
+    return text[0] if text else type(original).__name__
+
+
+__all__ = ["SourceDialect", "arrow_type", "converter_for", "registered_dialects"]

@@ -1,0 +1,117 @@
+"""PostgreSQL over psycopg 3.
+
+Type table: ``information_schema.columns.data_type`` to lake type. Types
+without an exact lake counterpart are read as text in the source (``::text``)
+so nothing is lost; arrays, ranges and other composite types are refused.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from gluon.errors import UsageError
+from gluon.naming import TableRef
+from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
+from gluon.source.base import SourceDialect
+
+# data_type -> lake type, for types read as they are.
+TYPE_MAP: dict[str, str] = {
+    "smallint": "smallint",
+    "integer": "int",
+    "bigint": "bigint",
+    "real": "float",
+    "double precision": "double",
+    "boolean": "boolean",
+    "text": "string",
+    "character varying": "string",
+    "character": "string",
+    "name": "string",
+    '"char"': "string",
+    "citext": "string",
+    "date": "date",
+    "timestamp without time zone": "timestamp_ntz",
+    "timestamp with time zone": "timestamp",
+    "bytea": "binary",
+}
+
+# data_type values kept exactly as the server's text rendering.
+TEXT_TYPES: frozenset[str] = frozenset(
+    {
+        "uuid",
+        "json",
+        "jsonb",
+        "xml",
+        "inet",
+        "cidr",
+        "macaddr",
+        "macaddr8",
+        "time without time zone",
+        "time with time zone",
+        "interval",
+        "bit",
+        "bit varying",
+        "USER-DEFINED",  # enums and domains over text
+    }
+)
+
+PARTITION_STRATEGIES: dict[str, str] = {"r": "RANGE", "l": "LIST", "h": "HASH"}
+
+
+class PostgreSQLSource(SourceDialect):
+    name = "postgresql"
+    max_identifier_length: ClassVar[int | None] = 63
+    has_schemas = True
+    name_case = "lower"
+
+    def lake_column(self, row: object) -> Column | None:
+        """Map one ``describe_columns`` row; None when the type cannot be offloaded."""
+        data_type: str = row.data_type  # type: ignore[attr-defined]
+        declared = row.formatted_type  # type: ignore[attr-defined]
+        nullable = row.is_nullable == "YES"  # type: ignore[attr-defined]
+        name: str = row.column_name  # type: ignore[attr-defined]
+        if data_type == "numeric":
+            precision, scale = row.numeric_precision, row.numeric_scale  # type: ignore[attr-defined]
+            if precision is not None and precision <= MAX_DECIMAL_PRECISION and scale >= 0:
+                return Column(name, declared, decimal_type(precision, scale), nullable)
+            return Column(name, declared, "string", nullable, read_as_text=True)
+        if data_type in TYPE_MAP:
+            return Column(name, declared, TYPE_MAP[data_type], nullable)
+        if data_type in TEXT_TYPES and row.element_kind != "c":  # type: ignore[attr-defined]
+            return Column(name, declared, "string", nullable, read_as_text=True)
+        return None
+
+    def describe_table(self, ref: TableRef) -> TableSpec:
+        found = self.run_query("find_table", {"schema": ref.schema, "table": ref.table})
+        self._require_found(ref, bool(found))
+        if len(found) > 1:
+            names = ", ".join(f'"{row.table_schema}"."{row.table_name}"' for row in found)
+            raise UsageError(f"-t {ref} matches several tables that differ only in case: {names}")
+        schema, table = found[0].table_schema, found[0].table_name
+        rows = self.run_query("describe_columns", {"schema": schema, "table": table})
+        columns: list[Column] = []
+        refused: list[tuple[str, str]] = []
+        for row in rows:
+            column = self.lake_column(row)
+            if column is None:
+                refused.append((row.column_name, row.formatted_type))
+            else:
+                columns.append(column)
+        self._refuse_types(ref, refused)
+        key = self.run_query("primary_key", {"schema": schema, "table": table})
+        partitioning = self.run_query("partitioning", {"schema": schema, "table": table})
+        kind = None
+        partition_columns: tuple[str, ...] = ()
+        if partitioning:
+            kind = PARTITION_STRATEGIES.get(partitioning[0].strategy)
+            partition_columns = tuple(row.column_name for row in partitioning)
+        return TableSpec(
+            schema=schema,
+            name=table,
+            columns=tuple(columns),
+            primary_key=tuple(row.column_name for row in key),
+            partition_columns=partition_columns,
+            partition_kind=kind,
+        )
+
+
+__all__ = ["PostgreSQLSource"]

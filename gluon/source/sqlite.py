@@ -1,0 +1,116 @@
+"""SQLite: schemas are attached database names (``main`` for the main file).
+
+SQLite has no schemas for hybrid objects, so incremental objects live beside
+the table with a ``<SCHEMA>_H_`` prefix. Types follow SQLite's affinity rules;
+columns whose declared type gives no exact lake type are refused.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, ClassVar
+
+from gluon.errors import NotFoundError, SourceError
+from gluon.naming import TableRef
+from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
+from gluon.source.base import SourceDialect
+
+_PRECISION = re.compile(r"\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)")
+
+# Declared type names with an exact lake type (checked before the affinity rules).
+NAMED_TYPES: dict[str, str] = {
+    "BOOLEAN": "boolean",
+    "BOOL": "boolean",
+    "DATE": "date",
+    "DATETIME": "timestamp_ntz",
+    "TIMESTAMP": "timestamp_ntz",
+    "JSON": "string",
+}
+
+# SQLite's affinity rules, in the order SQLite applies them (substring match).
+AFFINITY_RULES: tuple[tuple[str, str], ...] = (
+    ("INT", "bigint"),
+    ("CHAR", "string"),
+    ("CLOB", "string"),
+    ("TEXT", "string"),
+    ("BLOB", "binary"),
+    ("REAL", "double"),
+    ("FLOA", "double"),
+    ("DOUB", "double"),
+)
+
+
+class SQLiteSource(SourceDialect):
+    name = "sqlite"
+    max_identifier_length: ClassVar[int | None] = None
+    has_schemas = False
+    name_case = "lower"
+
+    @classmethod
+    def engine_options(cls) -> dict[str, Any]:
+        # Writers in other processes (the application, the demo) may hold the file briefly.
+        return {"connect_args": {"timeout": 30}}
+
+    def lake_type(self, declared: str) -> str | None:
+        """The lake type for a declared SQLite column type, or None when there is none."""
+        upper = declared.upper().strip()
+        base = _PRECISION.sub("", upper).strip()
+        if base in NAMED_TYPES:
+            return NAMED_TYPES[base]
+        for fragment, lake in AFFINITY_RULES:
+            if fragment in base:
+                return lake
+        if base in ("NUMERIC", "DECIMAL"):
+            match = _PRECISION.search(upper)
+            if match and int(match.group(1)) <= MAX_DECIMAL_PRECISION:
+                return decimal_type(int(match.group(1)), int(match.group(2) or 0))
+            # Without a precision SQLite keeps integers or reals: text keeps them exact.
+            return "string"
+        return None
+
+    def _schemas(self) -> list[str]:
+        return [row[1] for row in self.run_query("list_databases")]
+
+    def describe_table(self, ref: TableRef) -> TableSpec:
+        schemas = {name.lower(): name for name in self._schemas()}
+        schema = schemas.get(ref.schema.lower())
+        if schema is None:
+            raise NotFoundError(
+                f"table {ref} does not exist: SQLite source has no database {ref.schema!r} "
+                f"(attached: {', '.join(schemas.values())}; the main file is 'main')"
+            )
+        found = self.run_query("find_table", {"table": ref.table}, schema=schema)
+        self._require_found(ref, bool(found))
+        table = found[0][0]
+        rows = self.run_query("describe_columns", {"table": table, "schema": schema})
+        columns: list[Column] = []
+        refused: list[tuple[str, str]] = []
+        primary: list[tuple[int, str]] = []
+        for row in rows:
+            name, declared, notnull, pk = row.name, row.type or "", bool(row.notnull), row.pk
+            lake = self.lake_type(declared)
+            if lake is None:
+                refused.append((name, declared or "no declared type"))
+                continue
+            columns.append(Column(name, declared or "", lake, nullable=not notnull))
+            if pk:
+                primary.append((int(pk), name))
+        self._refuse_types(ref, refused)
+        return TableSpec(
+            schema=schema,
+            name=table,
+            columns=tuple(columns),
+            primary_key=tuple(name for _, name in sorted(primary)),
+        )
+
+    def check_connection(self) -> None:
+        database = self.engine.url.database
+        if database and database != ":memory:" and not Path(database).is_file():
+            raise SourceError(
+                f"the SQLite source database {database} does not exist (check GLUON_SOURCE_URL)"
+            )
+        super().check_connection()
+
+
+__all__ = ["SQLiteSource"]

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Run gluon's checks: setup, ruff lint, ruff format check, mypy, pytest.
+#
+# Usage: bash scripts/test.sh [pytest args...]
+# Extra arguments go to pytest only. Stops at the first failing step and says
+# which one failed. pytest's exit code 5 (no tests collected) is a failure.
+set -euo pipefail
+
+ROOT="$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)"
+
+cd "$ROOT"
+BIN="$ROOT/.venv/bin"
+# Tests may spawn the project's console scripts; resolve them from the venv.
+export VIRTUAL_ENV="$ROOT/.venv"
+export PATH="$BIN:$PATH"
+
+step() {
+    local name=$1
+    shift
+    printf 'test: == %s\n' "$name"
+    local rc=0
+    "$@" || rc=$?
+    if ((rc == 5)) && [[ $name == pytest ]]; then
+        printf 'test: FAILED: pytest collected no tests (exit 5)\n' >&2
+        exit "$rc"
+    fi
+    if ((rc != 0)); then
+        printf 'test: FAILED: %s (exit %d)\n' "$name" "$rc" >&2
+        exit "$rc"
+    fi
+}
+
+step setup bash "$ROOT/scripts/setup.sh"
+step "ruff check" "$BIN/ruff" check .
+step "ruff format" "$BIN/ruff" format --check .
+step "mypy" "$BIN/mypy"
+step pytest "$BIN/pytest" -q "$@"
+
+printf 'test: all checks passed\n'

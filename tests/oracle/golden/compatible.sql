@@ -1,0 +1,4 @@
+-- case: compatible
+SELECT value
+FROM v$parameter
+WHERE name = 'compatible'

@@ -1,0 +1,2 @@
+-- case: zoned
+SYS_EXTRACT_UTC(ZONED_AT)

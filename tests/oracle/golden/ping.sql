@@ -1,0 +1,2 @@
+-- case: ping
+SELECT 1 FROM DUAL

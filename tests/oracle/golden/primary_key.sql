@@ -1,0 +1,12 @@
+-- case: primary_key
+SELECT cc.column_name,
+       cc.position
+FROM all_constraints k
+JOIN all_cons_columns cc
+  ON cc.owner = k.owner
+ AND cc.constraint_name = k.constraint_name
+ AND cc.table_name = k.table_name
+WHERE k.constraint_type = 'P'
+  AND k.owner = :schema
+  AND k.table_name = :table
+ORDER BY cc.position

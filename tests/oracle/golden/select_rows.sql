@@ -1,0 +1,8 @@
+-- case: whole table
+SELECT ORDER_ID, "lower_case", SYS_EXTRACT_UTC(ZONED_AT)
+FROM APP.ORDERS
+
+-- case: filtered
+SELECT ORDER_ID, "lower_case", SYS_EXTRACT_UTC(ZONED_AT)
+FROM APP.ORDERS
+WHERE ORA_ROWSCN > :scn

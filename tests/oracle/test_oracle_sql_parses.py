@@ -1,0 +1,187 @@
+"""Every SQL template Oracle uses renders, parses as Oracle SQL and matches its golden file.
+
+The templates are ``templates/oracle/*.sql.j2`` plus the ``templates/default/``
+ones Oracle falls back to. Each needs an entry in ``CASES`` (the test fails
+otherwise, so a new template cannot go unchecked). Parsing uses sqlfluff's
+``oracle`` dialect, on the text as rendered and as SQLAlchemy sends it (reserved
+bind names such as ``:table`` become ``:"table"``).
+
+Golden files: ``golden/<template>.sql`` hold the rendered text of every case.
+Rewrite them with ``GLUON_UPDATE_GOLDEN=1 pytest tests/oracle``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlfluff.core import Linter
+
+from gluon.source import connect
+from gluon.source.oracle import OracleSource
+from gluon.templates import templates_root
+
+GOLDEN = Path(__file__).parent / "golden"
+UPDATE_GOLDEN = os.environ.get("GLUON_UPDATE_GOLDEN") == "1"
+SUFFIX = ".sql.j2"
+
+SELECTED = ["ORDER_ID", '"lower_case"', "SYS_EXTRACT_UTC(ZONED_AT)"]
+
+# template -> case name -> render context. Templates that render an expression (not a
+# statement) are listed in EXPRESSIONS and parsed inside "SELECT <expression> FROM ...".
+CASES: dict[str, dict[str, dict[str, Any]]] = {
+    "ping": {"ping": {}},
+    "compatible": {"compatible": {}},
+    "find_table": {"find_table": {}},
+    "describe_columns": {"describe_columns": {}},
+    "primary_key": {"primary_key": {}},
+    "partitioning": {"partitioning": {}},
+    "count_rows": {
+        "plain names": {"schema": "APP", "table": "ORDERS"},
+        "quoted names": {"schema": "app", "table": "Order Lines"},
+    },
+    "select_rows": {
+        "whole table": {"schema": "APP", "table": "ORDERS", "columns": SELECTED},
+        "filtered": {
+            "schema": "APP",
+            "table": "ORDERS",
+            "columns": SELECTED,
+            "where": "ORA_ROWSCN > :scn",
+        },
+    },
+    "extract_utc": {"zoned": {"column": "ZONED_AT"}},
+    "cast_to_text": {
+        "number": {"column": "ANY_NUMBER", "source_type": "NUMBER"},
+        "negative scale": {"column": "HUGE", "source_type": "NUMBER(38,-5)"},
+        "float": {"column": "APPROX", "source_type": "FLOAT(126)"},
+        "timestamp": {"column": "NANOS_AT", "source_type": "TIMESTAMP(9)"},
+        "zoned timestamp": {
+            "column": "ZONED_NANOS_AT",
+            "source_type": "TIMESTAMP(9) WITH TIME ZONE",
+        },
+        "local timestamp": {
+            "column": "LOCAL_NANOS_AT",
+            "source_type": "TIMESTAMP(9) WITH LOCAL TIME ZONE",
+        },
+        "rowid": {"column": "ROW_ADDRESS", "source_type": "ROWID"},
+        "urowid": {"column": "LOGICAL_ADDRESS", "source_type": "UROWID"},
+        "interval": {"column": "DURATION", "source_type": "INTERVAL DAY(2) TO SECOND(6)"},
+        "no declared type": {"column": "lower_case"},
+    },
+}
+EXPRESSIONS = frozenset({"cast_to_text", "extract_utc"})
+
+
+def template_names() -> list[str]:
+    """Templates Oracle renders: its own folder, then the default layer it falls back to."""
+    root = templates_root()
+    names = {
+        path.name.removesuffix(SUFFIX)
+        for folder in ("oracle", "default")
+        for path in (root / folder).glob("*" + SUFFIX)
+    }
+    return sorted(names)
+
+
+@pytest.fixture(scope="module")
+def source() -> Iterator[OracleSource]:
+    dialect = connect("oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1")
+    assert isinstance(dialect, OracleSource)
+    yield dialect
+    dialect.engine.dispose()
+
+
+@pytest.fixture(scope="module")
+def linter() -> Linter:
+    return Linter(dialect="oracle")
+
+
+def cases_of(template: str) -> dict[str, dict[str, Any]]:
+    if template not in CASES:
+        pytest.fail(
+            f"template {template}{SUFFIX} has no render context: add a CASES entry in "
+            f"{Path(__file__).name} (and run with GLUON_UPDATE_GOLDEN=1 to write its golden file)"
+        )
+    return CASES[template]
+
+
+def as_statement(template: str, rendered: str) -> str:
+    text = rendered.strip()
+    return f"SELECT {text} FROM APP.ORDERS" if template in EXPRESSIONS else text
+
+
+def parse_problems(linter: Linter, sql: str) -> list[str]:
+    parsed = linter.parse_string(sql)
+    problems = [violation.desc() for violation in parsed.violations]
+    if parsed.tree is None:
+        return [*problems, "no parse tree"]
+    problems += [f"unparsable: {seg.raw!r}" for seg in parsed.tree.recursive_crawl("unparsable")]
+    return problems
+
+
+def bind_names(linter: Linter, sql: str) -> list[str]:
+    tree = linter.parse_string(sql).tree
+    assert tree is not None
+    return [
+        segment.raw.strip('"')
+        for bind in tree.recursive_crawl("bind_variable")
+        for segment in bind.recursive_crawl("parameter")
+    ]
+
+
+def golden_text(source: OracleSource, template: str) -> str:
+    parts = [
+        f"-- case: {case}\n{source.render(template, **context).strip()}\n"
+        for case, context in cases_of(template).items()
+    ]
+    return "\n".join(parts)
+
+
+def test_template_folder_is_found() -> None:
+    assert "find_table" in template_names()
+    assert "ping" in template_names()
+
+
+def test_no_stale_cases_or_golden_files() -> None:
+    names = set(template_names())
+    assert set(CASES) - names == set(), "CASES has entries for templates that no longer exist"
+    assert names >= EXPRESSIONS
+    stale = {path.name for path in GOLDEN.glob("*.sql")} - {f"{name}.sql" for name in names}
+    assert stale == set(), "golden files without a template"
+
+
+@pytest.mark.parametrize("template", template_names())
+def test_template_parses_as_oracle(source: OracleSource, linter: Linter, template: str) -> None:
+    for case, context in cases_of(template).items():
+        rendered = source.render(template, **context)
+        statement = as_statement(template, rendered)
+        assert parse_problems(linter, statement) == [], f"{template} ({case}) as rendered"
+        # What oracledb receives: SQLAlchemy's text() with its bind-name quoting.
+        compiled = str(sa.text(statement).compile(dialect=source.engine.dialect))
+        assert parse_problems(linter, compiled) == [], f"{template} ({case}) as sent:\n{compiled}"
+        expected = sorted(re.findall(r"(?<![:\w]):(\w+)", statement))
+        assert sorted(bind_names(linter, compiled)) == expected, f"{template} ({case}) binds"
+
+
+@pytest.mark.parametrize("template", template_names())
+def test_template_matches_golden_file(source: OracleSource, template: str) -> None:
+    path = GOLDEN / f"{template}.sql"
+    text = golden_text(source, template)
+    if UPDATE_GOLDEN:
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(text)
+        return
+    assert path.exists(), f"{path.name} is missing: run with GLUON_UPDATE_GOLDEN=1"
+    assert text == path.read_text(), (
+        f"{template} renders differently from {path.name}; if intended, rerun with "
+        "GLUON_UPDATE_GOLDEN=1 and review the diff"
+    )
+
+
+def test_the_parser_does_reject_broken_sql(linter: Linter) -> None:
+    assert parse_problems(linter, "SELECT FROM WHERE") != []
