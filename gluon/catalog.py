@@ -1,4 +1,9 @@
-"""Registers every offloaded table's lake objects in a Spark session, from the repository."""
+"""Registers every offloaded table's lake objects in a Spark session, from the repository.
+
+A table without incremental update: base table + user view. With it: base
+table, delta table, internal delta view of the current generation, and the
+user view over that internal view.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,48 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gluon.config import Settings
+from gluon.lake import tables
+from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, open_session
+from gluon.methods import get_method
+from gluon.naming import TableRef, lake_names
 from gluon.offload import OFFLOADED, register_user_view
-from gluon.repo import Repository
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.incremental import ENABLED, IncrementalState
+
+
+def internal_view_name(record: OffloadedTable, generation: int) -> str:
+    names = lake_names(TableRef(record.lake_schema, record.lake_table))
+    return str(names.internal_view(generation))
+
+
+def register_incremental_views(
+    session: LakeSession, record: OffloadedTable, state: IncrementalState
+) -> None:
+    """Register base and delta tables, the internal delta view and the user view."""
+    method = get_method(state.method)
+    tables.register_table(session, record.base_table, record.base_path)
+    tables.register_table(session, state.delta_table, state.delta_path)
+    internal = internal_view_name(record, state.view_generation)
+    select = view_sql(
+        method.view_kind.value,
+        columns=record.columns,
+        keys=state.key_columns,
+        base=record.base_table,
+        delta=state.delta_table,
+        min_partition=state.view_min_partition,
+    )
+    tables.create_view(session, internal, select)
+    tables.create_view(session, record.user_view, tables.select_columns(record.columns, internal))
+
+
+def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
+    """Register one offloaded table's views in ``session``."""
+    state = repo.incremental.get_state(record.table_key)
+    if state is not None and state.status == ENABLED:
+        register_incremental_views(session, record, state)
+    else:
+        register_user_view(session, record)
 
 
 def register_all(session: LakeSession, repo: Repository) -> list[str]:
@@ -16,7 +60,7 @@ def register_all(session: LakeSession, repo: Repository) -> list[str]:
     views = []
     for record in repo.list_tables():
         if record.status == OFFLOADED:
-            register_user_view(session, record)
+            register_table(session, repo, record)
             views.append(record.user_view)
     return views
 

@@ -61,7 +61,7 @@ class OffloadResult:
 
 
 @dataclass(slots=True)
-class _Context:
+class OffloadContext:
     settings: Settings
     options: OffloadOptions
     source: SourceDialect
@@ -70,7 +70,8 @@ class _Context:
     record: OffloadedTable
 
 
-def _validate(settings: Settings, options: OffloadOptions) -> _Context:
+def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
+    """Check everything an offload needs; change nothing."""
     storage.check_writable(settings.lake_root)
     source = sources.connect(settings.require_source_url())
     source.check_connection()
@@ -84,6 +85,11 @@ def _validate(settings: Settings, options: OffloadOptions) -> _Context:
             "add --reset-backend-table to offload it again from scratch"
             if existing.offloaded_at
             else f"{ref.key} is already offloaded: add --reset-backend-table to offload it again"
+        )
+    if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):
+        raise StateError(
+            f"{ref.key} has incremental update enabled: run with --incremental-updates-disabled "
+            "before --reset-backend-table"
         )
     partitioning = plan_partitioning(
         spec, list(options.partition_columns), list(options.partition_granularity)
@@ -104,7 +110,7 @@ def _validate(settings: Settings, options: OffloadOptions) -> _Context:
         offload_type="FULL",
         status=OFFLOADING,
     )
-    return _Context(settings, options, source, spec, repo, record)
+    return OffloadContext(settings, options, source, spec, repo, record)
 
 
 def plan_steps(record: OffloadedTable) -> list[Step]:
@@ -139,7 +145,7 @@ def offload_table(
     Raises:
         GluonError: any validation failure (before any change) or a failed step.
     """
-    context = _validate(settings, options)
+    context = validate_offload(settings, options)
     steps = plan_steps(context.record)
     result = OffloadResult(
         table_key=context.record.table_key,
@@ -151,11 +157,12 @@ def offload_table(
     if not options.execute:
         return result
     with table_lock(settings, context.record.table_key, "offload"):
-        result.rows = _execute(context, progress or NullProgress())
+        result.rows = execute_offload(context, progress or NullProgress())
     return result
 
 
-def _execute(context: _Context, progress: Progress) -> int:
+def execute_offload(context: OffloadContext, progress: Progress) -> int:
+    """Copy the rows and record the offload (the caller holds the table's offload lock)."""
     record = context.record
     repo = context.repo
     log.info("offloading %s to %s", record.table_key, record.base_path)

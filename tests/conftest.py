@@ -9,13 +9,18 @@ file.
 
 from __future__ import annotations
 
+import os
 import re
 import uuid
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
+from support import cli as support_cli
+from support import sql as support_sql
 from support.postgres import PostgresServer
+from typer.testing import Result
 
 # ---------------------------------------------------------------------------
 # PostgreSQL
@@ -48,3 +53,95 @@ def pg_url(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterato
         pg_server.drop_database(name)
     except Exception as exc:  # the cluster is thrown away anyway; don't fail the test
         warnings.warn(f"could not drop test database {name}: {exc}", stacklevel=1)
+
+
+# ---------------------------------------------------------------------------
+# gluon environment and CLI
+#
+# ``offload_home`` gives each test its own OFFLOAD_HOME (default lake root,
+# repository and log directory all live below it) and removes every other
+# gluon setting the developer's shell may carry, so a test sees only what it
+# sets itself. ``run_cli`` runs ``offload`` or ``gluon`` in this process with
+# Typer's CliRunner: one embedded Sail server then serves the whole pytest
+# process (gluon/lake/session.py starts it on first use), which keeps the
+# integration tests fast.
+#
+# Engine switch: set GLUON_TEST_SPARK_REMOTE=sc://host:port to run the whole
+# integration suite against a Spark Connect server (Spark 4.2 with delta-spark)
+# instead of embedded Sail; ``offload_home`` then exports it as SPARK_REMOTE.
+# The server must see the test's lake paths (same machine or a shared
+# filesystem), since the lake root is a local temporary directory.
+# ---------------------------------------------------------------------------
+
+SPARK_REMOTE_ENV = "GLUON_TEST_SPARK_REMOTE"
+
+# Settings gluon reads from the environment; cleared for every test. GLUON_RECORD_SQL
+# is deliberately absent: the session-wide SQL recording below must survive.
+GLUON_SETTINGS = (
+    "GLUON_SOURCE_URL",
+    "OFFLOAD_LAKE_ROOT",
+    "GLUON_REPO_URL",
+    "SPARK_REMOTE",
+    "GLUON_ENGINE",
+    "GLUON_SPARK_MASTER",
+    "OFFLOAD_LOGDIR",
+    "ORA_CONN",
+    "ORA_APP_USER",
+    "ORA_APP_PASS",
+    "GLUON_DEBUG",
+)
+
+
+@pytest.fixture
+def offload_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh OFFLOAD_HOME (exported), with every other gluon setting cleared."""
+    home = tmp_path / "offload_home"
+    home.mkdir()
+    for name in GLUON_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OFFLOAD_HOME", str(home))
+    remote = os.environ.get(SPARK_REMOTE_ENV)
+    if remote:
+        monkeypatch.setenv("SPARK_REMOTE", remote)
+    return home
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., Result]:
+    """``run_cli("offload", "-t", "main.t", "-x")`` -> Click Result (see support.cli)."""
+    return support_cli.run_cli
+
+
+# ---------------------------------------------------------------------------
+# Engine portability: every statement gluon sends to Spark is recorded
+#
+# gluon/lake/sqllog.py appends one JSON line per statement to the file named
+# by GLUON_RECORD_SQL. The whole session records into one file; at the end of
+# the session every statement is checked against the subset that works on
+# both Sail and Spark+Delta (sqllog.violations), and the session fails if any
+# statement falls outside it.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session", autouse=True)
+def recorded_sql_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The file this session's Spark statements are recorded in (checked at the end)."""
+    path = tmp_path_factory.mktemp("recorded_sql") / "statements.jsonl"
+    path.touch()
+    previous = os.environ.get("GLUON_RECORD_SQL")
+    os.environ["GLUON_RECORD_SQL"] = str(path)
+    try:
+        yield path
+    finally:
+        if previous is None:
+            os.environ.pop("GLUON_RECORD_SQL", None)
+        else:
+            os.environ["GLUON_RECORD_SQL"] = previous
+    bad = support_sql.violating_statements(path)
+    if bad:
+        listed = "\n".join(f"  {names}: {text}" for names, text in bad)
+        pytest.fail(
+            f"{len(bad)} statement(s) sent to Spark use constructs outside the portable "
+            f"subset (gluon/lake/sqllog.py FORBIDDEN):\n{listed}",
+            pytrace=False,
+        )

@@ -1,7 +1,8 @@
-"""``offload``: offload a table to the lake (and, with incremental options, keep it in sync)."""
+"""``offload``: offload a table to the lake and keep it in sync (incremental update)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,18 +10,29 @@ import typer
 from gluon.cli.common import progress_for, run_command, stdout
 from gluon.cli.options import DebugOption, TableOption, VerboseOption, split_list
 from gluon.config import Settings
+from gluon.errors import UsageError
+from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult, run_extraction
+from gluon.incremental import (
+    EnableOptions,
+    IncrementalResult,
+    disable_incremental,
+    enable_incremental,
+)
 from gluon.naming import TableRef
-from gluon.offload import OffloadOptions, OffloadResult, offload_table
+from gluon.offload import OFFLOADED, OffloadOptions, OffloadResult, offload_table
+from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
 PROGRAM = "offload"
+Result = OffloadResult | IncrementalResult | ExtractionResult
 
 
 @app.command(
     help=(
-        "Offload SCHEMA.TABLE from the source database (GLUON_SOURCE_URL) into the lake. "
-        "Without -x, only print the steps it would run and change nothing."
+        "Offload SCHEMA.TABLE from the source database (GLUON_SOURCE_URL) into the lake and "
+        "keep it up to date with incremental update. Without -x, only print the steps it "
+        "would run and change nothing."
     )
 )
 def offload(
@@ -53,18 +65,111 @@ def offload(
             ),
         ),
     ] = None,
+    updates_enabled: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-updates-enabled",
+            help="Enable incremental update (with the initial offload, or for an offloaded table).",
+        ),
+    ] = False,
+    extraction_method: Annotated[
+        str | None,
+        typer.Option(
+            "--incremental-extraction-method",
+            help=(
+                "How changes are captured: CHANGELOG (trigger on the table), UPDATABLE (patch "
+                "through the updatable view), UPDATABLE_CHANGELOG (both), CHANGELOG_INSERT and "
+                "UPDATABLE_INSERT (insert-only), ORA_ROWSCN (Oracle, no deletes)."
+            ),
+        ),
+    ] = None,
+    key_columns: Annotated[
+        str | None,
+        typer.Option(
+            "--incremental-key-columns",
+            help="Comma-separated columns identifying a row, for tables without a primary key.",
+        ),
+    ] = None,
+    no_verify_primary_key: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-no-verify-primary-key",
+            help="*_INSERT methods: skip checking that the key is unique (you guarantee it).",
+        ),
+    ] = False,
+    changelog_table: Annotated[
+        str | None,
+        typer.Option(
+            "--incremental-changelog-table",
+            help="Name ([SCHEMA.]TABLE) of the changelog table instead of SCHEMA_H.TABLE_LOG.",
+        ),
+    ] = None,
+    updates_disabled: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-updates-disabled",
+            help="Disable incremental update and drop its objects (nothing may be outstanding).",
+        ),
+    ] = False,
+    run_extraction_flag: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-run-extraction",
+            help="Ship the captured changes to the lake (one extraction per table at a time).",
+        ),
+    ] = False,
+    batch_size: Annotated[
+        int,
+        typer.Option(
+            "--incremental-batch-size",
+            min=1,
+            help="Changes per Delta commit when an extraction has a large backlog.",
+        ),
+    ] = DEFAULT_BATCH_SIZE,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
-    def body(settings: Settings) -> OffloadResult:
-        options = OffloadOptions(
-            table=TableRef.parse(table),
+    actions = [updates_enabled, updates_disabled, run_extraction_flag]
+
+    def body(settings: Settings) -> Result:
+        ref = TableRef.parse(table)
+        if sum(actions) > 1:
+            raise UsageError(
+                "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
+                "--incremental-run-extraction"
+            )
+        offload_options = OffloadOptions(
+            table=ref,
             execute=execute,
             reset_backend_table=reset_backend_table,
             partition_columns=split_list(partition_columns),
             partition_granularity=split_list(partition_granularity),
         )
-        return offload_table(settings, options, progress_for(quiet=False))
+        progress = progress_for(quiet=False)
+        if run_extraction_flag:
+            if not execute:
+                raise UsageError("--incremental-run-extraction needs -x")
+            return run_extraction(settings, ref, batch_size=batch_size, progress=progress)
+        if updates_disabled:
+            return disable_incremental(settings, ref, execute=execute)
+        if updates_enabled:
+            if not extraction_method:
+                raise UsageError(
+                    "--incremental-updates-enabled needs --incremental-extraction-method=METHOD"
+                )
+            options = EnableOptions(
+                table=ref,
+                method=extraction_method,
+                key_columns=split_list(key_columns),
+                no_verify_primary_key=no_verify_primary_key,
+                changelog_table=changelog_table,
+                execute=execute,
+            )
+            initial = _needs_offload(settings, ref, reset_backend_table)
+            return enable_incremental(
+                settings, options, offload_options if initial else None, progress
+            )
+        return offload_table(settings, offload_options, progress)
 
     result, log_path = run_command(
         PROGRAM, body, subject=table.replace(".", "_"), verbose=verbose, debug=debug
@@ -72,13 +177,24 @@ def offload(
     _render(result, log_path)
 
 
-def _render(result: OffloadResult, log_path: object) -> None:
-    if not result.executed:
+def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
+    record = Repository(settings.repo_url).get_table(ref.key)
+    return reset or record is None or record.status != OFFLOADED
+
+
+def _render(result: Result, log_path: Path | None) -> None:
+    if isinstance(result, ExtractionResult):
+        ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
         stdout.print(
-            f"Steps to offload {result.table_key} (nothing was changed; add -x to run them):"
+            f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
+            f"{result.control_partition} in {result.seconds:.1f}s{ack}"
         )
+    elif not result.executed:
+        stdout.print(f"Steps for {result.table_key} (nothing was changed; add -x to run them):")
         for number, step in enumerate(result.steps, start=1):
             stdout.print(f"  {number}. {step.description}")
+    elif isinstance(result, IncrementalResult):
+        stdout.print(result.message[:1].upper() + result.message[1:] if result.message else "Done")
     else:
         stdout.print(
             f"Offloaded {result.table_key}: {result.rows} rows, query it as {result.user_view}"

@@ -64,3 +64,14 @@ def delta_files(location: str) -> list[str]:
     from deltalake import DeltaTable
 
     return sorted(DeltaTable(location).file_uris())
+
+
+def delta_row_count(location: str) -> int:
+    """Rows in the current version of the Delta table at ``location`` (0: no table)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return int(DeltaTable(location).to_pyarrow_dataset().count_rows())
+    except TableNotFoundError:
+        return 0

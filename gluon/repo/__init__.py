@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from gluon.errors import ConfigError, GluonError
 from gluon.repo import migrations, models
+from gluon.repo.incremental import IncrementalRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 
@@ -91,6 +92,7 @@ class Repository:
             self.version = migrations.migrate(self.engine)
         except sa.exc.DBAPIError as exc:
             raise RepositoryError(f"cannot open the repository ({url}): {exc.orig}") from None
+        self.incremental = IncrementalRepository(self.engine)
 
     # -- offloaded tables ------------------------------------------------------------------
 

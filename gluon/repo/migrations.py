@@ -27,6 +27,11 @@ def _create(*tables: sa.Table) -> Callable[[sa.Connection], None]:
 
 MIGRATIONS: list[Migration] = [
     (1, "offloaded tables", _create(models.offloaded_tables)),
+    (
+        2,
+        "incremental update state and extraction runs",
+        _create(models.incremental_state, models.extraction_runs),
+    ),
 ]
 
 

@@ -48,6 +48,15 @@ class SourceDialect:
     fetch_rows: ClassVar[int] = 50_000
     """Rows per DBAPI fetch when reading a table."""
 
+    statement_separator: ClassVar[str] = "/"
+    """In a script template, a line holding only this text ends a statement.
+
+    Not ``;``: trigger bodies (PL/SQL, PL/pgSQL, SQLite's BEGIN ... END) contain it.
+    """
+
+    implicit_source_objects: ClassVar[frozenset[str]] = frozenset()
+    """Capture object kinds (``SourceObject`` values) the dialect needs no object for."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # Only a class that declares its own name registers (a subclass must not replace it).
@@ -83,6 +92,67 @@ class SourceDialect:
                 return list(connection.execute(sa.text(sql), params or {}))
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+
+    def split_script(self, script: str) -> list[str]:
+        """The statements of a rendered script, split on :attr:`statement_separator` lines."""
+        statements: list[str] = []
+        lines: list[str] = []
+        for line in [*script.splitlines(), self.statement_separator]:
+            if line.strip() == self.statement_separator:
+                text = "\n".join(lines).strip()
+                if text:
+                    statements.append(text)
+                lines = []
+            else:
+                lines.append(line)
+        return statements
+
+    def begin_script(self, connection: sa.Connection) -> None:
+        """Open the script's transaction where the driver would not (hook; default: nothing)."""
+
+    def execute_script(self, template: str, **context: Any) -> None:
+        """Render a script template and run its statements in one transaction.
+
+        Statements go to the driver as they are (no bind parameters), so ``:NEW``
+        in a trigger body stays what it is. DDL is transactional on PostgreSQL and
+        SQLite; Oracle commits each DDL statement on its own.
+
+        Raises:
+            SourceError: a statement failed (the transaction is rolled back).
+        """
+        statements = self.split_script(self.render(template, **context))
+        try:
+            with self.engine.begin() as connection:
+                self.begin_script(connection)
+                raw = connection.execution_options(no_parameters=True)
+                for statement in statements:
+                    raw.exec_driver_sql(statement)
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"{self.name} script {template} failed: {_first_line(exc)}") from exc
+
+    def execute_in_transaction(
+        self, statements: Sequence[tuple[str, dict[str, Any]]], *, what: str
+    ) -> int:
+        """Run rendered statements with their bind parameters in one transaction.
+
+        Args:
+            statements: (SQL text, bind parameters) pairs, in order.
+            what: the request in a few words, for the error message.
+
+        Returns:
+            The total number of rows the statements changed.
+
+        Raises:
+            SourceError: a statement failed (nothing is committed).
+        """
+        changed = 0
+        try:
+            with self.engine.begin() as connection:
+                for sql, params in statements:
+                    changed += connection.execute(sa.text(sql), params).rowcount
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"{self.name}: {what} failed: {_first_line(exc)}") from exc
+        return changed
 
     # -- introspection ---------------------------------------------------------------------
 

@@ -11,6 +11,8 @@ import re
 from pathlib import Path
 from typing import Any, ClassVar
 
+import sqlalchemy as sa
+
 from gluon.errors import NotFoundError, SourceError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
@@ -46,11 +48,17 @@ class SQLiteSource(SourceDialect):
     max_identifier_length: ClassVar[int | None] = None
     has_schemas = False
     name_case = "lower"
+    # The changelog's INTEGER PRIMARY KEY AUTOINCREMENT is its sequence.
+    implicit_source_objects = frozenset({"changelog_sequence"})
 
     @classmethod
     def engine_options(cls) -> dict[str, Any]:
         # Writers in other processes (the application, the demo) may hold the file briefly.
         return {"connect_args": {"timeout": 30}}
+
+    def begin_script(self, connection: sa.Connection) -> None:
+        # pysqlite opens a transaction only before DML, so DDL would commit one by one.
+        connection.exec_driver_sql("BEGIN")
 
     def lake_type(self, declared: str) -> str | None:
         """The lake type for a declared SQLite column type, or None when there is none."""

@@ -6,6 +6,12 @@ otherwise, so a new template cannot go unchecked). Parsing uses sqlfluff's
 ``oracle`` dialect, on the text as rendered and as SQLAlchemy sends it (reserved
 bind names such as ``:table`` become ``:"table"``).
 
+Script templates (``SCRIPTS``: the capture objects' create/drop scripts) are
+split on the dialect's separator line and each statement is parsed as it is;
+they go to the driver without bind processing (``:NEW`` in a trigger body is
+not a bind). Partials (``_*.sql.j2``) are checked through the templates that
+import them.
+
 Golden files: ``golden/<template>.sql`` hold the rendered text of every case.
 Rewrite them with ``GLUON_UPDATE_GOLDEN=1 pytest tests/oracle``.
 """
@@ -22,6 +28,11 @@ import pytest
 import sqlalchemy as sa
 from sqlfluff.core import Linter
 
+from gluon import capture
+from gluon.methods import registered_methods
+from gluon.methods.base import SourceObject
+from gluon.naming import TableRef
+from gluon.schema import Column, TableSpec
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
 from gluon.templates import templates_root
@@ -31,6 +42,55 @@ UPDATE_GOLDEN = os.environ.get("GLUON_UPDATE_GOLDEN") == "1"
 SUFFIX = ".sql.j2"
 
 SELECTED = ["ORDER_ID", '"lower_case"', "SYS_EXTRACT_UTC(ZONED_AT)"]
+URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
+
+# -- capture objects: one case per method that creates the object ----------------------------
+
+CAPTURED_TABLE = TableSpec(
+    schema="APP",
+    name="ORDERS",
+    columns=(
+        Column("ORDER_ID", "NUMBER(10)", "decimal(10,0)", nullable=False),
+        Column("LINE_NO", "NUMBER(5)", "decimal(5,0)", nullable=False),
+        Column("AMOUNT", "NUMBER(12,2)", "decimal(12,2)"),
+        Column("ZONED_AT", "TIMESTAMP(6) WITH TIME ZONE", "timestamp"),
+        Column("NOTES", "CLOB", "string"),
+        Column("lower_case", "VARCHAR2(10)", "string"),
+    ),
+    primary_key=("ORDER_ID", "LINE_NO"),
+)
+
+
+def _capture_cases() -> dict[str, dict[str, dict[str, Any]]]:
+    naming = connect(URL)
+    cases: dict[str, dict[str, dict[str, Any]]] = {}
+    for name, method in sorted(registered_methods().items()):
+        if not method.supports_dialect("oracle"):
+            continue
+        objects = capture.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
+        found = {item.kind: item for item in objects}
+        context = {
+            "table": CAPTURED_TABLE,
+            "columns": list(CAPTURED_TABLE.columns),
+            "keys": list(CAPTURED_TABLE.primary_key),
+            "events": [e.value for e in capture.ROW_EVENTS if e in method.captured_dml],
+            "log": found.get(SourceObject.CHANGELOG_TABLE),
+            "sequence": found.get(SourceObject.CHANGELOG_SEQUENCE),
+            "view": found.get(SourceObject.UPDATABLE_VIEW),
+        }
+        for item in objects:
+            for operation in ("create", "drop"):
+                template = f"{operation}_{item.kind.value}"
+                cases.setdefault(template, {})[name] = {**context, "object": item}
+    schema = capture.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "APP_H", "APP_H", "SCHEMA")
+    for operation in ("create", "drop"):
+        cases[f"{operation}_hybrid_schema"] = {"hybrid schema": {"object": schema}}
+    naming.engine.dispose()
+    return cases
+
+
+CAPTURE_CASES = _capture_cases()
+SCRIPTS = frozenset(CAPTURE_CASES)
 
 # template -> case name -> render context. Templates that render an expression (not a
 # statement) are listed in EXPRESSIONS and parsed inside "SELECT <expression> FROM ...".
@@ -55,6 +115,18 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "extract_utc": {"zoned": {"column": "ZONED_AT"}},
+    "object_exists": {"object_exists": {}},
+    "count_schema_objects": {"count_schema_objects": {}},
+    "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
+    "read_changes": {
+        "all rows": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": None},
+        "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},
+    },
+    "delete_changes": {
+        "one": {"schema": "APP_H", "table": "ORDERS_LOG", "binds": ["seq_0"]},
+        "three": {"schema": "APP_H", "table": "ORDERS_LOG", "binds": ["seq_0", "seq_1", "seq_2"]},
+    },
+    **CAPTURE_CASES,
     "cast_to_text": {
         "number": {"column": "ANY_NUMBER", "source_type": "NUMBER"},
         "negative scale": {"column": "HUGE", "source_type": "NUMBER(38,-5)"},
@@ -84,13 +156,14 @@ def template_names() -> list[str]:
         path.name.removesuffix(SUFFIX)
         for folder in ("oracle", "default")
         for path in (root / folder).glob("*" + SUFFIX)
+        if not path.name.startswith("_")
     }
     return sorted(names)
 
 
 @pytest.fixture(scope="module")
 def source() -> Iterator[OracleSource]:
-    dialect = connect("oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1")
+    dialect = connect(URL)
     assert isinstance(dialect, OracleSource)
     yield dialect
     dialect.engine.dispose()
@@ -159,6 +232,12 @@ def test_no_stale_cases_or_golden_files() -> None:
 def test_template_parses_as_oracle(source: OracleSource, linter: Linter, template: str) -> None:
     for case, context in cases_of(template).items():
         rendered = source.render(template, **context)
+        if template in SCRIPTS:
+            statements = source.split_script(rendered)
+            assert statements, f"{template} ({case}) renders no statement"
+            for statement in statements:
+                assert parse_problems(linter, statement) == [], f"{template} ({case}):\n{statement}"
+            continue
         statement = as_statement(template, rendered)
         assert parse_problems(linter, statement) == [], f"{template} ({case}) as rendered"
         # What oracledb receives: SQLAlchemy's text() with its bind-name quoting.

@@ -1,0 +1,241 @@
+"""Extraction: ship the captured changes into the lake's delta table, exactly once.
+
+Per batch: read the changes visible now (lowest ``gl_seq`` first), drop those
+already in the delta table (a previous run that died after its Delta commit),
+append the rest in one Delta commit, then delete exactly the rows read from
+the changelog. A crash between any two steps is repaired by the next run:
+rows still in the changelog are read again and the ones already committed to
+the lake are skipped by their ``gl_seq``.
+
+When a compaction has requested change ingestion diversion, the run writes to
+the requested control partition and acknowledges it when it finishes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Protocol
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gluon import capture
+from gluon import source as sources
+from gluon.config import Settings
+from gluon.errors import StateError
+from gluon.faults import fault_point
+from gluon.incremental import capture_objects
+from gluon.lake import tables
+from gluon.lake.changes import append_changes, present_sequences
+from gluon.lake.session import LakeSession, open_session
+from gluon.locks import table_lock
+from gluon.methods import get_method
+from gluon.methods.base import ChangeReader
+from gluon.naming import TableRef
+from gluon.progress import NullProgress, Progress
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.incremental import ENABLED, IncrementalState, now
+from gluon.source.base import SourceDialect
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH_SIZE = 100_000
+
+
+class ChangeFeed(Protocol):
+    """Where an extraction reads changes from, and how it marks them done."""
+
+    sequences_are_unique: bool
+
+    def pending(self) -> int | None:
+        """Changes waiting (None: unknown without reading them)."""
+
+    def read(self, limit: int) -> pa.Table:
+        """Up to ``limit`` changes, lowest ``gl_seq`` first."""
+
+    def done(self, changes: pa.Table) -> None:
+        """Mark ``changes`` as shipped (after their Delta commit)."""
+
+
+@dataclass(slots=True)
+class ChangelogFeed:
+    source: SourceDialect
+    record: OffloadedTable
+    state: IncrementalState
+    sequences_are_unique: bool = True
+
+    def _objects(self) -> list[capture.SourceObjectRef]:
+        return capture_objects(self.state)
+
+    def pending(self) -> int | None:
+        return capture.count_changes(self.source, self._objects())
+
+    def read(self, limit: int) -> pa.Table:
+        return capture.read_changes(self.source, self.record.spec(), self._objects(), limit=limit)
+
+    def done(self, changes: pa.Table) -> None:
+        seqs = changes.column("gl_seq").to_pylist()
+        fault_point("extract.before_changelog_delete")
+        capture.delete_changes(self.source, self._objects(), seqs)
+        fault_point("extract.after_changelog_delete")
+
+
+FEEDS: dict[
+    ChangeReader, Callable[[SourceDialect, OffloadedTable, IncrementalState], ChangeFeed]
+] = {
+    ChangeReader.CHANGELOG: ChangelogFeed,
+}
+
+
+@dataclass(slots=True)
+class ExtractionResult:
+    table_key: str
+    run_id: int
+    rows_read: int = 0
+    rows_written: int = 0
+    control_partition: int = 0
+    acknowledged: bool = False
+    seconds: float = 0.0
+
+
+def _enabled(repo: Repository, ref: TableRef) -> tuple[OffloadedTable, IncrementalState]:
+    record = repo.get_table(ref.key)
+    state = repo.incremental.get_state(ref.key)
+    if record is None or state is None or state.status != ENABLED:
+        raise StateError(
+            f"incremental update is not enabled for {ref.key}: enable it with "
+            "--incremental-updates-enabled --incremental-extraction-method=METHOD"
+        )
+    return record, state
+
+
+def run_extraction(
+    settings: Settings,
+    ref: TableRef,
+    *,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: Progress | None = None,
+) -> ExtractionResult:
+    """Extract the changes of ``ref`` (holding its extraction lock).
+
+    Raises:
+        LockHeldError: another extraction of the table is running.
+        StateError: incremental update is not enabled.
+    """
+    started = time.monotonic()
+    repo = Repository(settings.repo_url)
+    _enabled(repo, ref)
+    with table_lock(settings, ref.key, "extraction"):
+        record, state = _enabled(repo, ref)  # re-read under the lock
+        method = get_method(state.method)
+        source = sources.connect(settings.require_source_url())
+        feed = FEEDS[method.change_reader](source, record, state)
+        diverting = (
+            state.requested_partition is not None
+            and state.acknowledged_partition != state.requested_partition
+        )
+        partition = state.requested_partition if diverting else state.active_partition
+        assert partition is not None
+        result = ExtractionResult(ref.key, repo.incremental.start_extraction(ref.key))
+        result.control_partition = partition
+        try:
+            _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
+        except BaseException as exc:
+            repo.incremental.finish_extraction(
+                result.run_id,
+                status="failed",
+                message=str(exc)[:2000],
+                rows_read=result.rows_read,
+                rows_written=result.rows_written,
+            )
+            raise
+        fault_point("extract.before_repository_update")
+        if diverting:
+            repo.incremental.save_state(
+                state.with_changes(
+                    active_partition=partition,
+                    acknowledged_partition=partition,
+                    acknowledged_at=now(),
+                )
+            )
+            result.acknowledged = True
+            log.info("acknowledged change ingestion diversion to control partition %d", partition)
+        repo.incremental.finish_extraction(
+            result.run_id,
+            status="success",
+            rows_read=result.rows_read,
+            rows_written=result.rows_written,
+            control_partition=partition,
+        )
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _ship(
+    settings: Settings,
+    feed: ChangeFeed,
+    record: OffloadedTable,
+    state: IncrementalState,
+    result: ExtractionResult,
+    batch_size: int,
+    progress: Progress,
+) -> None:
+    pending = feed.pending()
+    if pending == 0:
+        log.info("no changes to extract for %s", record.table_key)
+        return
+    with ExitStack() as stack:
+        session: LakeSession | None = None
+        task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
+        while True:
+            changes = feed.read(batch_size)
+            if changes.num_rows == 0:
+                break
+            if session is None:
+                session = stack.enter_context(open_session(settings))
+                tables.register_table(session, state.delta_table, state.delta_path)
+            fresh = _without_shipped(session, feed, state, changes)
+            fault_point("extract.before_delta_commit")
+            if fresh.num_rows:
+                append_changes(
+                    session,
+                    state.delta_path,
+                    record.columns,
+                    fresh,
+                    extraction_id=result.run_id,
+                    partition=result.control_partition,
+                )
+            fault_point("extract.after_delta_commit")
+            feed.done(changes)
+            result.rows_read += changes.num_rows
+            result.rows_written += fresh.num_rows
+            task.advance(changes.num_rows)
+            log.info(
+                "shipped %d changes (%d already in the lake) to control partition %d",
+                changes.num_rows,
+                changes.num_rows - fresh.num_rows,
+                result.control_partition,
+            )
+            if changes.num_rows < batch_size:
+                break
+
+
+def _without_shipped(
+    session: LakeSession, feed: ChangeFeed, state: IncrementalState, changes: pa.Table
+) -> pa.Table:
+    """``changes`` less those a previous, interrupted run already committed to the lake."""
+    if not feed.sequences_are_unique:
+        return changes
+    seqs = changes.column("gl_seq")
+    low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+    present = present_sequences(
+        session, state.delta_table, low=low, high=high, min_partition=state.view_min_partition
+    )
+    if not present:
+        return changes
+    keep = pc.invert(pc.is_in(seqs, value_set=pa.array(sorted(present), pa.int64())))
+    return changes.filter(keep)

@@ -1,0 +1,99 @@
+"""The delta table (``SCHEMA_LOAD.TABLE_CHANGES``) and the delta views over it.
+
+The delta table holds the table's columns plus ``gl_seq`` (change order),
+``gl_op`` (I/U/D), ``gl_extraction_id`` and ``gl_control_partition`` (its
+Delta partition column, the change ingestion location).
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pyarrow as pa
+
+from gluon import templates
+from gluon.lake import tables
+from gluon.lake.session import LakeSession
+from gluon.lake.sqllog import record
+from gluon.lake.storage import delta_version
+from gluon.lake.types import struct_type
+from gluon.schema import Column, arrow_schema
+
+log = logging.getLogger(__name__)
+
+CHANGE_COLUMNS: tuple[Column, ...] = (
+    Column("gl_seq", "gluon", "bigint"),
+    Column("gl_op", "gluon", "string"),
+    Column("gl_extraction_id", "gluon", "bigint"),
+    Column("gl_control_partition", "gluon", "int"),
+)
+PARTITION_COLUMN = "gl_control_partition"
+
+
+def delta_columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
+    """The delta table's columns: the table's, then gluon's."""
+    return columns + CHANGE_COLUMNS
+
+
+def create_delta_table(session: LakeSession, location: str, columns: tuple[Column, ...]) -> None:
+    """Create the empty delta table at ``location`` (idempotent: an existing table is kept)."""
+    if delta_version(location) is not None:
+        return
+    all_columns = delta_columns(columns)
+    empty = pa.Table.from_pylist([], schema=arrow_schema(all_columns))
+    frame = session.spark.createDataFrame(empty, schema=struct_type(all_columns))
+    record("write", f"overwrite {location} partitionBy=[{PARTITION_COLUMN}]")
+    frame.write.format("delta").mode("overwrite").partitionBy(PARTITION_COLUMN).save(location)
+
+
+def append_changes(
+    session: LakeSession,
+    location: str,
+    columns: tuple[Column, ...],
+    changes: pa.Table,
+    *,
+    extraction_id: int,
+    partition: int,
+) -> None:
+    """Append ``changes`` (table columns + gl_seq + gl_op) to the delta table in one commit."""
+    count = changes.num_rows
+    changes = changes.append_column(
+        "gl_extraction_id", pa.array([extraction_id] * count, pa.int64())
+    ).append_column(PARTITION_COLUMN, pa.array([partition] * count, pa.int32()))
+    frame = session.spark.createDataFrame(changes, schema=struct_type(delta_columns(columns)))
+    record("write", f"append {location} partitionBy=[{PARTITION_COLUMN}]")
+    frame.write.format("delta").mode("append").partitionBy(PARTITION_COLUMN).save(location)
+
+
+def present_sequences(
+    session: LakeSession, delta_table: str, *, low: int, high: int, min_partition: int
+) -> set[int]:
+    """``gl_seq`` values in [low, high] already in the delta table's live partitions."""
+    rows = session.sql(
+        f"SELECT gl_seq FROM {tables.quote(delta_table)} "
+        f"WHERE {PARTITION_COLUMN} >= {int(min_partition)} "
+        f"AND gl_seq BETWEEN {int(low)} AND {int(high)}"
+    ).collect()
+    return {int(row[0]) for row in rows}
+
+
+def view_sql(
+    kind: str,
+    *,
+    columns: tuple[Column, ...],
+    keys: tuple[str, ...],
+    base: str,
+    delta: str,
+    min_partition: int,
+) -> str:
+    """The SELECT of an internal delta view (``kind``: ``merge`` or ``union_all``)."""
+    return templates.render(
+        "lake",
+        f"{kind}_view",
+        quote=lambda name: tables.quote(name),
+        columns=[tables.quote(column.lake_name) for column in columns],
+        keys=[tables.quote(key.lower()) for key in keys],
+        base=tables.quote(base),
+        delta=tables.quote(delta),
+        min_partition=int(min_partition),
+    ).strip()

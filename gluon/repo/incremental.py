@@ -1,0 +1,190 @@
+"""Repository records of incremental update: per-table state and extraction runs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import sqlalchemy as sa
+
+from gluon.repo import models
+
+ENABLING = "enabling"
+ENABLED = "enabled"
+DISABLING = "disabling"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceObjectRecord:
+    """A source object gluon created (kind from ``gluon.methods.base.SourceObject``)."""
+
+    kind: str
+    schema: str
+    name: str
+    object_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalState:
+    """Incremental update of one table: method, objects and change-ingestion state."""
+
+    table_key: str
+    method: str
+    status: str
+    key_columns: tuple[str, ...]
+    source_objects: tuple[SourceObjectRecord, ...]
+    delta_table: str
+    delta_path: str
+    view_generation: int = 0
+    active_partition: int = 0
+    view_min_partition: int = 0
+    """The lowest control partition the delta views read (older ones are compacted)."""
+    requested_partition: int | None = None
+    requested_at: dt.datetime | None = None
+    acknowledged_partition: int | None = None
+    acknowledged_at: dt.datetime | None = None
+    last_scn: int | None = None
+    enabled_at: dt.datetime | None = None
+
+    def with_changes(self, **changes: Any) -> IncrementalState:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionRun:
+    id: int
+    table_key: str
+    status: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    rows_read: int | None
+    rows_written: int | None
+    min_seq: int | None
+    max_seq: int | None
+    control_partition: int | None
+    scn: int | None
+    message: str | None
+
+
+def now() -> dt.datetime:
+    """Repository timestamps are naive UTC."""
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+def _state_row(state: IncrementalState) -> dict[str, Any]:
+    return {
+        "table_key": state.table_key,
+        "method": state.method,
+        "status": state.status,
+        "key_columns_json": json.dumps(list(state.key_columns)),
+        "source_objects_json": json.dumps(
+            [{f.name: getattr(o, f.name) for f in fields(o)} for o in state.source_objects]
+        ),
+        "delta_table": state.delta_table,
+        "delta_path": state.delta_path,
+        "view_generation": state.view_generation,
+        "active_partition": state.active_partition,
+        "view_min_partition": state.view_min_partition,
+        "requested_partition": state.requested_partition,
+        "requested_at": state.requested_at,
+        "acknowledged_partition": state.acknowledged_partition,
+        "acknowledged_at": state.acknowledged_at,
+        "last_scn": state.last_scn,
+        "enabled_at": state.enabled_at,
+        "updated_at": now(),
+    }
+
+
+def _state(row: sa.RowMapping) -> IncrementalState:
+    return IncrementalState(
+        table_key=row["table_key"],
+        method=row["method"],
+        status=row["status"],
+        key_columns=tuple(json.loads(row["key_columns_json"])),
+        source_objects=tuple(
+            SourceObjectRecord(**item) for item in json.loads(row["source_objects_json"])
+        ),
+        delta_table=row["delta_table"],
+        delta_path=row["delta_path"],
+        view_generation=row["view_generation"],
+        active_partition=row["active_partition"],
+        view_min_partition=row["view_min_partition"],
+        requested_partition=row["requested_partition"],
+        requested_at=row["requested_at"],
+        acknowledged_partition=row["acknowledged_partition"],
+        acknowledged_at=row["acknowledged_at"],
+        last_scn=row["last_scn"],
+        enabled_at=row["enabled_at"],
+    )
+
+
+class IncrementalRepository:
+    """Incremental-update records, over the repository's engine."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def get_state(self, table_key: str) -> IncrementalState | None:
+        table = models.incremental_state
+        with self.engine.connect() as connection:
+            row = (
+                connection.execute(sa.select(table).where(table.c.table_key == table_key))
+                .mappings()
+                .first()
+            )
+        return _state(row) if row else None
+
+    def save_state(self, state: IncrementalState) -> None:
+        table = models.incremental_state
+        values = _state_row(state)
+        with self.engine.begin() as connection:
+            updated = connection.execute(
+                table.update().where(table.c.table_key == state.table_key).values(**values)
+            )
+            if updated.rowcount == 0:
+                connection.execute(table.insert().values(**values))
+
+    def delete_state(self, table_key: str) -> None:
+        table = models.incremental_state
+        with self.engine.begin() as connection:
+            connection.execute(table.delete().where(table.c.table_key == table_key))
+
+    # -- extraction runs -------------------------------------------------------------------
+
+    def start_extraction(self, table_key: str) -> int:
+        """Record a new run; runs still 'running' were cut short (the caller holds the lock)."""
+        table = models.extraction_runs
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.table_key == table_key, table.c.status == "running")
+                .values(status="interrupted")
+            )
+            result = connection.execute(
+                table.insert().values(table_key=table_key, status="running", started_at=now())
+            )
+            key = result.inserted_primary_key
+            assert key is not None
+            return int(key[0])
+
+    def finish_extraction(self, run_id: int, *, status: str, **values: Any) -> None:
+        table = models.extraction_runs
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.id == run_id)
+                .values(status=status, finished_at=now(), **values)
+            )
+
+    def extraction_runs(self, table_key: str, limit: int = 50) -> list[ExtractionRun]:
+        table = models.extraction_runs
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(table)
+                .where(table.c.table_key == table_key)
+                .order_by(table.c.id.desc())
+                .limit(limit)
+            ).mappings()
+            return [ExtractionRun(**dict(row)) for row in rows]

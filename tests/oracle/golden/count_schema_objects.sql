@@ -1,0 +1,4 @@
+-- case: count_schema_objects
+SELECT COUNT(*)
+FROM all_objects o
+WHERE o.owner = :schema

@@ -1,0 +1,2 @@
+-- case: hybrid schema
+DROP USER APP_H

@@ -1,0 +1,10 @@
+-- case: all rows
+SELECT ORDER_ID, "lower_case", SYS_EXTRACT_UTC(ZONED_AT), gl_seq, gl_op
+FROM APP_H.ORDERS_LOG
+ORDER BY gl_seq
+
+-- case: limited
+SELECT ORDER_ID, "lower_case", SYS_EXTRACT_UTC(ZONED_AT), gl_seq, gl_op
+FROM APP_H.ORDERS_LOG
+ORDER BY gl_seq
+FETCH FIRST :limit ROWS ONLY

@@ -1,0 +1,54 @@
+"""Run gluon's command-line programs in this process (Typer's CliRunner).
+
+Usage::
+
+    result = run_cli("offload", "-t", "main.products", "-x")
+    assert result.exit_code == 0, result.stderr
+    result = run_cli("gluon", "query", "--json", "SELECT * FROM main.products")
+
+The program is ``"offload"`` (``gluon.cli.offload.app``), ``"gluon"``
+(``gluon.cli.app.app``) or a Typer app. ``stdout`` and ``stderr`` are captured
+separately (Typer vendors Click 8.2's runner, which no longer mixes them).
+Exceptions that escape gluon's own error handling are re-raised rather than
+turned into exit code 1, so a crash shows its traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from typing import Any
+
+import typer
+from typer.testing import CliRunner, Result
+
+__all__ = ["PROGRAMS", "error_lines", "query_json", "run_cli"]
+
+PROGRAMS: dict[str, str] = {"offload": "gluon.cli.offload", "gluon": "gluon.cli.app"}
+
+
+def _app(program: str | typer.Typer) -> tuple[typer.Typer, str]:
+    if isinstance(program, typer.Typer):
+        return program, "gluon"
+    module = importlib.import_module(PROGRAMS[program])
+    return module.app, program
+
+
+def run_cli(program: str | typer.Typer, *args: object) -> Result:
+    """Invoke ``program`` with ``args`` (converted to strings); return Click's Result."""
+    app, name = _app(program)
+    runner = CliRunner()
+    return runner.invoke(app, [str(arg) for arg in args], prog_name=name, catch_exceptions=False)
+
+
+def error_lines(result: Result) -> list[str]:
+    """The non-empty lines the command wrote to stderr."""
+    return [line for line in result.stderr.splitlines() if line.strip()]
+
+
+def query_json(statement: str) -> list[dict[str, Any]]:
+    """Rows of ``gluon query --json STATEMENT`` (fails with the command's stderr)."""
+    result = run_cli("gluon", "query", "--json", statement)
+    assert result.exit_code == 0, f"gluon query failed ({result.exit_code}): {result.stderr}"
+    rows: list[dict[str, Any]] = json.loads(result.stdout)
+    return rows

@@ -1,0 +1,257 @@
+"""Object names: ``-t`` parsing, hash shortening, source-side and lake names."""
+
+from __future__ import annotations
+
+import pytest
+
+from gluon.errors import ExitCode, UsageError
+from gluon.naming import (
+    HASH_LENGTH,
+    LakeNames,
+    QualifiedName,
+    SourceObjectNames,
+    TableRef,
+    lake_names,
+    shorten,
+    source_object_names,
+)
+
+# -- TableRef --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "schema", "table"),
+    [
+        ("sh.sales", "sh", "sales"),
+        ("SH.SALES", "SH", "SALES"),
+        ("  main.products ", "main", "products"),
+        ("_app.t$1", "_app", "t$1"),
+        ("App_Schema.Order#Lines", "App_Schema", "Order#Lines"),
+    ],
+)
+def test_parse_accepts_schema_dot_table(text: str, schema: str, table: str) -> None:
+    ref = TableRef.parse(text)
+    assert (ref.schema, ref.table) == (schema, table)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "sales",
+        "a.b.c",
+        ".sales",
+        "sh.",
+        "sh..sales",
+        "1sh.sales",
+        "sh.9sales",
+        "my schema.sales",
+        "sh.sales-2024",
+        '"sh"."sales"',
+        "sh.sales;drop",
+    ],
+)
+def test_parse_refuses_anything_else_as_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError) as caught:
+        TableRef.parse(text)
+    assert caught.value.exit_code == ExitCode.USAGE == 2
+    message = str(caught.value)
+    assert "SCHEMA.TABLE" in message
+    assert repr(text) in message
+
+
+def test_key_is_case_insensitive_and_upper_case() -> None:
+    lower, upper, mixed = (TableRef.parse(t) for t in ("sh.sales", "SH.SALES", "Sh.SaLeS"))
+    assert lower.key == upper.key == mixed.key == "SH.SALES"
+    assert str(mixed) == "SH.SALES"
+    assert lower != upper  # the ref keeps the user's spelling; compare keys
+
+
+# -- shorten ---------------------------------------------------------------------------------
+
+
+def test_shorten_leaves_names_within_the_limit_alone() -> None:
+    assert shorten("orders_log", 63) == "orders_log"
+    assert shorten("x" * 63, 63) == "x" * 63
+    assert shorten("x" * 500, None) == "x" * 500
+
+
+@pytest.mark.parametrize("limit", [30, 63, 128])
+def test_shorten_fits_the_limit_and_keeps_a_readable_prefix(limit: int) -> None:
+    name = "customer_order_line_item_history_" * 5
+    short = shorten(name, limit)
+    assert len(short) == limit
+    assert short.startswith(name[: limit - HASH_LENGTH - 1] + "_")
+    assert all(ch in "0123456789abcdef" for ch in short[-HASH_LENGTH:])
+
+
+def test_shorten_is_stable_and_case_insensitive_in_its_hash() -> None:
+    name = "A_VERY_LONG_TABLE_NAME_THAT_DOES_NOT_FIT_ORACLE_LIMITS_LOG"
+    assert shorten(name, 30) == shorten(name, 30)
+    assert shorten(name, 30)[-HASH_LENGTH:] == shorten(name.lower(), 30)[-HASH_LENGTH:]
+
+
+def test_shorten_distinguishes_long_names_with_the_same_prefix() -> None:
+    first = "customer_order_line_item_history_2023_log"
+    second = "customer_order_line_item_history_2024_log"
+    assert shorten(first, 30) != shorten(second, 30)
+    assert shorten(first, 30)[:21] == shorten(second, 30)[:21]  # same readable prefix
+
+
+# -- source object names ---------------------------------------------------------------------
+
+
+def all_names(names: SourceObjectNames) -> list[QualifiedName]:
+    return [
+        names.changelog_table,
+        names.changelog_sequence,
+        names.changelog_trigger,
+        names.updatable_view,
+        names.updatable_trigger,
+    ]
+
+
+def test_postgresql_like_names_go_to_the_lower_case_hybrid_schema() -> None:
+    names = source_object_names(
+        TableRef.parse("Sales.Orders"), max_length=63, has_schemas=True, fold="lower"
+    )
+    assert names == SourceObjectNames(
+        changelog_table=QualifiedName("sales_h", "orders_log"),
+        changelog_sequence=QualifiedName("sales_h", "orders_seq"),
+        changelog_trigger=QualifiedName("sales_h", "orders"),
+        updatable_view=QualifiedName("sales_h", "orders_uv"),
+        updatable_trigger=QualifiedName("sales_h", "orders_uv"),
+    )
+    assert str(names.changelog_table) == "sales_h.orders_log"
+
+
+def test_postgresql_like_long_names_are_shortened_to_63() -> None:
+    table = "t" * 61  # 61 fits; 61 + "_LOG" does not
+    names = source_object_names(
+        TableRef("app", table), max_length=63, has_schemas=True, fold="lower"
+    )
+    for name in all_names(names):
+        assert len(name.name) <= 63
+        assert name.schema == "app_h"
+        assert name.name == name.name.lower()
+    assert names.changelog_trigger.name == table  # fits: not hashed
+    assert names.changelog_table.name == shorten(f"{table}_LOG", 63).lower()
+    assert names.changelog_table.name.startswith("t" * 54 + "_")
+    assert len({n.name for n in all_names(names)}) == 4  # view and its trigger share a name
+
+
+def test_names_do_not_depend_on_how_the_user_typed_the_table() -> None:
+    long_table = "Customer_Order_Line_Item_History_Archive_Table_2024"
+    spelled = [f"app.{long_table}", f"APP.{long_table.upper()}", f"app.{long_table.lower()}"]
+    for fold, limit in (("lower", 63), ("upper", 30)):
+        results = {
+            source_object_names(TableRef.parse(text), max_length=limit, has_schemas=True, fold=fold)
+            for text in spelled
+        }
+        assert len(results) == 1
+
+
+@pytest.mark.parametrize("limit", [30, 128])
+def test_oracle_like_names_are_upper_case(limit: int) -> None:
+    names = source_object_names(
+        TableRef.parse("sh.sales"), max_length=limit, has_schemas=True, fold="upper"
+    )
+    assert names.changelog_table == QualifiedName("SH_H", "SALES_LOG")
+    assert names.changelog_sequence == QualifiedName("SH_H", "SALES_SEQ")
+    assert names.changelog_trigger == QualifiedName("SH_H", "SALES")
+    assert names.updatable_view == QualifiedName("SH_H", "SALES_UV")
+
+
+def test_oracle_like_long_names_fit_30_and_128() -> None:
+    table = "ORDER_LINE_ITEMS_" * 7  # 119 characters
+    ref = TableRef("SH", table)
+    short = source_object_names(ref, max_length=30, has_schemas=True, fold="upper")
+    long = source_object_names(ref, max_length=128, has_schemas=True, fold="upper")
+    for name in all_names(short):
+        assert len(name.name) == 30
+        assert name.name == name.name.upper()
+    assert long.changelog_trigger.name == table  # 119 <= 128: kept whole
+    assert long.changelog_table.name == table + "_LOG"  # 123 <= 128
+    assert len({n.name for n in all_names(short)}) == 4
+
+
+def test_sqlite_like_names_use_a_prefix_in_the_tables_own_schema() -> None:
+    names = source_object_names(
+        TableRef.parse("main.Products"), max_length=None, has_schemas=False, fold="lower"
+    )
+    assert names.changelog_table == QualifiedName("main", "main_h_products_log")
+    assert names.changelog_sequence == QualifiedName("main", "main_h_products_seq")
+    assert names.changelog_trigger == QualifiedName("main", "main_h_products")
+    assert names.updatable_view == QualifiedName("main", "main_h_products_uv")
+    assert names.updatable_trigger == QualifiedName("main", "main_h_products_uv")
+
+
+def test_sqlite_like_names_without_a_limit_are_never_hashed() -> None:
+    table = "x" * 300
+    names = source_object_names(
+        TableRef("main", table), max_length=None, has_schemas=False, fold="lower"
+    )
+    assert names.changelog_table.name == f"main_h_{table}_log"
+
+
+def test_prefixed_names_past_a_limit_are_hashed_whole() -> None:
+    table = "order_line_items_with_a_very_long_descriptive_name"
+    names = source_object_names(
+        TableRef("main", table), max_length=40, has_schemas=False, fold="lower"
+    )
+    for name in all_names(names):
+        assert len(name.name) == 40
+        assert name.name.startswith("main_h_order_line_items_with_a_")
+        assert name.schema == "main"
+    expected = shorten(f"main_H_{table}_LOG", 40).lower()
+    assert names.changelog_table.name == expected
+    assert len({n.name for n in all_names(names)}) == 4
+
+
+@pytest.mark.parametrize(
+    ("has_schemas", "fold", "override", "expected"),
+    [
+        (True, "upper", "audit.sales_changes", QualifiedName("AUDIT", "SALES_CHANGES")),
+        (True, "upper", "sales_changes", QualifiedName("SH_H", "SALES_CHANGES")),
+        (True, "lower", "AUDIT.Sales_Changes", QualifiedName("audit", "sales_changes")),
+        (False, "lower", "Sales_Changes", QualifiedName("sh", "sales_changes")),
+    ],
+)
+def test_the_changelog_table_can_be_overridden(
+    has_schemas: bool, fold: str, override: str, expected: QualifiedName
+) -> None:
+    names = source_object_names(
+        TableRef.parse("sh.sales"),
+        max_length=63,
+        has_schemas=has_schemas,
+        fold=fold,
+        changelog_table=override,
+    )
+    assert names.changelog_table == expected
+    default = source_object_names(
+        TableRef.parse("sh.sales"), max_length=63, has_schemas=has_schemas, fold=fold
+    )
+    # Only the changelog table moves; everything else keeps its name.
+    assert names.changelog_sequence == default.changelog_sequence
+    assert names.changelog_trigger == default.changelog_trigger
+    assert names.updatable_view == default.updatable_view
+
+
+# -- lake names ------------------------------------------------------------------------------
+
+
+def test_lake_names_are_lower_case() -> None:
+    names = lake_names(TableRef.parse("SH.Sales"))
+    assert names == LakeNames("sh", "sales")
+    assert names.load_schema == "sh_load"
+    assert names.user_view == QualifiedName("sh", "sales")
+    assert names.base_table == QualifiedName("sh", "sales_data")
+    assert names.delta_table == QualifiedName("sh_load", "sales_changes")
+    assert names.internal_view(1) == QualifiedName("sh", "sales_internal_user_view_1")
+    assert names.internal_view(12) == QualifiedName("sh", "sales_internal_user_view_12")
+    assert names.schema_dir() == "sh.db"
+    assert names.schema_dir(names.load_schema) == "sh_load.db"
+
+
+def test_lake_names_are_the_same_however_the_table_is_typed() -> None:
+    assert lake_names(TableRef.parse("sh.sales")) == lake_names(TableRef.parse("SH.SALES"))
