@@ -345,11 +345,11 @@ def delete_changes(
 
 __all__ = [
     "SourceObjectRef",
-    "named_source_objects",
     "count_changes",
     "create_source_objects",
     "delete_changes",
     "drop_source_objects",
+    "named_source_objects",
     "plan_source_objects",
     "read_changes",
 ]

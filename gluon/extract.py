@@ -15,80 +15,30 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
 from gluon.faults import fault_point
-from gluon.incremental import capture_objects
+from gluon.feeds import FEEDS, ChangeFeed
 from gluon.lake import tables
 from gluon.lake.changes import append_changes, present_sequences
 from gluon.lake.session import LakeSession, open_session
 from gluon.locks import table_lock
 from gluon.methods import get_method
-from gluon.methods.base import ChangeReader
 from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState, now
-from gluon.source.base import SourceDialect
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 100_000
-
-
-class ChangeFeed(Protocol):
-    """Where an extraction reads changes from, and how it marks them done."""
-
-    sequences_are_unique: bool
-
-    def pending(self) -> int | None:
-        """Changes waiting (None: unknown without reading them)."""
-
-    def read(self, limit: int) -> pa.Table:
-        """Up to ``limit`` changes, lowest ``gl_seq`` first."""
-
-    def done(self, changes: pa.Table) -> None:
-        """Mark ``changes`` as shipped (after their Delta commit)."""
-
-
-@dataclass(slots=True)
-class ChangelogFeed:
-    source: SourceDialect
-    record: OffloadedTable
-    state: IncrementalState
-    sequences_are_unique: bool = True
-
-    def _objects(self) -> list[capture.SourceObjectRef]:
-        return capture_objects(self.state)
-
-    def pending(self) -> int | None:
-        return capture.count_changes(self.source, self._objects())
-
-    def read(self, limit: int) -> pa.Table:
-        return capture.read_changes(self.source, self.record.spec(), self._objects(), limit=limit)
-
-    def done(self, changes: pa.Table) -> None:
-        seqs = changes.column("gl_seq").to_pylist()
-        fault_point("extract.before_changelog_delete")
-        capture.delete_changes(self.source, self._objects(), seqs)
-        fault_point("extract.after_changelog_delete")
-
-
-FEEDS: dict[
-    ChangeReader, Callable[[SourceDialect, OffloadedTable, IncrementalState], ChangeFeed]
-] = {
-    ChangeReader.CHANGELOG: ChangelogFeed,
-}
 
 
 @dataclass(slots=True)
@@ -133,7 +83,7 @@ def run_extraction(
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url())
-        feed = FEEDS[method.change_reader](source, record, state)
+        feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
             state.requested_partition is not None
             and state.acknowledged_partition != state.requested_partition

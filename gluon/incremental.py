@@ -18,12 +18,13 @@ from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError, UnsupportedError, UsageError
+from gluon.feeds import FEEDS, capture_objects, object_records
 from gluon.lake import storage
 from gluon.lake.changes import create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import table_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject
+from gluon.methods.base import ExtractionMethod, OffloadUseCase
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -41,7 +42,6 @@ from gluon.repo.incremental import (
     ENABLED,
     ENABLING,
     IncrementalState,
-    SourceObjectRecord,
     now,
 )
 from gluon.schema import TableSpec
@@ -188,7 +188,7 @@ def _plan_enable(
             method=method.name,
             status=ENABLING,
             key_columns=keys,
-            source_objects=tuple(_record_from_ref(item) for item in objects),
+            source_objects=object_records(objects),
             delta_table=str(names.delta_table),
             delta_path=storage.join(
                 settings.lake_root, names.schema_dir(names.load_schema), f"{names.table}_changes"
@@ -197,26 +197,6 @@ def _plan_enable(
     )
     return _EnablePlan(
         settings, repo, source, spec, method, keys, objects, state, offload_context, record, resume
-    )
-
-
-def capture_objects(state: IncrementalState) -> list[capture.SourceObjectRef]:
-    """The source objects recorded for ``state``, as ``gluon.capture`` takes them."""
-    return [_ref_from_record(item) for item in state.source_objects]
-
-
-def _ref_from_record(item: SourceObjectRecord) -> capture.SourceObjectRef:
-    return capture.SourceObjectRef(
-        kind=SourceObject(item.kind),
-        schema=item.schema,
-        name=item.name,
-        object_type=item.object_type,
-    )
-
-
-def _record_from_ref(item: capture.SourceObjectRef) -> SourceObjectRecord:
-    return SourceObjectRecord(
-        kind=item.kind.value, schema=item.schema, name=item.name, object_type=item.object_type
     )
 
 
@@ -261,7 +241,13 @@ def enable_incremental(
     if not options.execute:
         return result
     with table_lock(settings, plan.state.table_key, "offload"):
-        plan.repo.incremental.save_state(plan.state)
+        state = plan.state
+        if state.last_scn is None:
+            # Positional feeds (ORA_ROWSCN) start from now, before the copy: nothing is missed.
+            state = state.with_changes(
+                last_scn=FEEDS[plan.method.change_reader].initial_position(plan.source)
+            )
+        plan.repo.incremental.save_state(state)
         capture.create_source_objects(plan.source, plan.spec, plan.method, plan.objects, plan.keys)
         log.info("created capture objects for %s", plan.state.table_key)
         if plan.offload:
@@ -270,7 +256,7 @@ def enable_incremental(
         assert record is not None
         with open_session(settings) as session:
             create_delta_table(session, plan.state.delta_path, record.columns)
-        enabled = plan.state.with_changes(status=ENABLED, enabled_at=now())
+        enabled = state.with_changes(status=ENABLED, enabled_at=now())
         plan.repo.incremental.save_state(enabled)
     result.message = (
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
-from support.cli import error_lines, query_json
+from support.cli import assert_plan_printed, error_lines, query_json
 from support.lake import (
     LakeColumn,
     assert_arrow_schema,
@@ -449,10 +449,7 @@ def test_without_execute_only_the_steps_are_printed(
     )
     assert result.exit_code == 0, result.stderr
     assert result.stderr == ""
-    lines = result.stdout.splitlines()
-    assert lines[0] == "Steps to offload MAIN.SALES (nothing was changed; add -x to run them):"
-    steps = [line for line in lines if line.startswith("  ")]
-    assert [line.split(".")[0].strip() for line in steps] == ["1", "2", "3", "4", "5"]
+    assert_plan_printed(result.stdout, "MAIN.SALES")
     assert "main.sales_data" in result.stdout
     assert str(lake_table_dir(offload_home, "main", "sales")) in result.stdout
     assert "gl_part_sold_on" in result.stdout

@@ -22,7 +22,7 @@ from typing import Any
 import typer
 from typer.testing import CliRunner, Result
 
-__all__ = ["PROGRAMS", "error_lines", "query_json", "run_cli"]
+__all__ = ["PROGRAMS", "assert_plan_printed", "error_lines", "query_json", "run_cli"]
 
 PROGRAMS: dict[str, str] = {"offload": "gluon.cli.offload", "gluon": "gluon.cli.app"}
 
@@ -52,3 +52,14 @@ def query_json(statement: str) -> list[dict[str, Any]]:
     assert result.exit_code == 0, f"gluon query failed ({result.exit_code}): {result.stderr}"
     rows: list[dict[str, Any]] = json.loads(result.stdout)
     return rows
+
+
+def assert_plan_printed(stdout: str, table_key: str) -> None:
+    """The plan header names the table and says nothing changed; steps are numbered 1..n."""
+    lines = stdout.splitlines()
+    assert table_key in lines[0]
+    assert "nothing was changed" in lines[0]
+    assert "-x" in lines[0]
+    numbers = [line.split(".")[0].strip() for line in lines[1:] if line.startswith("  ")]
+    assert len(numbers) >= 5
+    assert numbers == [str(n) for n in range(1, len(numbers) + 1)]
