@@ -38,8 +38,8 @@ def register_incremental_views(
         method.view_kind.value,
         columns=record.columns,
         keys=state.key_columns,
-        base=record.base_table,
-        delta=state.delta_table,
+        base=tables.quote(record.base_table),
+        delta=tables.quote(state.delta_table),
         min_partition=state.view_min_partition,
     )
     tables.create_view(session, internal, select)

@@ -105,12 +105,11 @@ def run_extraction(
             raise
         fault_point("extract.before_repository_update")
         if diverting:
-            repo.incremental.save_state(
-                state.with_changes(
-                    active_partition=partition,
-                    acknowledged_partition=partition,
-                    acknowledged_at=now(),
-                )
+            repo.incremental.update_state(
+                ref.key,
+                active_partition=partition,
+                acknowledged_partition=partition,
+                acknowledged_at=now(),
             )
             result.acknowledged = True
             log.info("acknowledged change ingestion diversion to control partition %d", partition)

@@ -133,8 +133,7 @@ class RowscnFeed:
         return pa.Table.from_batches(list(batches), schema=schema)
 
     def done(self, changes: pa.Table) -> None:
-        latest = self.repo.incremental.get_state(self.state.table_key) or self.state
-        self.repo.incremental.save_state(latest.with_changes(last_scn=self._upto))
+        self.repo.incremental.update_state(self.state.table_key, last_scn=self._upto)
 
 
 FEEDS: dict[ChangeReader, type[ChangelogFeed] | type[RowscnFeed]] = {

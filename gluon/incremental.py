@@ -20,7 +20,7 @@ from gluon.config import Settings
 from gluon.errors import StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
 from gluon.lake import storage
-from gluon.lake.changes import create_delta_table
+from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import table_lock
 from gluon.methods import get_method
@@ -290,7 +290,9 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
                 "--incremental-run-extraction "
                 "and --incremental-run-compaction first (or delete the changes you do not want)"
             )
-        in_lake = storage.delta_row_count(state.delta_path)
+        in_lake = storage.delta_row_count(
+            state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
+        )
         if in_lake:
             raise StateError(
                 f"{ref.key} has {in_lake} changes in delta table {state.delta_table}: run "

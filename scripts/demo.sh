@@ -25,4 +25,15 @@ python "$ROOT/scripts/sample_source.py" change "$OFFLOAD_HOME/sample.db"
 step "Extract the captured changes" offload -t main.products -x --incremental-run-extraction
 step "Nothing left to extract (no engine started)" offload -t main.products -x --incremental-run-extraction
 step "The latest state through the user view" gluon query "SELECT * FROM main.products ORDER BY prod_id"
+python "$ROOT/scripts/sample_source.py" more "$OFFLOAD_HOME/sample.db"
+step "Compaction, single-session style: stop at the acknowledgement step" \
+  offload -t main.products -x --incremental-run-compaction --incremental-terminate-compaction
+step "An extraction acknowledges the new control partition (and ships the newest changes)" \
+  offload -t main.products -x --incremental-run-extraction
+step "The compaction resumes and finishes" \
+  offload -t main.products -x --incremental-run-compaction --incremental-wait-time=0
+step "Changes per control partition after the compaction" \
+  gluon query "SELECT gl_control_partition, COUNT(*) AS changes FROM main_load.products_changes GROUP BY gl_control_partition"
+step "The latest state, now from the compacted base table" \
+  gluon query "SELECT * FROM main.products ORDER BY prod_id"
 printf '\nDemo files (env file, logs, lake, repository) are in %s\n' "$OFFLOAD_HOME"

@@ -1,7 +1,8 @@
 """Create (or change) the demo's sample SQLite source database.
 
-    python scripts/sample_source.py create PATH   # a fresh sh.products-like table
-    python scripts/sample_source.py change PATH   # some inserts, updates and deletes
+python scripts/sample_source.py create PATH   # a fresh sh.products-like table
+python scripts/sample_source.py change PATH   # some inserts, updates and deletes
+python scripts/sample_source.py more PATH     # a key change and a multi-row update
 """
 
 from __future__ import annotations
@@ -35,12 +36,20 @@ def change(path: Path) -> None:
         db.execute("UPDATE products SET list_price = 27.50 WHERE prod_id = 2")
         db.execute("DELETE FROM products WHERE prod_id = 4")
         db.execute(
-            "INSERT INTO products VALUES (6, 'Bicycle bell', 'Outdoor', 8.99, '2024-04-01 10:00:00')"
+            "INSERT INTO products VALUES "
+            "(6, 'Bicycle bell', 'Outdoor', 8.99, '2024-04-01 10:00:00')"
         )
         db.execute("UPDATE products SET category = 'Home office' WHERE category = 'Office'")
     print("sample: updated prod 2, deleted prod 4, inserted prod 6, renamed category Office")
 
 
+def more(path: Path) -> None:
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE products SET prod_id = 7 WHERE prod_id = 5")
+        db.execute("UPDATE products SET list_price = list_price * 1.1 WHERE category = 'Kitchen'")
+    print("sample: renumbered prod 5 to 7, raised Kitchen prices by 10%")
+
+
 if __name__ == "__main__":
     action, target = sys.argv[1], Path(sys.argv[2])
-    {"create": create, "change": change}[action](target)
+    {"create": create, "change": change, "more": more}[action](target)

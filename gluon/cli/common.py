@@ -109,4 +109,7 @@ def run_command(
         if debug:
             traceback.print_exc()
         where = f" (details in {log_path})" if log_path else ""
-        fail(f"unexpected {type(exc).__name__}: {exc}{where}", ExitCode.ERROR, program=program)
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        fail(
+            f"unexpected {type(exc).__name__}: {first_line}{where}", ExitCode.ERROR, program=program
+        )

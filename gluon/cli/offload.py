@@ -7,8 +7,14 @@ from typing import Annotated
 
 import typer
 
-from gluon.cli.common import progress_for, run_command, stdout
+from gluon.cli.common import progress_for, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, TableOption, VerboseOption, split_list
+from gluon.compact import CompactionMethod, CompactionOptions, CompactionResult, run_compaction
+from gluon.compact.options import (
+    DEFAULT_DELTA_THRESHOLD,
+    DEFAULT_VACUUM_RETENTION_HOURS,
+    DEFAULT_WAIT_MINUTES,
+)
 from gluon.config import Settings
 from gluon.errors import UsageError
 from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult, run_extraction
@@ -25,7 +31,7 @@ from gluon.repo import Repository
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
 PROGRAM = "offload"
-Result = OffloadResult | IncrementalResult | ExtractionResult
+Result = OffloadResult | IncrementalResult | ExtractionResult | CompactionResult
 
 
 @app.command(
@@ -126,17 +132,91 @@ def offload(
             help="Changes per Delta commit when an extraction has a large backlog.",
         ),
     ] = DEFAULT_BATCH_SIZE,
+    run_compaction_flag: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-run-compaction",
+            help="Merge the extracted changes into the base table (resumes an unfinished run).",
+        ),
+    ] = False,
+    terminate_compaction: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-terminate-compaction",
+            help="Stop (exit 0) when the compaction reaches the change-ingestion acknowledgement "
+            "step; run an extraction, then the compaction again (single-session compaction).",
+        ),
+    ] = False,
+    full_compaction: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-full-compaction",
+            help="Compact into a new base table written in one go (default: in place).",
+        ),
+    ] = False,
+    partition_wise_full_compaction: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-partition-wise-full-compaction",
+            help="Compact into a new base table written one partition at a time.",
+        ),
+    ] = False,
+    delta_threshold: Annotated[
+        int,
+        typer.Option(
+            "--incremental-delta-threshold",
+            min=0,
+            help="Compact only when the delta table holds at least this many changes.",
+        ),
+    ] = DEFAULT_DELTA_THRESHOLD,
+    wait_time: Annotated[
+        float,
+        typer.Option(
+            "--incremental-wait-time",
+            min=0,
+            help="Minutes to let running queries finish before the disruptive steps (0: none).",
+        ),
+    ] = DEFAULT_WAIT_MINUTES,
+    retain_obsolete_objects: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-retain-obsolete-objects",
+            help="Keep the old base table, partitions and control partitions (no longer "
+            "managed by gluon afterwards).",
+        ),
+    ] = False,
+    without_snapshot: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-run-compaction-without-snapshot",
+            help="Compact even when the pre-compaction Delta versions cannot be recorded.",
+        ),
+    ] = False,
+    vacuum_retention_hours: Annotated[
+        float,
+        typer.Option(
+            "--incremental-vacuum-retention-hours",
+            min=0,
+            help="After a compaction, delete Delta files unused for this many hours (older "
+            "versions can no longer be read with VERSION AS OF).",
+        ),
+    ] = DEFAULT_VACUUM_RETENTION_HOURS,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
-    actions = [updates_enabled, updates_disabled, run_extraction_flag]
+    actions = [updates_enabled, updates_disabled, run_extraction_flag, run_compaction_flag]
 
     def body(settings: Settings) -> Result:
         ref = TableRef.parse(table)
         if sum(actions) > 1:
             raise UsageError(
                 "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
-                "--incremental-run-extraction"
+                "--incremental-run-extraction, --incremental-run-compaction"
+            )
+        if full_compaction and partition_wise_full_compaction:
+            raise UsageError(
+                "use only one of --incremental-full-compaction and "
+                "--incremental-partition-wise-full-compaction"
             )
         offload_options = OffloadOptions(
             table=ref,
@@ -150,6 +230,27 @@ def offload(
             if not execute:
                 raise UsageError("--incremental-run-extraction needs -x")
             return run_extraction(settings, ref, batch_size=batch_size, progress=progress)
+        if run_compaction_flag:
+            if not execute:
+                raise UsageError("--incremental-run-compaction needs -x")
+            method = (
+                CompactionMethod.FULL
+                if full_compaction
+                else CompactionMethod.PARTITION_WISE_FULL
+                if partition_wise_full_compaction
+                else CompactionMethod.IN_PLACE
+            )
+            compaction = CompactionOptions(
+                table=ref,
+                method=method,
+                terminate_at_acknowledgement=terminate_compaction,
+                delta_threshold=delta_threshold,
+                wait_minutes=wait_time,
+                retain_obsolete_objects=retain_obsolete_objects,
+                without_snapshot=without_snapshot,
+                vacuum_retention_hours=vacuum_retention_hours,
+            )
+            return run_compaction(settings, compaction, progress)
         if updates_disabled:
             return disable_incremental(settings, ref, execute=execute)
         if updates_enabled:
@@ -183,7 +284,11 @@ def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
 
 
 def _render(result: Result, log_path: Path | None) -> None:
-    if isinstance(result, ExtractionResult):
+    if isinstance(result, CompactionResult):
+        if result.warning:
+            stderr.print(f"offload: warning: {result.warning}", markup=False)
+        stdout.print(f"{result.table_key}: {result.message}", markup=False)
+    elif isinstance(result, ExtractionResult):
         ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
         stdout.print(
             f"Extracted {result.rows_written} changes of {result.table_key} to control partition "

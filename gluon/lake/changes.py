@@ -85,15 +85,33 @@ def view_sql(
     base: str,
     delta: str,
     min_partition: int,
+    max_partition: int | None = None,
 ) -> str:
-    """The SELECT of an internal delta view (``kind``: ``merge`` or ``union_all``)."""
+    """The SELECT that merges a base relation with changes (a delta view, or a compaction).
+
+    Args:
+        kind: ``merge`` or ``union_all`` (the method's view kind).
+        columns: the table's columns.
+        keys: the key columns (source names).
+        base: the base relation, already rendered (a quoted name, maybe ``VERSION AS OF n``).
+        delta: the delta table relation, already rendered.
+        min_partition: the lowest control partition applied.
+        max_partition: the highest one applied (None: every newer partition).
+    """
+
+    def partitions(alias: str) -> str:
+        column = f"{alias}{PARTITION_COLUMN}"
+        if max_partition is None:
+            return f"{column} >= {int(min_partition)}"
+        return f"{column} BETWEEN {int(min_partition)} AND {int(max_partition)}"
+
     return templates.render(
         "lake",
         f"{kind}_view",
-        quote=lambda name: tables.quote(name),
+        quote=tables.quote,
         columns=[tables.quote(column.lake_name) for column in columns],
         keys=[tables.quote(key.lower()) for key in keys],
-        base=tables.quote(base),
-        delta=tables.quote(delta),
-        min_partition=int(min_partition),
+        base=base,
+        delta=delta,
+        partitions=partitions,
     ).strip()

@@ -66,12 +66,20 @@ def delta_files(location: str) -> list[str]:
     return sorted(DeltaTable(location).file_uris())
 
 
-def delta_row_count(location: str) -> int:
-    """Rows in the current version of the Delta table at ``location`` (0: no table)."""
+def delta_row_count(location: str, *, column: str | None = None, at_least: int = 0) -> int:
+    """Rows in the current version of the Delta table at ``location`` (0: no table).
+
+    With ``column``, only rows whose ``column`` is at least ``at_least`` count
+    (a partition column: answered from the Delta log's partition values).
+    """
+    import pyarrow.dataset as ds
     from deltalake import DeltaTable
     from deltalake.exceptions import TableNotFoundError
 
     try:
-        return int(DeltaTable(location).to_pyarrow_dataset().count_rows())
+        dataset = DeltaTable(location).to_pyarrow_dataset()
     except TableNotFoundError:
         return 0
+    if column is None:
+        return int(dataset.count_rows())
+    return int(dataset.count_rows(filter=ds.field(column) >= at_least))

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from gluon.errors import ConfigError, GluonError
 from gluon.repo import migrations, models
+from gluon.repo.compaction import CompactionRepository
 from gluon.repo.incremental import IncrementalRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
 
@@ -93,6 +94,7 @@ class Repository:
         except sa.exc.DBAPIError as exc:
             raise RepositoryError(f"cannot open the repository ({url}): {exc.orig}") from None
         self.incremental = IncrementalRepository(self.engine)
+        self.compaction = CompactionRepository(self.engine)
 
     # -- offloaded tables ------------------------------------------------------------------
 
@@ -124,6 +126,34 @@ class Repository:
             )
             if updated.rowcount == 0:
                 connection.execute(table.insert().values(**values))
+
+    def switch_generation(
+        self,
+        table_key: str,
+        *,
+        base_path: str | None,
+        view_generation: int,
+        view_min_partition: int,
+    ) -> None:
+        """Move a table's views to a new generation in one transaction (compaction's switch)."""
+        with self.engine.begin() as connection:
+            if base_path is not None:
+                tables = models.offloaded_tables
+                connection.execute(
+                    tables.update()
+                    .where(tables.c.table_key == table_key)
+                    .values(base_path=base_path, updated_at=_now())
+                )
+            state = models.incremental_state
+            connection.execute(
+                state.update()
+                .where(state.c.table_key == table_key)
+                .values(
+                    view_generation=view_generation,
+                    view_min_partition=view_min_partition,
+                    updated_at=_now(),
+                )
+            )
 
     def delete_table(self, table_key: str) -> None:
         table = models.offloaded_tables

@@ -146,6 +146,20 @@ class IncrementalRepository:
             if updated.rowcount == 0:
                 connection.execute(table.insert().values(**values))
 
+    def update_state(self, table_key: str, **fields: Any) -> None:
+        """Change only ``fields`` of a table's state (concurrent runs own different fields)."""
+        allowed = {f.name for f in models.incremental_state.columns} - {"table_key"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"not incremental_state columns: {sorted(unknown)}")
+        table = models.incremental_state
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.table_key == table_key)
+                .values(**fields, updated_at=now())
+            )
+
     def delete_state(self, table_key: str) -> None:
         table = models.incremental_state
         with self.engine.begin() as connection:

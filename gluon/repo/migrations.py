@@ -32,6 +32,11 @@ MIGRATIONS: list[Migration] = [
         "incremental update state and extraction runs",
         _create(models.incremental_state, models.extraction_runs),
     ),
+    (
+        3,
+        "compaction runs, their steps and retained obsolete objects",
+        _create(models.compaction_runs, models.compaction_steps, models.obsolete_objects),
+    ),
 ]
 
 

@@ -277,13 +277,20 @@ def _date(value: Any) -> Any:
     raise ValueError(f"not a date: {value!r}")
 
 
-def _exact_decimal(value: Any) -> Any:
-    if isinstance(value, float):
-        # SQLite keeps NUMERIC(p,s) values as REAL: repr gives the shortest exact text.
-        return decimal.Decimal(repr(value))
-    if isinstance(value, int | str):
-        return decimal.Decimal(value)
-    return value
+def _decimal_converter(scale: int) -> Converter:
+    quantum = decimal.Decimal(1).scaleb(-scale)
+
+    def convert(value: Any) -> Any:
+        if isinstance(value, float):
+            # Only SQLite hands out floats for NUMERIC(p,s): it stores them as REAL and ignores
+            # the declared scale, so the declared scale is the user's intent (30.250000000000004
+            # from 27.5 * 1.1 is 30.25). Other sources return exact Decimals.
+            return decimal.Decimal(repr(value)).quantize(quantum, rounding=decimal.ROUND_HALF_EVEN)
+        if isinstance(value, int | str):
+            return decimal.Decimal(value)
+        return value
+
+    return convert
 
 
 def _text(value: Any) -> Any:
@@ -333,7 +340,8 @@ _CONVERTERS: dict[str, Converter] = {
 def converter_for(column: Column) -> Converter:
     """The function that turns a DBAPI value of ``column`` into what Arrow expects."""
     if column.lake_type.startswith("decimal("):
-        return _exact_decimal
+        scale = int(column.lake_type.rstrip(")").split(",")[1])
+        return _decimal_converter(scale)
     return _CONVERTERS.get(column.lake_type, _identity)
 
 

@@ -18,6 +18,10 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
+from gluon import capture
+from gluon.errors import SourceError
+from gluon.methods import get_method, registered_methods
+from gluon.methods.base import DML, SourceObject
 from gluon.naming import TableRef
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
@@ -253,3 +257,207 @@ def test_rowdependencies_off_and_range_partitioning(source: OracleSource, schema
         assert spec.primary_key == ("SALE_ID",)
     finally:
         _drop(source, table)
+
+
+# -- capture (gluon.capture) ---------------------------------------------------------------------
+#
+# The user needs to create the hybrid schema <USER>_H and objects in it: CREATE USER, DROP USER,
+# CREATE ANY TABLE/SEQUENCE/TRIGGER/VIEW, DROP ANY ..., GRANT ANY PRIVILEGE (for UNLIMITED
+# TABLESPACE), INSERT/UPDATE/DELETE ANY TABLE (DML on the view in the hybrid schema) and
+# SELECT ANY DICTIONARY (to see the hybrid schema's objects). Without them the
+# capture tests skip, saying so.
+
+CAPTURE_METHODS = sorted(
+    name
+    for name, method in registered_methods().items()
+    if method.supports_dialect("oracle") and method.source_objects
+)
+
+CAPTURE_TABLE = """
+CREATE TABLE {table} (
+    ID NUMBER(10) PRIMARY KEY,
+    NAME VARCHAR2(20),
+    AMOUNT NUMBER(12,2),
+    NOTES CLOB
+) ROWDEPENDENCIES
+"""
+
+D = decimal.Decimal
+
+# (name, statements, expected (operation, gl_op, ID, NAME, AMOUNT, NOTES), ordered, table only)
+CAPTURE_STEPS: list[tuple[str, list[str], list[tuple[Any, ...]], bool, bool]] = [
+    (
+        "insert",
+        ["INSERT INTO {target} (ID, NAME, AMOUNT, NOTES) VALUES (100, 'x', 0.1, 'long')"],
+        [(DML.INSERT, "I", 100, "x", D("0.10"), "long")],
+        True,
+        False,
+    ),
+    (
+        "update keeping the key",
+        ["UPDATE {target} SET NAME = 'a2' WHERE ID = 1"],
+        [(DML.UPDATE, "U", 1, "a2", D("1.00"), "n1")],
+        True,
+        False,
+    ),
+    (
+        "no-op update",
+        ["UPDATE {target} SET NAME = NAME, NOTES = NOTES WHERE ID = 2"],
+        [],
+        True,
+        False,
+    ),
+    (
+        "update that changes the key",
+        ["UPDATE {target} SET ID = 30 WHERE ID = 3"],
+        [
+            (DML.UPDATE, "D", 3, None, None, None),
+            (DML.UPDATE, "I", 30, "c", D("3.00"), "n3"),
+        ],
+        True,
+        False,
+    ),
+    (
+        "delete",
+        ["DELETE FROM {target} WHERE ID = 4"],
+        [(DML.DELETE, "D", 4, None, None, None)],
+        True,
+        False,
+    ),
+    (
+        "merge",
+        [
+            "MERGE INTO {target} t USING (SELECT 2 AS ID, 'b2' AS NAME FROM DUAL "
+            "UNION ALL SELECT 101, 'y' FROM DUAL) s ON (t.ID = s.ID) "
+            "WHEN MATCHED THEN UPDATE SET t.NAME = s.NAME "
+            "WHEN NOT MATCHED THEN INSERT (ID, NAME) VALUES (s.ID, s.NAME)"
+        ],
+        [
+            (DML.UPDATE, "U", 2, "b2", D("2.00"), "n2"),
+            (DML.INSERT, "I", 101, "y", None, None),
+        ],
+        False,
+        True,
+    ),
+]
+
+
+def _oracle_objects(source: OracleSource, owners: list[str]) -> list[tuple[Any, ...]]:
+    with source.engine.connect() as connection:
+        users = connection.execute(
+            sa.text("SELECT username FROM all_users WHERE username IN (:a, :b)"),
+            {"a": owners[0], "b": owners[-1]},
+        )
+        objects = connection.execute(
+            sa.text(
+                "SELECT owner, object_type, object_name FROM all_objects "
+                "WHERE owner IN (:a, :b) AND object_name NOT LIKE 'SYS\\_%' ESCAPE '\\'"
+            ),
+            {"a": owners[0], "b": owners[-1]},
+        )
+        return sorted([("USER", row[0], "") for row in users] + [tuple(row) for row in objects])
+
+
+@pytest.fixture
+def captured_table(source: OracleSource) -> Iterator[str]:
+    table = f"GLUON_C_{uuid.uuid4().hex[:8].upper()}"
+    with source.engine.begin() as connection:
+        connection.execute(sa.text(CAPTURE_TABLE.format(table=table)))
+        for key, name in ((1, "a"), (2, "b"), (3, "c"), (4, "d")):
+            connection.execute(
+                sa.text(f"INSERT INTO {table} VALUES ({key}, '{name}', {key}, 'n{key}')")
+            )
+    try:
+        yield table
+    finally:
+        _drop(source, table)
+
+
+def _create_or_skip(source: OracleSource, spec: Any, method: Any, objects: Any) -> None:
+    try:
+        capture.create_source_objects(source, spec, method, objects, ("ID",))
+    except SourceError as exc:
+        if "ORA-01031" in str(exc) or "ORA-01950" in str(exc):
+            capture.drop_source_objects(source, objects)
+            pytest.skip(f"the test user lacks a privilege capture needs: {exc}")
+        raise
+
+
+@pytest.mark.parametrize("name", CAPTURE_METHODS)
+def test_capture_round_trip(
+    source: OracleSource, schema: str, captured_table: str, name: str
+) -> None:
+    method = get_method(name)
+    ref = TableRef(schema, captured_table)
+    spec = source.describe_table(ref)
+    before = _oracle_objects(source, [schema, f"{schema}_H"])
+    objects = capture.plan_source_objects(source, ref, method)
+    _create_or_skip(source, spec, method, objects)
+    try:
+        capture.create_source_objects(source, spec, method, objects, ("ID",))  # idempotent
+        found = {item.kind: item for item in objects}
+        targets = []
+        if SourceObject.UPDATABLE_VIEW in found:
+            view = found[SourceObject.UPDATABLE_VIEW]
+            targets.append((f"{view.schema}.{view.name}", "V"))
+        if SourceObject.CHANGELOG_TRIGGER in found:
+            targets.append((captured_table, "T"))
+        log = found[SourceObject.CHANGELOG_TABLE]
+        for target, origin in targets:
+            for step, statements, expected, ordered, table_only in CAPTURE_STEPS:
+                if table_only and origin == "V":
+                    continue
+                seen = capture.count_changes(source, objects)
+                refused = origin == "V" and any(
+                    DML(sql.split()[0].upper()) not in method.captured_dml for sql in statements
+                )
+                try:
+                    with source.engine.begin() as connection:
+                        for sql in statements:
+                            connection.execute(sa.text(sql.format(target=target)))
+                except sa.exc.DatabaseError as exc:
+                    assert refused and "ORA-20001" in str(exc), f"{step} on {target}: {exc}"
+                changes = capture.read_changes(source, spec, objects, limit=None).to_pylist()
+                with source.engine.connect() as connection:
+                    origins = dict(
+                        connection.execute(
+                            sa.text(f"SELECT gl_seq, gl_origin FROM {log.schema}.{log.name}")
+                        ).all()
+                    )
+                added = [
+                    (c["gl_op"], origins[c["gl_seq"]], c["id"], c["name"], c["amount"], c["notes"])
+                    for c in changes[seen:]
+                ]
+                wanted = [
+                    (op, origin, *values)
+                    for dml, op, *values in expected
+                    if dml in method.captured_dml
+                ]
+                if not ordered:
+                    added = sorted(added, key=lambda row: (int(row[2]), row[0]))
+                    wanted = sorted(wanted, key=lambda row: (int(row[2]), row[0]))
+                assert added == wanted, f"{step} on {target}"
+        pending = capture.count_changes(source, objects)
+        with source.engine.connect() as connection:  # rolled back: nothing recorded
+            transaction = connection.begin()
+            connection.execute(sa.text(f"INSERT INTO {targets[0][0]} (ID) VALUES (102)"))
+            transaction.rollback()
+        assert capture.count_changes(source, objects) == pending
+        rows = capture.read_changes(source, spec, objects, limit=2)
+        assert rows.num_rows == min(2, pending)
+        seqs = capture.read_changes(source, spec, objects, limit=None).column("gl_seq").to_pylist()
+        assert seqs == sorted(seqs)
+        assert capture.delete_changes(source, objects, seqs[1:]) == len(seqs) - 1
+        assert capture.count_changes(source, objects) == (1 if seqs else 0)
+    finally:
+        capture.drop_source_objects(source, objects)
+    assert _oracle_objects(source, [schema, f"{schema}_H"]) == before
+
+
+def test_ora_rowscn_needs_no_capture_objects(
+    source: OracleSource, schema: str, captured_table: str
+) -> None:
+    method = get_method("ORA_ROWSCN")
+    ref = TableRef(schema, captured_table)
+    method.validate(source.describe_table(ref))
+    assert capture.plan_source_objects(source, ref, method) == []

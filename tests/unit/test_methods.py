@@ -149,7 +149,9 @@ def test_every_object_has_templates_in_every_supported_dialect(name: str, dialec
     missing = [
         template
         for template in needed
-        if not any((root / folder / f"{template}.sql.j2").is_file() for folder in (dialect, "default"))
+        if not any(
+            (root / folder / f"{template}.sql.j2").is_file() for folder in (dialect, "default")
+        )
     ]
     assert missing == []
 
@@ -208,6 +210,8 @@ def test_methods_are_plain_declarations() -> None:
     for method in registered_methods().values():
         assert issubclass(method, ExtractionMethod)
         overridden = {
-            key for key, value in vars(method).items() if callable(value) or isinstance(value, classmethod)
+            key
+            for key, value in vars(method).items()
+            if callable(value) or isinstance(value, classmethod)
         }
         assert overridden <= {"validate"}, f"{method.name} overrides {overridden}"

@@ -1,0 +1,47 @@
+"""``display_incremental_status``: the incremental update state of one table."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+
+from gluon.cli.common import run_command, stdout
+from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
+from gluon.config import Settings
+from gluon.naming import TableRef
+from gluon.status.formatting import jsonable
+from gluon.status.incremental_status import table_status
+from gluon.status.text import render_status
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+
+PROGRAM = "display_incremental_status"
+
+
+@app.command(
+    help=(
+        "Show where incremental update of SCHEMA.TABLE stands: extraction, change ingestion "
+        "(control partitions), compaction, and the objects it uses. Starts no Spark engine."
+    )
+)
+def display_incremental_status(
+    table: TableOption,
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    def body(settings: Settings) -> str:
+        status = table_status(settings, TableRef.parse(table))
+        if json_output:
+            return json.dumps(jsonable(status), indent=2, ensure_ascii=False)
+        return render_status(status, verbose=verbose)
+
+    text, _ = run_command(
+        PROGRAM, body, subject=table.replace(".", "_"), verbose=verbose, debug=debug
+    )
+    stdout.print(text.rstrip("\n"), markup=False)
+
+
+def main() -> None:
+    app(prog_name=PROGRAM)

@@ -1,0 +1,106 @@
+"""Everything a compaction step reads: the run, the table's records, a lazy lake session."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+from gluon.compact.options import CompactionOptions
+from gluon.config import Settings
+from gluon.lake import tables
+from gluon.lake.changes import PARTITION_COLUMN, view_sql
+from gluon.lake.session import LakeSession, open_session
+from gluon.methods import get_method
+from gluon.methods.base import ExtractionMethod
+from gluon.progress import Progress
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.compaction import CompactionRun
+from gluon.repo.incremental import IncrementalState
+
+
+@dataclass(slots=True)
+class CompactionContext:
+    settings: Settings
+    repo: Repository
+    options: CompactionOptions
+    run: CompactionRun
+    record: OffloadedTable
+    state: IncrementalState
+    progress: Progress
+    stack: ExitStack = field(default_factory=ExitStack)
+    _session: LakeSession | None = None
+
+    @property
+    def method(self) -> type[ExtractionMethod]:
+        return get_method(self.state.method)
+
+    def refresh(self) -> None:
+        """Re-read the run and the table's records (other processes change them)."""
+        run = self.repo.compaction.get_run(self.run.id)
+        record = self.repo.get_table(self.record.table_key)
+        state = self.repo.incremental.get_state(self.record.table_key)
+        assert run is not None and record is not None and state is not None
+        self.run, self.record, self.state = run, record, state
+
+    def save_progress(self, **values: Any) -> None:
+        """Merge ``values`` into the run's progress (what a resumed step can skip)."""
+        progress = {**self.run.progress, **values}
+        self.repo.compaction.update_run(self.run.id, progress=progress)
+        self.refresh()
+
+    def lake(self) -> LakeSession:
+        """The lake session, opened on first use, with the base and delta tables registered."""
+        if self._session is None:
+            self._session = self.stack.enter_context(open_session(self.settings))
+            tables.register_table(self._session, self.record.base_table, self.record.base_path)
+            tables.register_table(self._session, self.state.delta_table, self.state.delta_path)
+        return self._session
+
+    # -- relations pinned to the pre-compaction snapshot -------------------------------------
+
+    def _pinned(self, name: str, which: str) -> str:
+        snapshot = self.run.snapshot or {}
+        version = snapshot.get(which, {}).get("version")
+        quoted = tables.quote(name)
+        return quoted if version is None else f"{quoted} VERSION AS OF {int(version)}"
+
+    @property
+    def base_relation(self) -> str:
+        """The base table as it was before the compaction (when a snapshot was recorded)."""
+        return self._pinned(self.record.base_table, "base")
+
+    @property
+    def delta_relation(self) -> str:
+        return self._pinned(self.state.delta_table, "delta")
+
+    @property
+    def min_partition(self) -> int:
+        return int(self.run.progress["min_partition"])
+
+    @property
+    def max_partition(self) -> int:
+        assert self.run.compacted_partition is not None
+        return self.run.compacted_partition
+
+    def partitions(self, alias: str) -> str:
+        """The predicate selecting the compacted control partitions."""
+        column = f"{alias}{PARTITION_COLUMN}"
+        return f"{column} BETWEEN {self.min_partition} AND {self.max_partition}"
+
+    def merged_select(self, base: str | None = None) -> str:
+        """Base rows with the compacted changes applied, plus the lake partition columns."""
+        merged = view_sql(
+            self.method.view_kind.value,
+            columns=self.record.columns,
+            keys=self.state.key_columns,
+            base=base or self.base_relation,
+            delta=self.delta_relation,
+            min_partition=self.min_partition,
+            max_partition=self.max_partition,
+        )
+        derived = [
+            f"{part.expression} AS {tables.quote(part.lake_column)}"
+            for part in self.record.partitioning
+        ]
+        return f"SELECT {', '.join(['*', *derived])} FROM ({merged}) gl_merged"

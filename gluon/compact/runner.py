@@ -1,0 +1,144 @@
+"""Runs the compaction steps in order, recording each, resuming an unfinished run."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from gluon.compact.context import CompactionContext
+from gluon.compact.options import CompactionMethod, CompactionOptions
+from gluon.compact.steps import STEPS, TERMINATED
+from gluon.config import Settings
+from gluon.errors import GluonError, StateError, StepFailedError
+from gluon.faults import fault_point
+from gluon.lake import storage
+from gluon.lake.changes import PARTITION_COLUMN
+from gluon.locks import table_lock
+from gluon.methods import get_method
+from gluon.methods.base import ViewKind
+from gluon.progress import NullProgress, Progress
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.compaction import FAILED, SUCCESS
+from gluon.repo.incremental import ENABLED, IncrementalState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class CompactionResult:
+    table_key: str
+    run_id: int | None = None
+    method: str = ""
+    changes: int = 0
+    nothing_to_do: bool = False
+    terminated: bool = False
+    resumed: bool = False
+    steps_run: int = 0
+    warning: str = ""
+    message: str = ""
+
+
+def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:
+    record = repo.get_table(key)
+    state = repo.incremental.get_state(key)
+    if record is None or state is None or state.status != ENABLED:
+        raise StateError(f"incremental update is not enabled for {key}: nothing to compact")
+    return record, state
+
+
+def run_compaction(
+    settings: Settings, options: CompactionOptions, progress: Progress | None = None
+) -> CompactionResult:
+    """Compact ``options.table`` (holding its compaction lock), resuming an unfinished run.
+
+    Raises:
+        LockHeldError: another compaction of the table is running.
+        StepFailedError: a step failed; running the command again resumes at that step.
+    """
+    repo = Repository(settings.repo_url)
+    key = options.table.key
+    _enabled(repo, key)
+    with table_lock(settings, key, "compaction"):
+        record, state = _enabled(repo, key)
+        result = CompactionResult(key)
+        run = repo.compaction.open_run(key)
+        if run is None:
+            changes = storage.delta_row_count(
+                state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
+            )
+            result.changes = changes
+            if changes < max(options.delta_threshold, 1):
+                result.nothing_to_do = True
+                result.message = (
+                    f"{changes} changes in the delta table, below the threshold of "
+                    f"{max(options.delta_threshold, 1)}: nothing to compact"
+                )
+                return result
+            run = repo.compaction.start_run(key, options.method.value, options.recorded())
+            repo.compaction.update_run(run.id, changes=changes)
+        else:
+            result.resumed = True
+            result.changes = run.changes or 0
+            if run.method != options.method.value:
+                log.warning(
+                    "resuming compaction run %d with its method %s (not %s)",
+                    run.id,
+                    run.method,
+                    options.method.value,
+                )
+        result.run_id, result.method = run.id, run.method
+        if (
+            get_method(state.method).view_kind is ViewKind.UNION_ALL
+            and run.method == CompactionMethod.IN_PLACE
+        ):
+            result.warning = (
+                f"{state.method} with in-place compaction: queries of {record.user_view} "
+                "show inserted rows twice until this compaction finishes (treat it as offline)"
+            )
+            log.warning(result.warning)
+        context = CompactionContext(
+            settings, repo, options, run, record, state, progress or NullProgress()
+        )
+        with context.stack:
+            context.refresh()
+            _run_steps(context, result)
+    return result
+
+
+def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
+    repo = context.repo
+    run_id = context.run.id
+    done = repo.compaction.completed_steps(run_id)
+    for step in STEPS:
+        if step.name in done:
+            continue
+        fault_point(f"compact.before_{step.name}")
+        repo.compaction.step_started(run_id, step.name)
+        context.refresh()
+        log.info("compaction step %s", step.name)
+        try:
+            detail = step.run(context)
+        except GluonError as exc:
+            repo.compaction.update_run(run_id, status=FAILED, message=str(exc)[:2000])
+            raise StepFailedError(
+                f"compaction step {step.name} failed: {exc}; run the same command again "
+                "to resume from this step",
+                step=step.name,
+                run_id=run_id,
+            ) from exc
+        except Exception as exc:
+            repo.compaction.update_run(run_id, status=FAILED, message=str(exc)[:2000])
+            raise
+        if detail == TERMINATED:
+            result.terminated = True
+            result.message = (
+                f"stopped at the acknowledgement step (run {run_id}): run an extraction, then "
+                "--incremental-run-compaction again to finish"
+            )
+            return
+        repo.compaction.step_finished(run_id, step.name, detail)
+        result.steps_run += 1
+        log.info("compaction step %s: %s", step.name, detail)
+        fault_point(f"compact.after_{step.name}")
+    repo.compaction.update_run(run_id, status=SUCCESS, current_step=None)
+    result.message = f"compaction run {run_id} ({result.method}) complete"

@@ -1,0 +1,217 @@
+"""The compaction steps, in order. Each is idempotent: its docstring says what a re-run does.
+
+A step returns a one-line detail for the repository, or ``TERMINATED`` to stop
+the run cleanly (single-session compaction at the acknowledgement step).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from gluon.compact.context import CompactionContext
+from gluon.compact.options import CompactionMethod
+from gluon.compact.rewrite import REWRITES
+from gluon.errors import LakeError, StateError
+from gluon.lake import storage, tables
+from gluon.lake.changes import PARTITION_COLUMN
+from gluon.repo.compaction import WAITING, ObsoleteObject
+from gluon.repo.incremental import now
+
+log = logging.getLogger(__name__)
+
+TERMINATED = "terminated at the acknowledgement step"
+
+
+def request_diversion(context: CompactionContext) -> str:
+    """Ask extractions to write to a new control partition. Re-run: asks for the same one."""
+    if context.run.new_partition is None:
+        compacted = context.state.active_partition
+        context.repo.compaction.update_run(
+            context.run.id, compacted_partition=compacted, new_partition=compacted + 1
+        )
+        context.save_progress(min_partition=context.state.view_min_partition)
+    assert context.run.new_partition is not None
+    if context.state.requested_partition != context.run.new_partition:
+        context.repo.incremental.update_state(
+            context.record.table_key,
+            requested_partition=context.run.new_partition,
+            requested_at=now(),
+        )
+        context.refresh()
+    return f"requested control partition {context.run.new_partition}"
+
+
+def await_acknowledgement(context: CompactionContext) -> str:
+    """Wait until an extraction writes to the new partition. Re-run: checks again."""
+    started = time.monotonic()
+    announced = False
+    while True:
+        context.refresh()
+        if context.state.acknowledged_partition == context.run.new_partition:
+            return f"acknowledged at {context.state.acknowledged_at:%Y-%m-%d %H:%M:%S}"
+        if context.options.terminate_at_acknowledgement:
+            context.repo.compaction.update_run(context.run.id, status=WAITING)
+            return TERMINATED
+        if not announced:
+            log.warning(
+                "waiting for an extraction of %s to acknowledge change ingestion diversion "
+                "to control partition %d",
+                context.record.table_key,
+                context.run.new_partition,
+            )
+            announced = True
+        timeout = context.options.ack_timeout_minutes
+        if timeout is not None and time.monotonic() - started > timeout * 60:
+            raise StateError(
+                f"no extraction acknowledged change ingestion diversion within {timeout} "
+                "minutes: schedule extractions, then run the compaction again to resume"
+            )
+        time.sleep(context.options.ack_poll_seconds)
+
+
+def record_snapshot(context: CompactionContext) -> str:
+    """Record the Delta versions before any destructive step. Re-run: keeps the first record."""
+    if context.run.snapshot is not None:
+        return "already recorded"
+    try:
+        snapshot = {
+            "base": _version(context.record.base_table, context.record.base_path),
+            "delta": _version(context.state.delta_table, context.state.delta_path),
+        }
+    except Exception as exc:
+        if not context.options.without_snapshot:
+            raise LakeError(
+                f"cannot record the pre-compaction snapshot ({exc}); add "
+                "--incremental-run-compaction-without-snapshot to compact without one"
+            ) from exc
+        log.warning("compacting without a pre-compaction snapshot: %s", exc)
+        return "skipped (--incremental-run-compaction-without-snapshot)"
+    context.repo.compaction.update_run(context.run.id, snapshot=snapshot)
+    context.refresh()
+    return (
+        f"base version {snapshot['base']['version']}, delta version {snapshot['delta']['version']}"
+    )
+
+
+def _version(name: str, location: str) -> dict[str, object]:
+    version = storage.delta_version(location)
+    if version is None:
+        raise LakeError(f"no Delta table at {location}")
+    return {"table": name, "path": location, "version": version}
+
+
+def compact(context: CompactionContext) -> str:
+    """Merge the static control partition(s) into the base. Re-run: rewrites the same rows."""
+    method = CompactionMethod(context.run.method)
+    return REWRITES[method](context)
+
+
+def wait_for_queries(context: CompactionContext) -> str:
+    """Give running queries time before the disruptive steps. Re-run: waits the rest."""
+    minutes = float(context.options.wait_minutes)
+    if minutes <= 0:
+        return "no wait"
+    if "wait_started" not in context.run.progress:
+        context.save_progress(wait_started=time.time())
+    remaining = float(context.run.progress["wait_started"]) + minutes * 60 - time.time()
+    if remaining > 0:
+        log.info("waiting %.0f seconds for queries to finish", remaining)
+        time.sleep(remaining)
+    return f"waited {minutes:g} minutes"
+
+
+def switch_views(context: CompactionContext) -> str:
+    """Point the views at the compacted base and the newer partitions. Re-run: no change."""
+    assert context.run.new_partition is not None
+    if context.state.view_min_partition == context.run.new_partition:
+        return "already switched"
+    new_base = context.run.progress.get("new_base_path")
+    context.save_progress(old_base_path=context.record.base_path)
+    context.repo.switch_generation(
+        context.record.table_key,
+        base_path=new_base,
+        view_generation=context.state.view_generation + 1,
+        view_min_partition=context.run.new_partition,
+    )
+    context.refresh()
+    return f"views now at generation {context.state.view_generation}"
+
+
+def drop_obsolete(context: CompactionContext) -> str:
+    """Drop the compacted control partitions and an old base table. Re-run: drops nothing new."""
+    retain = context.options.retain_obsolete_objects
+    dropped = []
+    old_base = context.run.progress.get("old_base_path")
+    if old_base and old_base != context.record.base_path:
+        if retain:
+            _retain(context, "base table", f"{context.record.base_table} (before)", old_base)
+        elif storage.is_local(old_base):
+            shutil.rmtree(storage.local_path(old_base), ignore_errors=True)
+            dropped.append(f"old base {old_base}")
+    if retain:
+        _retain(
+            context,
+            "control partitions",
+            f"{context.state.delta_table} {PARTITION_COLUMN} <= {context.max_partition}",
+            context.state.delta_path,
+        )
+    else:
+        context.lake().execute(
+            f"DELETE FROM {tables.quote(context.state.delta_table)} "
+            f"WHERE {PARTITION_COLUMN} <= {context.max_partition}"
+        )
+        dropped.append(f"control partitions <= {context.max_partition}")
+    return "dropped " + ", ".join(dropped) if dropped else "retained (unmanaged from now on)"
+
+
+def _retain(context: CompactionContext, kind: str, name: str, location: str) -> None:
+    if any(o.name == name for o in context.repo.compaction.retained(context.record.table_key)):
+        return
+    context.repo.compaction.retain(
+        ObsoleteObject(
+            table_key=context.record.table_key,
+            kind=kind,
+            name=name,
+            location=location,
+            retained_at=now(),
+            compaction_run_id=context.run.id,
+        )
+    )
+
+
+def vacuum(context: CompactionContext) -> str:
+    """Remove Delta files older than the retention. Re-run: removes what is left."""
+    from deltalake import DeltaTable
+
+    hours = context.options.vacuum_retention_hours
+    removed = 0
+    for location in (context.record.base_path, context.state.delta_path):
+        removed += len(
+            DeltaTable(location).vacuum(
+                retention_hours=int(hours), enforce_retention_duration=False, dry_run=False
+            )
+        )
+    return f"removed {removed} files older than {hours:g} hours"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    name: str
+    run: Callable[[CompactionContext], str]
+    disruptive: bool = False
+
+
+STEPS: tuple[Step, ...] = (
+    Step("request_diversion", request_diversion),
+    Step("await_acknowledgement", await_acknowledgement),
+    Step("record_snapshot", record_snapshot),
+    Step("compact", compact),
+    Step("wait_for_queries", wait_for_queries),
+    Step("switch_views", switch_views, disruptive=True),
+    Step("drop_obsolete", drop_obsolete, disruptive=True),
+    Step("vacuum", vacuum),
+)

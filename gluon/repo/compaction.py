@@ -1,0 +1,230 @@
+"""Repository records of compactions: runs, their steps, and retained obsolete objects."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from gluon.repo import models
+from gluon.repo.incremental import now
+
+RUNNING = "running"
+WAITING = "waiting"
+"""Stopped at the acknowledgement step (--incremental-terminate-compaction)."""
+FAILED = "failed"
+SUCCESS = "success"
+OPEN_STATUSES = (RUNNING, WAITING, FAILED)
+"""A run in one of these states is resumed by the next compaction of its table."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionRun:
+    id: int
+    table_key: str
+    method: str
+    status: str
+    current_step: str | None
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    options: dict[str, Any]
+    compacted_partition: int | None
+    new_partition: int | None
+    changes: int | None
+    snapshot: dict[str, Any] | None
+    progress: dict[str, Any]
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStep:
+    run_id: int
+    step: str
+    status: str
+    started_at: dt.datetime
+    finished_at: dt.datetime | None
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ObsoleteObject:
+    table_key: str
+    kind: str
+    name: str
+    location: str | None
+    retained_at: dt.datetime
+    compaction_run_id: int | None
+
+
+def _run(row: sa.RowMapping) -> CompactionRun:
+    return CompactionRun(
+        id=row["id"],
+        table_key=row["table_key"],
+        method=row["method"],
+        status=row["status"],
+        current_step=row["current_step"],
+        started_at=row["started_at"],
+        finished_at=row["finished_at"],
+        options=json.loads(row["options_json"]),
+        compacted_partition=row["compacted_partition"],
+        new_partition=row["new_partition"],
+        changes=row["changes"],
+        snapshot=json.loads(row["snapshot_json"]) if row["snapshot_json"] else None,
+        progress=json.loads(row["progress_json"]) if row["progress_json"] else {},
+        message=row["message"],
+    )
+
+
+class CompactionRepository:
+    """Compaction records, over the repository's engine."""
+
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def start_run(self, table_key: str, method: str, options: dict[str, Any]) -> CompactionRun:
+        table = models.compaction_runs
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                table.insert().values(
+                    table_key=table_key,
+                    method=method,
+                    status=RUNNING,
+                    started_at=now(),
+                    options_json=json.dumps(options),
+                )
+            )
+            key = result.inserted_primary_key
+        assert key is not None
+        run = self.get_run(int(key[0]))
+        assert run is not None
+        return run
+
+    def get_run(self, run_id: int) -> CompactionRun | None:
+        table = models.compaction_runs
+        with self.engine.connect() as connection:
+            row = (
+                connection.execute(sa.select(table).where(table.c.id == run_id)).mappings().first()
+            )
+        return _run(row) if row else None
+
+    def open_run(self, table_key: str) -> CompactionRun | None:
+        """The unfinished run of ``table_key`` a new compaction resumes, if any."""
+        table = models.compaction_runs
+        with self.engine.connect() as connection:
+            row = (
+                connection.execute(
+                    sa.select(table)
+                    .where(table.c.table_key == table_key, table.c.status.in_(OPEN_STATUSES))
+                    .order_by(table.c.id.desc())
+                )
+                .mappings()
+                .first()
+            )
+        return _run(row) if row else None
+
+    def runs(self, table_key: str, limit: int = 50) -> list[CompactionRun]:
+        table = models.compaction_runs
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(table)
+                .where(table.c.table_key == table_key)
+                .order_by(table.c.id.desc())
+                .limit(limit)
+            ).mappings()
+            return [_run(row) for row in rows]
+
+    def last_completed(self, table_key: str) -> CompactionRun | None:
+        return next((run for run in self.runs(table_key) if run.status == SUCCESS), None)
+
+    def update_run(self, run_id: int, **values: Any) -> None:
+        """Change columns of a run; ``snapshot`` and ``progress`` are stored as JSON."""
+        table = models.compaction_runs
+        if "snapshot" in values:
+            values["snapshot_json"] = json.dumps(values.pop("snapshot"))
+        if "progress" in values:
+            values["progress_json"] = json.dumps(values.pop("progress"))
+        if values.get("status") in (SUCCESS,):
+            values.setdefault("finished_at", now())
+        with self.engine.begin() as connection:
+            connection.execute(table.update().where(table.c.id == run_id).values(**values))
+
+    # -- steps -----------------------------------------------------------------------------
+
+    def step_started(self, run_id: int, step: str) -> None:
+        table = models.compaction_steps
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.insert().values(run_id=run_id, step=step, status=RUNNING, started_at=now())
+            )
+            connection.execute(
+                models.compaction_runs.update()
+                .where(models.compaction_runs.c.id == run_id)
+                .values(current_step=step, status=RUNNING)
+            )
+
+    def step_finished(self, run_id: int, step: str, detail: str = "") -> None:
+        table = models.compaction_steps
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.run_id == run_id, table.c.step == step, table.c.status == RUNNING)
+                .values(status=SUCCESS, finished_at=now(), detail=detail)
+            )
+
+    def steps(self, run_id: int) -> list[CompactionStep]:
+        table = models.compaction_steps
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(table).where(table.c.run_id == run_id).order_by(table.c.id)
+            ).mappings()
+            return [
+                CompactionStep(
+                    run_id=row["run_id"],
+                    step=row["step"],
+                    status=row["status"],
+                    started_at=row["started_at"],
+                    finished_at=row["finished_at"],
+                    detail=row["detail"],
+                )
+                for row in rows
+            ]
+
+    def completed_steps(self, run_id: int) -> set[str]:
+        return {step.step for step in self.steps(run_id) if step.status == SUCCESS}
+
+    # -- obsolete objects ------------------------------------------------------------------
+
+    def retain(self, obsolete: ObsoleteObject) -> None:
+        table = models.obsolete_objects
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.insert().values(
+                    table_key=obsolete.table_key,
+                    kind=obsolete.kind,
+                    name=obsolete.name,
+                    location=obsolete.location,
+                    retained_at=obsolete.retained_at,
+                    compaction_run_id=obsolete.compaction_run_id,
+                )
+            )
+
+    def retained(self, table_key: str) -> list[ObsoleteObject]:
+        table = models.obsolete_objects
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(table).where(table.c.table_key == table_key).order_by(table.c.id)
+            ).mappings()
+            return [
+                ObsoleteObject(
+                    table_key=row["table_key"],
+                    kind=row["kind"],
+                    name=row["name"],
+                    location=row["location"],
+                    retained_at=row["retained_at"],
+                    compaction_run_id=row["compaction_run_id"],
+                )
+                for row in rows
+            ]

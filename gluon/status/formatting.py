@@ -1,0 +1,55 @@
+"""Shared formatting for status output: times, sizes, counts, and JSON-ready values."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+from typing import Any
+
+
+def iso(value: dt.datetime | None) -> str | None:
+    """ISO 8601 with an explicit UTC offset (repository times are naive UTC)."""
+    if value is None:
+        return None
+    aware = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return aware.astimezone(dt.UTC).isoformat()
+
+
+def when(value: dt.datetime | None, missing: str = "never") -> str:
+    """A time for people: ``2026-11-22 12:01:23 UTC``."""
+    return f"{value:%Y-%m-%d %H:%M:%S} UTC" if value else missing
+
+
+def size(value: int) -> str:
+    """Bytes for people: ``512 B``, ``4.1 KiB``, ``3.0 MiB``."""
+    amount = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if amount < 1024 or unit == "TiB":
+            return f"{int(amount)} {unit}" if unit == "B" else f"{amount:.1f} {unit}"
+        amount /= 1024
+    raise AssertionError("unreachable")
+
+
+def count(value: int | None, missing: str = "unknown") -> str:
+    """``12,345`` (or ``missing`` for None)."""
+    return missing if value is None else f"{value:,}"
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON types: dataclasses as objects in field order, times in ISO 8601."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            item.name: jsonable(getattr(value, item.name)) for item in dataclasses.fields(value)
+        }
+    if isinstance(value, dt.datetime):
+        return iso(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(key): jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(item) for item in value]
+    return value

@@ -1,0 +1,450 @@
+"""``display_incremental_status``: the incremental update state of one table.
+
+Reads the repository, the Delta logs (deltalake, no Spark) and, for the
+changelog backlog, the source database. An unreachable source makes only
+that one number unknown; everything else still comes back.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+from dataclasses import dataclass, field
+
+from gluon import capture
+from gluon import source as sources
+from gluon.config import Settings
+from gluon.errors import GluonError, NotFoundError
+from gluon.feeds import capture_objects
+from gluon.lake import storage
+from gluon.lake.stats import DeltaStats, delta_stats
+from gluon.methods import get_method
+from gluon.methods.base import ChangeReader, SourceObject
+from gluon.naming import TableRef, lake_names
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.compaction import CompactionRun
+from gluon.repo.incremental import (
+    ENABLED,
+    ExtractionRun,
+    IncrementalState,
+    SourceObjectRecord,
+    now,
+)
+from gluon.source.base import SourceDialect
+from gluon.status import queries
+from gluon.status.model import (
+    Backlog,
+    CompactionRunInfo,
+    CompactionStatus,
+    CompactionStepInfo,
+    DeltaPartition,
+    ExtractionRunInfo,
+    ExtractionStatus,
+    IngestionLocation,
+    IngestionStatus,
+    LakeObjects,
+    LakeTableStats,
+    ObjectInfo,
+    OffloadInfo,
+    RetainedObject,
+    Snapshot,
+    SnapshotEntry,
+    TableStatus,
+)
+
+PARTITION_COLUMN = "gl_control_partition"
+SEQUENCE_COLUMN = "gl_seq"
+RECENT_RUNS = 10
+
+POSITION_KINDS: dict[ChangeReader, str] = {
+    ChangeReader.CHANGELOG: "sequence",
+    ChangeReader.ORA_ROWSCN: "SCN",
+}
+"""What orders the changes each change reader ships."""
+
+RUN_STATUS_TEXT: dict[str, str] = {
+    "running": "running",
+    "waiting": "waiting for acknowledgement",
+    "failed": "failed (run the same compaction command again to resume it)",
+    "success": "completed",
+}
+
+SOURCE_OBJECT_ROLES: dict[str, str] = {
+    SourceObject.CHANGELOG_TRIGGER.value: "Changelog trigger",
+    SourceObject.CHANGELOG_TABLE.value: "Changelog table",
+    SourceObject.CHANGELOG_SEQUENCE.value: "Changelog sequence",
+    SourceObject.UPDATABLE_VIEW.value: "Updatable view",
+    SourceObject.UPDATABLE_TRIGGER.value: "Updatable view trigger",
+    SourceObject.HYBRID_SCHEMA.value: "Hybrid schema",
+}
+"""Report labels of the source objects, in the order they are listed."""
+
+
+def snapshot_query(path: str, version: int) -> str:
+    """Spark SQL reading version ``version`` of the Delta table at ``path``."""
+    return f"SELECT * FROM delta.`{path.replace('`', '``')}` VERSION AS OF {int(version)}"
+
+
+@dataclass
+class ChangelogCounter:
+    """Counts changelog rows, connecting to the source once (and remembering a failure)."""
+
+    source_url: str | None
+    _source: SourceDialect | None = field(default=None, init=False)
+    _failure: str | None = field(default=None, init=False)
+
+    def _dialect(self) -> SourceDialect:
+        if self._failure:
+            raise GluonError(self._failure)
+        if self._source is None:
+            if not self.source_url:
+                self._failure = "GLUON_SOURCE_URL is not set"
+                raise GluonError(self._failure)
+            try:
+                self._source = sources.connect(self.source_url)
+                self._source.check_connection()
+            except GluonError as exc:
+                self._failure = str(exc)
+                raise
+        return self._source
+
+    def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
+        objects = capture_objects(state)
+        changelog = next(
+            (item for item in objects if item.kind is SourceObject.CHANGELOG_TABLE), None
+        )
+        if changelog is None:
+            return Backlog(None, None, f"{state.method} keeps no changelog")
+        name = f"{changelog.schema}.{changelog.name}"
+        try:
+            source = self._dialect()
+            if source.name != record.source_dialect:
+                return Backlog(
+                    name,
+                    None,
+                    f"GLUON_SOURCE_URL is a {source.name} database; "
+                    f"the table came from {record.source_dialect}",
+                )
+            return Backlog(name, capture.count_changes(source, objects))
+        except GluonError as exc:
+            return Backlog(name, None, str(exc))
+
+
+def table_status(settings: Settings, ref: TableRef) -> TableStatus:
+    """The incremental update status of ``ref``.
+
+    Raises:
+        NotFoundError: the repository has no record of the table.
+    """
+    repo = Repository(settings.repo_url)
+    record = repo.get_table(ref.key)
+    if record is None:
+        raise NotFoundError(
+            f"{ref.key} has not been offloaded (the repository has no record of it): "
+            f"offload it first with: offload -t {ref.key} -x"
+        )
+    return collect_status(repo, record, ChangelogCounter(settings.source_url))
+
+
+def collect_status(
+    repo: Repository, record: OffloadedTable, counter: ChangelogCounter
+) -> TableStatus:
+    """Everything known about ``record``'s incremental update (the report calls this per table)."""
+    state = repo.incremental.get_state(record.table_key)
+    offload = _offload_info(record)
+    if state is None:
+        return TableStatus(
+            table_key=record.table_key,
+            collected_at=now(),
+            incremental_enabled=False,
+            incremental_state=None,
+            message=(
+                f"incremental update is not enabled for {record.table_key} (enable it with: "
+                f"offload -t {record.table_key} -x --incremental-updates-enabled "
+                "--incremental-extraction-method=METHOD)"
+            ),
+            offload=offload,
+            lake_objects=(
+                ObjectInfo("User view", "VIEW", record.user_view),
+                ObjectInfo("Base table", "TABLE", record.base_table, record.base_path),
+            ),
+        )
+    method = get_method(state.method)
+    compaction = _compaction_status(repo, record.table_key)
+    delta = delta_stats(
+        state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
+    )
+    objects = _lake_objects(record, state, method.view_kind.value)
+    message = None
+    if state.status != ENABLED:
+        message = (
+            f"incremental update of {record.table_key} is {state.status}: the command that "
+            "started it did not finish; run it again"
+        )
+    return TableStatus(
+        table_key=record.table_key,
+        collected_at=now(),
+        incremental_enabled=state.status == ENABLED,
+        incremental_state=state.status,
+        message=message,
+        offload=offload,
+        extraction=_extraction_status(repo, state, delta, compaction, method.change_reader),
+        changelog=counter.backlog(record, state),
+        ingestion=_ingestion_status(state, delta, compaction.ongoing),
+        compaction=compaction,
+        objects=objects,
+        source_objects=tuple(
+            ObjectInfo(SOURCE_OBJECT_ROLES.get(item.kind, item.kind), item.object_type, name)
+            for item in sorted(state.source_objects, key=_role_order)
+            for name in [f"{item.schema}.{item.name}"]
+        ),
+        lake_objects=(
+            ObjectInfo("Delta view", "VIEW", objects.user_view),
+            ObjectInfo("Delta table", "TABLE", objects.delta_table, objects.delta_path),
+            ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
+            ObjectInfo("Internal delta view", "VIEW", objects.internal_view),
+        ),
+    )
+
+
+def _role_order(item: SourceObjectRecord) -> int:
+    roles = list(SOURCE_OBJECT_ROLES)
+    return roles.index(item.kind) if item.kind in roles else len(roles)
+
+
+def _lake_stats(name: str, stats: DeltaStats) -> LakeTableStats:
+    return LakeTableStats(
+        name=name,
+        location=stats.location,
+        exists=stats.exists,
+        version=stats.version,
+        rows=stats.rows,
+        files=stats.files,
+        size_bytes=stats.size_bytes,
+        committed_at=stats.committed_at,
+        error=stats.error,
+    )
+
+
+def _offload_info(record: OffloadedTable) -> OffloadInfo:
+    return OffloadInfo(
+        source_dialect=record.source_dialect,
+        source_table=f"{record.source_schema}.{record.source_table}",
+        user_view=record.user_view,
+        offload_type=record.offload_type,
+        status=record.status,
+        offloaded_at=record.offloaded_at,
+        rows_offloaded=record.row_count,
+        base=_lake_stats(record.base_table, delta_stats(record.base_path)),
+    )
+
+
+def _lake_objects(record: OffloadedTable, state: IncrementalState, view_kind: str) -> LakeObjects:
+    names = lake_names(TableRef(record.lake_schema, record.lake_table))
+    return LakeObjects(
+        base_table=record.base_table,
+        key_columns=state.key_columns,
+        internal_view=str(names.internal_view(state.view_generation)),
+        view_kind=view_kind,
+        user_view=record.user_view,
+        delta_table=state.delta_table,
+        delta_path=state.delta_path,
+        base_path=record.base_path,
+    )
+
+
+def _run_info(run: ExtractionRun) -> ExtractionRunInfo:
+    return ExtractionRunInfo(
+        id=run.id,
+        status=run.status,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        rows_read=run.rows_read,
+        rows_written=run.rows_written,
+        control_partition=run.control_partition,
+        message=run.message,
+    )
+
+
+def _extraction_status(
+    repo: Repository,
+    state: IncrementalState,
+    delta: DeltaStats,
+    compaction: CompactionStatus,
+    reader: ChangeReader,
+) -> ExtractionStatus:
+    totals = queries.extraction_totals(repo, state.table_key)
+    recent = [_run_info(run) for run in repo.incremental.extraction_runs(state.table_key, 10)]
+    return ExtractionStatus(
+        method=state.method,
+        position_kind=POSITION_KINDS.get(reader, "sequence"),
+        max_position=_max_position(state, totals, delta, compaction),
+        last_extraction_at=totals.last_success_at,
+        runs=totals.runs,
+        succeeded=totals.succeeded,
+        failed=totals.failed,
+        interrupted=totals.interrupted,
+        changes_extracted=totals.rows_written,
+        last_run=recent[0] if recent else None,
+        recent_runs=tuple(recent),
+    )
+
+
+def _max_position(
+    state: IncrementalState,
+    totals: queries.ExtractionTotals,
+    delta: DeltaStats,
+    compaction: CompactionStatus,
+) -> int | None:
+    """The highest change position shipped: the stored SCN, else the highest ``gl_seq`` seen.
+
+    ``gl_seq`` comes from the runs (when they record it), the delta table's
+    file statistics, and the delta table as the last snapshot kept it (its
+    compacted partitions may be gone from the current version).
+    """
+    if state.last_scn is not None:
+        return state.last_scn
+    found = [totals.max_seq, delta.max_value(SEQUENCE_COLUMN)]
+    snapshot = compaction.snapshot
+    for entry in snapshot.entries if snapshot else ():
+        if entry.path == state.delta_path:
+            older = delta_stats(entry.path, version=entry.version, max_columns=(SEQUENCE_COLUMN,))
+            found.append(older.max_value(SEQUENCE_COLUMN))
+    values = [int(value) for value in found if value is not None]
+    return max(values) if values else None
+
+
+def _location(state: IncrementalState, partition: int) -> str:
+    return storage.join(state.delta_path, f"{PARTITION_COLUMN}={partition}")
+
+
+def _ingestion_status(
+    state: IncrementalState, delta: DeltaStats, ongoing: CompactionRunInfo | None
+) -> IngestionStatus:
+    requested = state.requested_partition
+    acknowledged = state.acknowledged_partition
+    requested_location = IngestionLocation(
+        partition=state.active_partition if requested is None else requested,
+        location=_location(state, state.active_partition if requested is None else requested),
+        at=state.enabled_at if requested is None else state.requested_at,
+    )
+    acknowledged_location = IngestionLocation(
+        partition=state.active_partition if acknowledged is None else acknowledged,
+        location=_location(state, state.active_partition if acknowledged is None else acknowledged),
+        at=state.enabled_at if acknowledged is None else state.acknowledged_at,
+    )
+    pending = requested is not None and requested != acknowledged
+    counted = {int(part.value): part for part in delta.partitions if part.value is not None}
+    numbers = sorted({*counted, state.active_partition, *([requested] if pending else [])})
+    partitions = []
+    for number in numbers:
+        part = counted.get(number)
+        partitions.append(
+            DeltaPartition(
+                partition=number,
+                location=_location(state, number),
+                rows=part.rows if part else 0,
+                files=part.files if part else 0,
+                size_bytes=part.size_bytes if part else 0,
+                role=_partition_role(number, state, pending, ongoing),
+            )
+        )
+    return IngestionStatus(
+        requested=requested_location,
+        acknowledged=acknowledged_location,
+        diversion_pending=pending,
+        active_partition=state.active_partition,
+        view_min_partition=state.view_min_partition,
+        delta=_lake_stats(state.delta_table, delta),
+        partitions=tuple(partitions),
+    )
+
+
+def _partition_role(
+    number: int, state: IncrementalState, pending: bool, ongoing: CompactionRunInfo | None
+) -> str:
+    if number < state.view_min_partition:
+        return "compacted, no longer read (dropped by the compaction's last step)"
+    if ongoing is not None and ongoing.compacted_partition == number:
+        return f"being compacted by run {ongoing.id}"
+    if pending and number == state.requested_partition:
+        return "requested for new changes, awaiting acknowledgement"
+    if number == state.active_partition:
+        return "receiving new changes"
+    return "read by the views"
+
+
+def _compaction_run(repo: Repository, run: CompactionRun) -> CompactionRunInfo:
+    return CompactionRunInfo(
+        id=run.id,
+        method=run.method,
+        status=run.status,
+        status_text=RUN_STATUS_TEXT.get(run.status, run.status),
+        current_step=run.current_step,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        compacted_partition=run.compacted_partition,
+        new_partition=run.new_partition,
+        changes=run.changes,
+        message=run.message,
+        steps=tuple(
+            CompactionStepInfo(
+                step=step.step,
+                status=step.status,
+                started_at=step.started_at,
+                finished_at=step.finished_at,
+                detail=step.detail,
+            )
+            for step in repo.compaction.steps(run.id)
+        ),
+    )
+
+
+def _snapshot(run: CompactionRun) -> Snapshot | None:
+    entries = []
+    for role, item in (run.snapshot or {}).items():
+        if not isinstance(item, dict) or item.get("path") is None or item.get("version") is None:
+            continue
+        query = snapshot_query(str(item["path"]), int(item["version"]))
+        entries.append(
+            SnapshotEntry(
+                role=str(role),
+                table=str(item.get("table") or ""),
+                path=str(item["path"]),
+                version=int(item["version"]),
+                query=query,
+                command=f"gluon query {shlex.quote(query)}",
+            )
+        )
+    if not entries:
+        return None
+    return Snapshot(run_id=run.id, run_completed=run.status == "success", entries=tuple(entries))
+
+
+def _compaction_status(repo: Repository, table_key: str) -> CompactionStatus:
+    runs = repo.compaction.runs(table_key, limit=RECENT_RUNS)
+    ongoing = repo.compaction.open_run(table_key)
+    completed = repo.compaction.last_completed(table_key)
+    with_snapshot = next((run for run in runs if _snapshot(run)), None)
+    return CompactionStatus(
+        ongoing=_compaction_run(repo, ongoing) if ongoing else None,
+        last_completed=_compaction_run(repo, completed) if completed else None,
+        completed_runs=queries.compaction_count(repo, table_key).get("success", 0),
+        snapshot=_snapshot(with_snapshot) if with_snapshot else None,
+        retained=tuple(
+            RetainedObject(
+                kind=item.kind,
+                name=item.name,
+                location=item.location,
+                retained_at=item.retained_at,
+                compaction_run_id=item.compaction_run_id,
+            )
+            for item in repo.compaction.retained(table_key)
+        ),
+        recent_runs=tuple(_compaction_run(repo, run) for run in runs),
+    )
+
+
+def age_minutes(since: dt.datetime | None, at: dt.datetime) -> float | None:
+    """Minutes from ``since`` to ``at`` (both naive UTC); None without ``since``."""
+    return None if since is None else (at - since).total_seconds() / 60

@@ -1,0 +1,221 @@
+"""The text form of ``display_incremental_status`` (sections in the spec's order)."""
+
+from __future__ import annotations
+
+from gluon.status.formatting import count, size, when
+from gluon.status.model import (
+    CompactionRunInfo,
+    CompactionStatus,
+    ExtractionRunInfo,
+    ExtractionStatus,
+    IngestionStatus,
+    TableStatus,
+)
+
+Pairs = list[tuple[str, str]]
+
+
+def banner(title: str) -> list[str]:
+    """A boxed section title."""
+    inner = f"| {title.upper()}: |"
+    return ["=" * len(inner), inner, "=" * len(inner), ""]
+
+
+def aligned(pairs: Pairs) -> list[str]:
+    """``label:  value`` lines with the values in one column."""
+    width = max((len(label) for label, _ in pairs), default=0) + 3
+    return [f"{label + ':':<{width}}{value}".rstrip() for label, value in pairs]
+
+
+def _section(title: str, pairs: Pairs, extra: list[str] | None = None) -> list[str]:
+    return [*banner(title), *aligned(pairs), *(extra or []), ""]
+
+
+def render_status(status: TableStatus, *, verbose: bool = False) -> str:
+    """``status`` as the text ``display_incremental_status`` prints."""
+    lines = [f"Incremental update status of {status.table_key} at {when(status.collected_at)}", ""]
+    if status.message:
+        lines += [status.message[:1].upper() + status.message[1:], ""]
+    if status.extraction is not None:
+        lines += _extraction(status, status.extraction, verbose)
+    if status.ingestion is not None:
+        lines += _ingestion(status.ingestion)
+    if status.compaction is not None:
+        lines += _compaction(status.compaction, verbose)
+    if status.objects is not None:
+        objects = status.objects
+        lines += _section(
+            "Misc information",
+            [
+                ("Base table", objects.base_table),
+                ("Key columns", ", ".join(objects.key_columns)),
+                (f"Internal delta view ({objects.view_kind})", objects.internal_view),
+                ("User view", objects.user_view),
+                ("Delta table", objects.delta_table),
+                ("Delta table location", objects.delta_path),
+                ("Base table location", objects.base_path),
+            ],
+        )
+    lines += _offload(status)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool) -> list[str]:
+    backlog = status.changelog
+    if backlog is None or backlog.rows is None:
+        reason = backlog.reason if backlog else "not known"
+        waiting = (
+            f"not applicable ({reason})"
+            if backlog and backlog.changelog_table is None
+            else f"unknown ({reason})"
+        )
+    else:
+        waiting = f"{count(backlog.rows)} (in {backlog.changelog_table})"
+    pairs: Pairs = [
+        (
+            f"Max change {extraction.position_kind} extracted",
+            count(extraction.max_position, "none extracted yet"),
+        ),
+        ("Most recent extraction time", when(extraction.last_extraction_at)),
+        ("Extraction method", extraction.method),
+        ("Changes waiting in the changelog", waiting),
+        (
+            "Extraction runs",
+            f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
+            f"{extraction.interrupted} interrupted); {count(extraction.changes_extracted)} "
+            "changes shipped",
+        ),
+    ]
+    if extraction.last_run is not None:
+        pairs.append(("Last extraction run", _extraction_run(extraction.last_run)))
+    extra: list[str] = []
+    if verbose and extraction.recent_runs:
+        extra = ["", "Recent extraction runs (newest first):"]
+        extra += [f"  {_extraction_run(run)}" for run in extraction.recent_runs]
+    return _section("Change extraction status", pairs, extra)
+
+
+def _extraction_run(run: ExtractionRunInfo) -> str:
+    text = f"#{run.id} {run.status}, started {when(run.started_at)}"
+    if run.finished_at:
+        text += f", finished {when(run.finished_at)}"
+    if run.rows_written is not None:
+        text += f", {count(run.rows_written)} changes"
+    if run.control_partition is not None:
+        text += f" to control partition {run.control_partition}"
+    if run.message:
+        text += f": {run.message.splitlines()[0]}"
+    return text
+
+
+def _ingestion(ingestion: IngestionStatus) -> list[str]:
+    pairs: Pairs = [
+        ("Current requested change ingestion location", ingestion.requested.location),
+        ("As of", when(ingestion.requested.at, "unknown")),
+        ("Current acknowledged change ingestion location", ingestion.acknowledged.location),
+        ("As of", when(ingestion.acknowledged.at, "unknown")),
+    ]
+    delta = ingestion.delta
+    if delta.error:
+        total = f"unknown ({delta.error})"
+    elif not delta.exists:
+        total = "the delta table does not exist yet"
+    else:
+        total = (
+            f"{count(delta.rows)} in {delta.files} files ({size(delta.size_bytes)}), "
+            f"Delta version {delta.version}"
+        )
+    pairs.append(("Changes in the delta table", total))
+    extra = []
+    if ingestion.diversion_pending:
+        extra.append(
+            f"A compaction asked for control partition {ingestion.requested.partition}; "
+            "the next extraction switches to it and acknowledges."
+        )
+    extra += ["", "Changes per control partition:"]
+    extra += [
+        f"  {part.partition:>4}: {count(part.rows):>10} changes, {part.files} files, "
+        f"{size(part.size_bytes)} ({part.role})"
+        for part in ingestion.partitions
+    ]
+    return _section("Change ingestion status", pairs, extra)
+
+
+def _compaction_run(run: CompactionRunInfo) -> str:
+    text = f"run #{run.id} ({run.method}), started {when(run.started_at)}"
+    if run.current_step:
+        text += f"; current step: {run.current_step}"
+    text += f"; status: {run.status_text}"
+    if run.message and run.status != "success":
+        text += f" ({run.message.splitlines()[0]})"
+    return text
+
+
+def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
+    ongoing = compaction.ongoing
+    last = compaction.last_completed
+    pairs: Pairs = [
+        ("Ongoing compaction", _compaction_run(ongoing) if ongoing else "none"),
+        (
+            "Last completed compaction",
+            f"{when(last.finished_at, 'unknown')} (run #{last.id}, {last.method}, "
+            f"control partition {last.compacted_partition}, "
+            f"{count(last.changes, 'unknown')} changes)"
+            if last
+            else "none completed yet",
+        ),
+        ("Completed compactions", str(compaction.completed_runs)),
+    ]
+    extra: list[str] = []
+    snapshot = compaction.snapshot
+    if snapshot is not None:
+        state = "completed" if snapshot.run_completed else "ongoing"
+        extra += ["", f"Pre-compaction snapshot of run #{snapshot.run_id} ({state}):"]
+        for entry in snapshot.entries:
+            extra.append(f"  {entry.role}: {entry.table} version {entry.version} at {entry.path}")
+            extra.append(f"    {entry.command}")
+    extra += ["", "Retained obsolete objects:" if compaction.retained else "No retained objects."]
+    extra += [
+        f"  {item.kind} {item.name}"
+        + (f" at {item.location}" if item.location else "")
+        + f" (kept {when(item.retained_at)}, run #{item.compaction_run_id})"
+        for item in compaction.retained
+    ]
+    shown = ongoing or last
+    if verbose and shown is not None and shown.steps:
+        extra += ["", f"Steps of run #{shown.id}:"]
+        extra += [
+            f"  {step.step}: {step.status} ({when(step.started_at)}"
+            + (f" - {when(step.finished_at)}" if step.finished_at else "")
+            + ")"
+            + (f" {step.detail}" if step.detail else "")
+            for step in shown.steps
+        ]
+    return _section("Compaction status", pairs, extra)
+
+
+def _offload(status: TableStatus) -> list[str]:
+    offload = status.offload
+    base = offload.base
+    stored = (
+        f"{count(base.rows)} rows in {base.files} files ({size(base.size_bytes)}), "
+        f"Delta version {base.version}"
+        if base.exists and not base.error
+        else base.error or "the base table does not exist"
+    )
+    return _section(
+        "Offload information",
+        [
+            ("Source dialect", offload.source_dialect),
+            ("Source table", offload.source_table),
+            ("Lake user view", offload.user_view),
+            ("Offload type", offload.offload_type),
+            ("Offload status", offload.status),
+            (
+                "Offloaded at",
+                f"{when(offload.offloaded_at, 'not yet')} "
+                f"({count(offload.rows_offloaded, 'unknown')} rows)",
+            ),
+            ("Base table now", stored),
+        ],
+    )
