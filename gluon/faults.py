@@ -15,6 +15,12 @@ import time
 FAULT_EXIT_CODE = 137
 
 
+def fault_raise(name: str, error: type[Exception] = OSError) -> None:
+    """Raise ``error`` here if ``GLUON_FAULT`` names this point (an unavailable resource)."""
+    if os.environ.get("GLUON_FAULT") == name:
+        raise error(f"injected fault at {name}")
+
+
 def fault_point(name: str) -> None:
     """Die (or pause) here if the environment names this point."""
     if os.environ.get("GLUON_FAULT") == name:

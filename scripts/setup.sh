@@ -7,6 +7,8 @@
 # - Creates .venv in the repo root and installs the project editable with the
 #   `dev` extra. The install is skipped while .venv/.gluon-installed is newer
 #   than pyproject.toml.
+# - Installs Chromium (Debian package `chromium`) when /usr/bin/chromium is missing:
+#   the report tests open the HTML report in headless Chromium.
 #
 # Idempotent and safe to rerun from any directory; the fast path (everything
 # already in place) runs no apt or pip at all.
@@ -42,6 +44,9 @@ apt_pkgs=()
 if ! have_pg; then
     apt_pkgs+=(postgresql postgresql-contrib)
 fi
+if [[ ! -x /usr/bin/chromium ]]; then
+    apt_pkgs+=(chromium)
+fi
 # Debian's python3 ships without ensurepip; `python3 -m venv` needs python3-venv.
 if ! venv_ok && ! python_venv_ok; then
     apt_pkgs+=(python3 python3-venv)
@@ -53,6 +58,7 @@ if ((${#apt_pkgs[@]})); then
     as_root apt-get update -q
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${apt_pkgs[@]}"
     have_pg || die "PostgreSQL installed but no /usr/lib/postgresql/*/bin/initdb found"
+    [[ -x /usr/bin/chromium ]] || die "chromium installed but /usr/bin/chromium is missing"
 else
     log "PostgreSQL binaries present: $(compgen -G '/usr/lib/postgresql/*/bin' | sort -V | tail -n1)"
 fi

@@ -32,6 +32,10 @@ T = TypeVar("T")
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
+# Until a command's log file is open, records go nowhere (not to Python's last-resort
+# handler, which would print an error a second time next to the one-line message).
+logging.getLogger("gluon").addHandler(logging.NullHandler())
+
 
 class RichProgress:
     """Progress bars on stderr (only on a terminal)."""

@@ -40,7 +40,7 @@ def display_incremental_status(
     text, _ = run_command(
         PROGRAM, body, subject=table.replace(".", "_"), verbose=verbose, debug=debug
     )
-    stdout.print(text.rstrip("\n"), markup=False)
+    stdout.print(text.rstrip("\n"), markup=False, emoji=False)
 
 
 def main() -> None:

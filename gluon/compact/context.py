@@ -57,22 +57,19 @@ class CompactionContext:
             tables.register_table(self._session, self.state.delta_table, self.state.delta_path)
         return self._session
 
-    # -- relations pinned to the pre-compaction snapshot -------------------------------------
-
-    def _pinned(self, name: str, which: str) -> str:
-        snapshot = self.run.snapshot or {}
-        version = snapshot.get(which, {}).get("version")
-        quoted = tables.quote(name)
-        return quoted if version is None else f"{quoted} VERSION AS OF {int(version)}"
+    # Inputs are read as they are now, not pinned with VERSION AS OF: Sail cannot time-travel
+    # to a version older than the table's latest checkpoint. Every method reads its inputs
+    # before it changes them (in-place stages the compacted rows first), so re-runs still
+    # write the same rows.
 
     @property
     def base_relation(self) -> str:
-        """The base table as it was before the compaction (when a snapshot was recorded)."""
-        return self._pinned(self.record.base_table, "base")
+        return tables.quote(self.record.base_table)
 
     @property
     def delta_relation(self) -> str:
-        return self._pinned(self.state.delta_table, "delta")
+        """The delta table; its compacted partitions are static once diversion is acknowledged."""
+        return tables.quote(self.state.delta_table)
 
     @property
     def min_partition(self) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -21,7 +22,8 @@ class CompactionMethod(StrEnum):
 DEFAULT_WAIT_MINUTES = 15.0
 DEFAULT_DELTA_THRESHOLD = 1
 DEFAULT_VACUUM_RETENTION_HOURS = 168.0
-ACK_POLL_SECONDS = 5.0
+ACK_POLL_SECONDS = float(os.environ.get("GLUON_ACK_POLL_SECONDS", "5"))
+"""How often a waiting compaction looks for the acknowledgement (GLUON_ACK_POLL_SECONDS)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

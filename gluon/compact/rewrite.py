@@ -1,8 +1,14 @@
 """The three compaction methods: how the merged rows replace the base table.
 
-Every method reads the base and delta tables pinned to the pre-compaction
-snapshot, so a re-run after a crash writes exactly the same rows (even for
-the insert-only methods, whose merge is not idempotent).
+Each method reads its inputs before it changes any of them, so a re-run after
+a crash writes exactly the same rows, even for the insert-only methods (whose
+merge is not idempotent):
+
+* in place: the compacted rows of every affected partition are first staged in
+  a Delta table of the load schema (the base is untouched until staging is
+  complete), then each partition is replaced from the stage, one commit each;
+* full and partition-wise full: the new base table is written from the old
+  one, which nothing changes until the views are switched.
 """
 
 from __future__ import annotations
@@ -17,13 +23,11 @@ from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
 from gluon.lake import storage, tables
 from gluon.lake.sqllog import record as record_sql
-from gluon.naming import TableRef, lake_names
+from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.repo.compaction import ObsoleteObject
 from gluon.repo.incremental import now
 
 log = logging.getLogger(__name__)
-
-PartitionValue = tuple[Any, ...]
 
 
 def _literal(value: Any) -> str:
@@ -36,7 +40,7 @@ def _literal(value: Any) -> str:
     raise TypeError(f"unexpected partition value {value!r}")
 
 
-def partition_predicate(context: CompactionContext, values: PartitionValue) -> str:
+def partition_predicate(context: CompactionContext, values: tuple[Any, ...]) -> str:
     """``col = value AND ...`` for one lake partition (NULL-aware)."""
     terms = []
     for part, value in zip(context.record.partitioning, values, strict=True):
@@ -45,7 +49,10 @@ def partition_predicate(context: CompactionContext, values: PartitionValue) -> s
     return " AND ".join(terms)
 
 
-def _partition_list(context: CompactionContext, template: str) -> list[PartitionValue]:
+def _predicates(context: CompactionContext, template: str) -> list[str]:
+    """Predicates of the partitions to write, computed once and kept in the run's progress."""
+    if "partitions" in context.run.progress:
+        return list(context.run.progress["partitions"])
     sql = templates.render(
         "lake",
         template,
@@ -58,39 +65,31 @@ def _partition_list(context: CompactionContext, template: str) -> list[Partition
         partitions=context.partitions,
     )
     rows = context.lake().sql(sql).collect()
-    return sorted((tuple(row) for row in rows), key=repr)
+    predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
+    context.save_progress(partitions=predicates)
+    return predicates
 
 
-def _done(context: CompactionContext) -> list[str]:
-    return list(context.run.progress.get("partitions_done", []))
-
-
-def _replace_partitions(context: CompactionContext, target: str, template: str) -> str:
-    """Rewrite each listed partition of ``target`` from the merged rows, one commit each."""
-    session = context.lake()
-    partitions = _partition_list(context, template)
-    done = _done(context)
-    for values in partitions:
-        label = repr(values)
-        if label in done:
+def _replace_partitions(context: CompactionContext, target: str, source: str) -> int:
+    """Replace each listed partition of ``target`` with ``source``'s rows, one commit each."""
+    done = set(context.run.progress.get("partitions_done", []))
+    predicates = list(context.run.progress["partitions"])
+    for predicate in predicates:
+        if predicate in done:
             continue
-        predicate = partition_predicate(context, values)
-        # Only this partition's base rows take part: a key that moved elsewhere is removed here
-        # by the merge and written by the partition its latest row lands in.
-        base = f"(SELECT * FROM {context.base_relation} WHERE {predicate})"
-        session.execute(
+        context.lake().execute(
             f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
-            f"SELECT * FROM ({context.merged_select(base)}) gl_compacted WHERE {predicate}"
+            f"SELECT * FROM {source} WHERE {predicate}"
         )
-        done.append(label)
-        context.save_progress(partitions_done=done)
+        done.add(predicate)
+        context.save_progress(partitions_done=sorted(done))
         fault_point("compact.after_partition")
-        log.info("compacted partition %s of %s", label, target)
-    return f"{len(partitions)} partitions rewritten"
+        log.info("compacted partition %s of %s", predicate, target)
+    return len(predicates)
 
 
-def _overwrite(context: CompactionContext, location: str) -> None:
-    frame = context.lake().sql(context.merged_select())
+def _write(context: CompactionContext, select: str, location: str) -> None:
+    frame = context.lake().sql(select)
     parts = [p.lake_column for p in context.record.partitioning]
     writer = frame.write.format("delta").mode("overwrite")
     if parts:
@@ -99,45 +98,68 @@ def _overwrite(context: CompactionContext, location: str) -> None:
     writer.save(location)
 
 
-def _retain_partitions(context: CompactionContext) -> None:
+def _names(context: CompactionContext) -> LakeNames:
+    return lake_names(TableRef(context.record.lake_schema, context.record.lake_table))
+
+
+def _load_table(context: CompactionContext, suffix: str) -> tuple[str, str]:
+    """Name and location of a per-run table in the load schema."""
+    names = _names(context)
+    table = f"{names.table}_{suffix}_{context.run.id}"
+    location = storage.join(context.settings.lake_root, names.schema_dir(names.load_schema), table)
+    return f"{names.load_schema}.{table}", location
+
+
+def _any_partition(predicates: list[str]) -> str:
+    return " OR ".join(f"({predicate})" for predicate in predicates) or "false"
+
+
+def compact_in_place(context: CompactionContext) -> str:
+    """Rewrite only the base partitions that hold or receive changed keys."""
+    if not context.record.partitioning:
+        stage_name, stage_path = _load_table(context, "compacted")
+        if "staged" not in context.run.progress:
+            _write(context, context.merged_select(), stage_path)
+            context.save_progress(staged=stage_path)
+        tables.register_table(context.lake(), stage_name, stage_path)
+        _write(context, f"SELECT * FROM {tables.quote(stage_name)}", context.record.base_path)
+        return "unpartitioned base table rewritten"
+    predicates = _predicates(context, "affected_partitions")
+    stage_name, stage_path = _load_table(context, "compacted")
+    if "staged" not in context.run.progress:
+        affected = _any_partition(predicates)
+        if context.options.retain_obsolete_objects:
+            _retain_partitions(context, affected)
+        base = f"(SELECT * FROM {context.base_relation} WHERE {affected})"
+        _write(
+            context,
+            f"SELECT * FROM ({context.merged_select(base)}) gl_merged WHERE {affected}",
+            stage_path,
+        )
+        context.save_progress(staged=stage_path)
+    tables.register_table(context.lake(), stage_name, stage_path)
+    count = _replace_partitions(context, context.record.base_table, tables.quote(stage_name))
+    return f"{count} partitions rewritten"
+
+
+def _retain_partitions(context: CompactionContext, affected: str) -> None:
     """--incremental-retain-obsolete-objects with in-place: copy the partitions first."""
-    if "retained_copy" in context.run.progress:
-        return
-    names = lake_names(TableRef(context.record.lake_schema, context.record.lake_table))
-    copy_name = f"{names.load_schema}.{names.table}_data_retained_{context.run.id}"
-    location = storage.join(
-        context.settings.lake_root, names.schema_dir(names.load_schema), copy_name.split(".")[1]
-    )
-    partitions = _partition_list(context, "affected_partitions")
-    where = " OR ".join(f"({partition_predicate(context, v)})" for v in partitions) or "true"
-    frame = context.lake().sql(f"SELECT * FROM {context.base_relation} WHERE {where}")
-    record_sql("write", f"overwrite {location}")
-    frame.write.format("delta").mode("overwrite").save(location)
+    name, location = _load_table(context, "retained")
+    _write(context, f"SELECT * FROM {context.base_relation} WHERE {affected}", location)
     context.repo.compaction.retain(
         ObsoleteObject(
             table_key=context.record.table_key,
             kind="base partitions before compaction",
-            name=copy_name,
+            name=name,
             location=location,
             retained_at=now(),
             compaction_run_id=context.run.id,
         )
     )
-    context.save_progress(retained_copy=location)
-
-
-def compact_in_place(context: CompactionContext) -> str:
-    """Rewrite only the base partitions that hold or receive changed keys."""
-    if context.options.retain_obsolete_objects:
-        _retain_partitions(context)
-    if not context.record.partitioning:
-        _overwrite(context, context.record.base_path)
-        return "unpartitioned base table rewritten"
-    return _replace_partitions(context, context.record.base_table, "affected_partitions")
 
 
 def new_base_path(context: CompactionContext) -> str:
-    names = lake_names(TableRef(context.record.lake_schema, context.record.lake_table))
+    names = _names(context)
     return storage.join(
         context.settings.lake_root, names.schema_dir(), f"{names.table}_data_c{context.run.id}"
     )
@@ -146,7 +168,7 @@ def new_base_path(context: CompactionContext) -> str:
 def compact_full(context: CompactionContext) -> str:
     """A new base table from the merged rows in one write."""
     location = new_base_path(context)
-    _overwrite(context, location)
+    _write(context, context.merged_select(), location)
     context.save_progress(new_base_path=location)
     return f"new base table at {location}"
 
@@ -156,16 +178,39 @@ def compact_partition_wise(context: CompactionContext) -> str:
     if not context.record.partitioning:
         return compact_full(context)
     location = new_base_path(context)
-    if "new_base_path" not in context.run.progress:
-        empty = context.lake().sql(context.merged_select()).limit(0)
-        parts = [p.lake_column for p in context.record.partitioning]
-        record_sql("write", f"overwrite {location} partitionBy={parts}")
-        empty.write.format("delta").mode("overwrite").partitionBy(*parts).save(location)
-        context.save_progress(new_base_path=location)
+    predicates = _predicates(context, "all_partitions")
+    if "new_base_created" not in context.run.progress:
+        _write(context, f"SELECT * FROM ({context.merged_select()}) gl_none WHERE false", location)
+        context.save_progress(new_base_created=location)
     target = f"{context.record.lake_schema}_load.gl_new_base_{context.run.id}"
     tables.register_table(context.lake(), target, location)
-    detail = _replace_partitions(context, target, "all_partitions")
-    return f"new base table at {location}: {detail}"
+    for predicate in predicates:
+        if predicate in context.run.progress.get("partitions_done", []):
+            continue
+        base = f"(SELECT * FROM {context.base_relation} WHERE {predicate})"
+        # Only this partition's base rows take part: a key that moved elsewhere is removed here
+        # by the merge and written by the partition its latest row lands in.
+        source = f"({context.merged_select(base)}) gl_partition"
+        context.save_progress(current_partition=predicate)
+        _replace_one(context, target, source, predicate)
+    context.save_progress(new_base_path=location)
+    return f"new base table at {location}: {len(predicates)} partitions written"
+
+
+def _replace_one(context: CompactionContext, target: str, source: str, predicate: str) -> None:
+    context.lake().execute(
+        f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
+        f"SELECT * FROM {source} WHERE {predicate}"
+    )
+    done = sorted({*context.run.progress.get("partitions_done", []), predicate})
+    context.save_progress(partitions_done=done)
+    fault_point("compact.after_partition")
+
+
+def staged_tables(context: CompactionContext) -> list[str]:
+    """Locations of this run's staging tables (dropped once the views are switched)."""
+    staged = context.run.progress.get("staged")
+    return [staged] if staged else []
 
 
 REWRITES = {

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
-from gluon.compact.rewrite import REWRITES
+from gluon.compact.rewrite import REWRITES, staged_tables
 from gluon.errors import LakeError, StateError
+from gluon.faults import fault_raise
 from gluon.lake import storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.repo.compaction import WAITING, ObsoleteObject
@@ -98,6 +99,7 @@ def record_snapshot(context: CompactionContext) -> str:
 
 
 def _version(name: str, location: str) -> dict[str, object]:
+    fault_raise("compact.snapshot_unavailable")
     version = storage.delta_version(location)
     if version is None:
         raise LakeError(f"no Delta table at {location}")
@@ -152,6 +154,10 @@ def drop_obsolete(context: CompactionContext) -> str:
         elif storage.is_local(old_base):
             shutil.rmtree(storage.local_path(old_base), ignore_errors=True)
             dropped.append(f"old base {old_base}")
+    for stage in staged_tables(context):
+        if storage.is_local(stage):
+            shutil.rmtree(storage.local_path(stage), ignore_errors=True)
+            dropped.append(f"staging table {stage}")
     if retain:
         _retain(
             context,

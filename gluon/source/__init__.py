@@ -7,8 +7,15 @@ Adding a dialect:
    ``describe_table`` with the dialect's type table;
 2. templates under ``templates/<name>/`` (``ping``, ``count_rows``,
    ``select_rows``, ``cast_to_text`` and the dictionary queries; anything not
-   dialect-specific falls back to ``templates/default/``);
-3. add the module name to ``DIALECT_MODULES`` below and a test file.
+   dialect-specific falls back to ``templates/default/``), and for capture
+   (``gluon.capture``): ``create_<kind>``/``drop_<kind>`` scripts for every
+   ``SourceObject`` kind the dialect needs (statements separated by
+   ``statement_separator`` lines; list the others in
+   ``implicit_source_objects``), ``object_exists`` and, with schemas,
+   ``count_schema_objects``; override ``begin_script`` if the driver does not
+   open a transaction before DDL;
+3. add the module name to ``DIALECT_MODULES`` below and a test file (for
+   capture: subclass ``tests/support/capture_contract.CaptureContract``).
 """
 
 from __future__ import annotations

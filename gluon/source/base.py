@@ -277,6 +277,10 @@ def _date(value: Any) -> Any:
     raise ValueError(f"not a date: {value!r}")
 
 
+# Wide enough for decimal(38, s) values, which the default 28-digit context cannot quantize.
+_WIDE = decimal.Context(prec=80, rounding=decimal.ROUND_HALF_EVEN)
+
+
 def _decimal_converter(scale: int) -> Converter:
     quantum = decimal.Decimal(1).scaleb(-scale)
 
@@ -285,7 +289,8 @@ def _decimal_converter(scale: int) -> Converter:
             # Only SQLite hands out floats for NUMERIC(p,s): it stores them as REAL and ignores
             # the declared scale, so the declared scale is the user's intent (30.250000000000004
             # from 27.5 * 1.1 is 30.25). Other sources return exact Decimals.
-            return decimal.Decimal(repr(value)).quantize(quantum, rounding=decimal.ROUND_HALF_EVEN)
+            exact = decimal.Decimal(repr(value))
+            return _WIDE.quantize(exact, quantum)
         if isinstance(value, int | str):
             return decimal.Decimal(value)
         return value

@@ -8,7 +8,6 @@ that one number unknown; everything else still comes back.
 from __future__ import annotations
 
 import datetime as dt
-import shlex
 from dataclasses import dataclass, field
 
 from gluon import capture
@@ -22,7 +21,6 @@ from gluon.methods import get_method
 from gluon.methods.base import ChangeReader, SourceObject
 from gluon.naming import TableRef, lake_names
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.compaction import CompactionRun
 from gluon.repo.incremental import (
     ENABLED,
     ExtractionRun,
@@ -32,11 +30,11 @@ from gluon.repo.incremental import (
 )
 from gluon.source.base import SourceDialect
 from gluon.status import queries
+from gluon.status.compaction_status import compaction_status
 from gluon.status.model import (
     Backlog,
     CompactionRunInfo,
     CompactionStatus,
-    CompactionStepInfo,
     DeltaPartition,
     ExtractionRunInfo,
     ExtractionStatus,
@@ -46,9 +44,6 @@ from gluon.status.model import (
     LakeTableStats,
     ObjectInfo,
     OffloadInfo,
-    RetainedObject,
-    Snapshot,
-    SnapshotEntry,
     TableStatus,
 )
 
@@ -62,13 +57,6 @@ POSITION_KINDS: dict[ChangeReader, str] = {
 }
 """What orders the changes each change reader ships."""
 
-RUN_STATUS_TEXT: dict[str, str] = {
-    "running": "running",
-    "waiting": "waiting for acknowledgement",
-    "failed": "failed (run the same compaction command again to resume it)",
-    "success": "completed",
-}
-
 SOURCE_OBJECT_ROLES: dict[str, str] = {
     SourceObject.CHANGELOG_TRIGGER.value: "Changelog trigger",
     SourceObject.CHANGELOG_TABLE.value: "Changelog table",
@@ -78,11 +66,6 @@ SOURCE_OBJECT_ROLES: dict[str, str] = {
     SourceObject.HYBRID_SCHEMA.value: "Hybrid schema",
 }
 """Report labels of the source objects, in the order they are listed."""
-
-
-def snapshot_query(path: str, version: int) -> str:
-    """Spark SQL reading version ``version`` of the Delta table at ``path``."""
-    return f"SELECT * FROM delta.`{path.replace('`', '``')}` VERSION AS OF {int(version)}"
 
 
 @dataclass
@@ -147,9 +130,20 @@ def table_status(settings: Settings, ref: TableRef) -> TableStatus:
 
 
 def collect_status(
-    repo: Repository, record: OffloadedTable, counter: ChangelogCounter
+    repo: Repository,
+    record: OffloadedTable,
+    counter: ChangelogCounter,
+    *,
+    history: int = RECENT_RUNS,
 ) -> TableStatus:
-    """Everything known about ``record``'s incremental update (the report calls this per table)."""
+    """Everything known about ``record``'s incremental update (the report calls this per table).
+
+    Args:
+        repo: the repository.
+        record: the offloaded table.
+        counter: counts the changelog backlog (one source connection for many tables).
+        history: how many of the latest extraction and compaction runs to include.
+    """
     state = repo.incremental.get_state(record.table_key)
     offload = _offload_info(record)
     if state is None:
@@ -170,7 +164,7 @@ def collect_status(
             ),
         )
     method = get_method(state.method)
-    compaction = _compaction_status(repo, record.table_key)
+    compaction = compaction_status(repo, record.table_key, history)
     delta = delta_stats(
         state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
     )
@@ -188,7 +182,9 @@ def collect_status(
         incremental_state=state.status,
         message=message,
         offload=offload,
-        extraction=_extraction_status(repo, state, delta, compaction, method.change_reader),
+        extraction=_extraction_status(
+            repo, state, delta, compaction, method.change_reader, history
+        ),
         changelog=counter.backlog(record, state),
         ingestion=_ingestion_status(state, delta, compaction.ongoing),
         compaction=compaction,
@@ -196,7 +192,7 @@ def collect_status(
         source_objects=tuple(
             ObjectInfo(SOURCE_OBJECT_ROLES.get(item.kind, item.kind), item.object_type, name)
             for item in sorted(state.source_objects, key=_role_order)
-            for name in [f"{item.schema}.{item.name}"]
+            for name in [item.name if item.schema == item.name else f"{item.schema}.{item.name}"]
         ),
         lake_objects=(
             ObjectInfo("Delta view", "VIEW", objects.user_view),
@@ -272,9 +268,10 @@ def _extraction_status(
     delta: DeltaStats,
     compaction: CompactionStatus,
     reader: ChangeReader,
+    history: int,
 ) -> ExtractionStatus:
     totals = queries.extraction_totals(repo, state.table_key)
-    recent = [_run_info(run) for run in repo.incremental.extraction_runs(state.table_key, 10)]
+    recent = [_run_info(run) for run in repo.incremental.extraction_runs(state.table_key, history)]
     return ExtractionStatus(
         method=state.method,
         position_kind=POSITION_KINDS.get(reader, "sequence"),
@@ -321,19 +318,15 @@ def _location(state: IncrementalState, partition: int) -> str:
 def _ingestion_status(
     state: IncrementalState, delta: DeltaStats, ongoing: CompactionRunInfo | None
 ) -> IngestionStatus:
-    requested = state.requested_partition
-    acknowledged = state.acknowledged_partition
-    requested_location = IngestionLocation(
-        partition=state.active_partition if requested is None else requested,
-        location=_location(state, state.active_partition if requested is None else requested),
-        at=state.enabled_at if requested is None else state.requested_at,
+    requested = (
+        state.active_partition if state.requested_partition is None else state.requested_partition
     )
-    acknowledged_location = IngestionLocation(
-        partition=state.active_partition if acknowledged is None else acknowledged,
-        location=_location(state, state.active_partition if acknowledged is None else acknowledged),
-        at=state.enabled_at if acknowledged is None else state.acknowledged_at,
+    acknowledged = (
+        state.active_partition
+        if state.acknowledged_partition is None
+        else state.acknowledged_partition
     )
-    pending = requested is not None and requested != acknowledged
+    pending = state.requested_partition is not None and requested != acknowledged
     counted = {int(part.value): part for part in delta.partitions if part.value is not None}
     numbers = sorted({*counted, state.active_partition, *([requested] if pending else [])})
     partitions = []
@@ -350,8 +343,16 @@ def _ingestion_status(
             )
         )
     return IngestionStatus(
-        requested=requested_location,
-        acknowledged=acknowledged_location,
+        requested=IngestionLocation(
+            partition=requested,
+            location=_location(state, requested),
+            at=state.enabled_at if state.requested_partition is None else state.requested_at,
+        ),
+        acknowledged=IngestionLocation(
+            partition=acknowledged,
+            location=_location(state, acknowledged),
+            at=state.enabled_at if state.acknowledged_partition is None else state.acknowledged_at,
+        ),
         diversion_pending=pending,
         active_partition=state.active_partition,
         view_min_partition=state.view_min_partition,
@@ -364,7 +365,7 @@ def _partition_role(
     number: int, state: IncrementalState, pending: bool, ongoing: CompactionRunInfo | None
 ) -> str:
     if number < state.view_min_partition:
-        return "compacted, no longer read (dropped by the compaction's last step)"
+        return "compacted, no longer read by the views"
     if ongoing is not None and ongoing.compacted_partition == number:
         return f"being compacted by run {ongoing.id}"
     if pending and number == state.requested_partition:
@@ -372,77 +373,6 @@ def _partition_role(
     if number == state.active_partition:
         return "receiving new changes"
     return "read by the views"
-
-
-def _compaction_run(repo: Repository, run: CompactionRun) -> CompactionRunInfo:
-    return CompactionRunInfo(
-        id=run.id,
-        method=run.method,
-        status=run.status,
-        status_text=RUN_STATUS_TEXT.get(run.status, run.status),
-        current_step=run.current_step,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        compacted_partition=run.compacted_partition,
-        new_partition=run.new_partition,
-        changes=run.changes,
-        message=run.message,
-        steps=tuple(
-            CompactionStepInfo(
-                step=step.step,
-                status=step.status,
-                started_at=step.started_at,
-                finished_at=step.finished_at,
-                detail=step.detail,
-            )
-            for step in repo.compaction.steps(run.id)
-        ),
-    )
-
-
-def _snapshot(run: CompactionRun) -> Snapshot | None:
-    entries = []
-    for role, item in (run.snapshot or {}).items():
-        if not isinstance(item, dict) or item.get("path") is None or item.get("version") is None:
-            continue
-        query = snapshot_query(str(item["path"]), int(item["version"]))
-        entries.append(
-            SnapshotEntry(
-                role=str(role),
-                table=str(item.get("table") or ""),
-                path=str(item["path"]),
-                version=int(item["version"]),
-                query=query,
-                command=f"gluon query {shlex.quote(query)}",
-            )
-        )
-    if not entries:
-        return None
-    return Snapshot(run_id=run.id, run_completed=run.status == "success", entries=tuple(entries))
-
-
-def _compaction_status(repo: Repository, table_key: str) -> CompactionStatus:
-    runs = repo.compaction.runs(table_key, limit=RECENT_RUNS)
-    ongoing = repo.compaction.open_run(table_key)
-    completed = repo.compaction.last_completed(table_key)
-    with_snapshot = next((run for run in runs if _snapshot(run)), None)
-    return CompactionStatus(
-        ongoing=_compaction_run(repo, ongoing) if ongoing else None,
-        last_completed=_compaction_run(repo, completed) if completed else None,
-        completed_runs=queries.compaction_count(repo, table_key).get("success", 0),
-        snapshot=_snapshot(with_snapshot) if with_snapshot else None,
-        retained=tuple(
-            RetainedObject(
-                kind=item.kind,
-                name=item.name,
-                location=item.location,
-                retained_at=item.retained_at,
-                compaction_run_id=item.compaction_run_id,
-            )
-            for item in repo.compaction.retained(table_key)
-        ),
-        recent_runs=tuple(_compaction_run(repo, run) for run in runs),
-    )
 
 
 def age_minutes(since: dt.datetime | None, at: dt.datetime) -> float | None:

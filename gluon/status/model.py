@@ -7,6 +7,10 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from enum import StrEnum
+
+DEFAULT_BACKLOG_THRESHOLD = 100_000
+DEFAULT_WAIT_MINUTES = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,3 +226,62 @@ class TableStatus:
     objects: LakeObjects | None = None
     source_objects: tuple[ObjectInfo, ...] = ()
     lake_objects: tuple[ObjectInfo, ...] = ()
+
+
+# -- offload_status_report ----------------------------------------------------------------
+
+
+class OutputLevel(StrEnum):
+    SUMMARY = "summary"
+    """One line per table."""
+    DETAIL = "detail"
+    """Per table: objects, storage, control partitions, run history, snapshot."""
+
+
+class OutputFormat(StrEnum):
+    TEXT = "text"
+    HTML = "html"
+    JSON = "json"
+    CSV = "csv"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Thresholds:
+    """When the report says a table needs attention."""
+
+    backlog_rows: int = DEFAULT_BACKLOG_THRESHOLD
+    """More changes than this in the changelog, or in the delta table."""
+    wait_minutes: float = DEFAULT_WAIT_MINUTES
+    """A compaction waiting (or a run running) longer than this."""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing about one table that needs an operator."""
+
+    table_key: str
+    severity: str
+    """``error`` (something failed) or ``warning`` (something is late or large)."""
+    code: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class TableReport:
+    status: TableStatus
+    findings: tuple[Finding, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    generated_at: dt.datetime
+    gluon_version: str
+    level: OutputLevel
+    schema_filter: str | None
+    table_filter: str | None
+    thresholds: Thresholds
+    tables: tuple[TableReport, ...]
+
+    @property
+    def findings(self) -> tuple[Finding, ...]:
+        return tuple(finding for table in self.tables for finding in table.findings)

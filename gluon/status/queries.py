@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from gluon.repo import Repository, models
 
+# Extraction run statuses (gluon.repo.incremental writes them as plain strings).
 SUCCESS = "success"
 FAILED = "failed"
 INTERRUPTED = "interrupted"

@@ -128,10 +128,11 @@ def _ingestion(ingestion: IngestionStatus) -> list[str]:
     pairs.append(("Changes in the delta table", total))
     extra = []
     if ingestion.diversion_pending:
-        extra.append(
+        extra += [
+            "",
             f"A compaction asked for control partition {ingestion.requested.partition}; "
-            "the next extraction switches to it and acknowledges."
-        )
+            "the next extraction switches to it and acknowledges.",
+        ]
     extra += ["", "Changes per control partition:"]
     extra += [
         f"  {part.partition:>4}: {count(part.rows):>10} changes, {part.files} files, "

@@ -8,111 +8,43 @@ method registry). A failure names the seed, so it can be replayed.
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from click.testing import Result
-from support.workload import Row, Workload, canonical
+from support.incremental import (
+    SEED,
+    Source,
+    assert_no_duplicate_sequences,
+    attach_patch_view,
+    enable,
+    extract,
+    lake_state,
+    methods_for,
+    postgres_source,
+    run_offload_process,
+    sqlite_source,
+    workload_for,
+)
+from support.workload import Workload
 
 from gluon import source as sources
-from gluon.catalog import lake_session
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.locks import table_lock
-from gluon.methods import registered_methods
-from gluon.methods.base import SourceObject, ViewKind
 from gluon.repo import Repository
-
-SEED = int(os.environ.get("GLUON_TEST_SEED", "20261122"))
-
-
-@dataclass
-class Source:
-    dialect: str
-    url: str
-    schema: str
-
-    @property
-    def engine(self) -> sa.Engine:
-        return sa.create_engine(self.url)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Source]:
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
     if request.param == "sqlite":
-        yield Source("sqlite", f"sqlite:///{tmp_path / 'app.db'}", "main")
-    else:
-        url = request.getfixturevalue("pg_url")
-        with sa.create_engine(url).begin() as db:
-            db.execute(sa.text("CREATE SCHEMA app"))
-        yield Source("postgresql", url, "app")
-
-
-def methods_for(dialect: str) -> list[str]:
-    return sorted(
-        name for name, method in registered_methods().items() if method.supports_dialect(dialect)
-    )
-
-
-def lake_rows(statement: str) -> list[dict[str, object]]:
-    with lake_session(load_settings()) as session:
-        return session.sql(statement).toArrow().to_pylist()
-
-
-def lake_state(schema: str) -> dict[int, Row]:
-    rows = [canonical(row) for row in lake_rows(f"SELECT * FROM {schema}.items")]
-    keys = [row[0] for row in rows]
-    assert len(keys) == len(set(keys)), "the user view shows a key twice"
-    return {row[0]: row for row in rows}
-
-
-def enable(run_cli: Callable[..., Result], source: Source, method: str) -> None:
-    result = run_cli(
-        "offload",
-        "-t",
-        f"{source.schema}.items",
-        "-x",
-        "--incremental-updates-enabled",
-        f"--incremental-extraction-method={method}",
-    )
-    assert result.exit_code == 0, result.stderr
-
-
-def extract(run_cli: Callable[..., Result], source: Source) -> Result:
-    result = run_cli(
-        "offload", "-t", f"{source.schema}.items", "-x", "--incremental-run-extraction"
-    )
-    assert result.exit_code == 0, result.stderr
-    return result
-
-
-def workload_for(source: Source, method_name: str, seed: int) -> Workload:
-    method = registered_methods()[method_name]
-    return Workload(
-        engine=source.engine,
-        schema=source.schema,
-        trigger_captures=method.has_object(SourceObject.CHANGELOG_TRIGGER),
-        inserts_only=method.view_kind is ViewKind.UNION_ALL,
-        rng=random.Random(seed),
-    )
-
-
-def attach_patch_view(workload: Workload, source: Source, method_name: str) -> None:
-    if not registered_methods()[method_name].has_object(SourceObject.UPDATABLE_VIEW):
-        return
-    state = Repository(load_settings().repo_url).incremental.get_state(
-        f"{source.schema}.ITEMS".upper()
-    )
-    assert state is not None
-    view = next(o for o in state.source_objects if o.kind == SourceObject.UPDATABLE_VIEW.value)
-    workload.patch_view = f"{view.schema}.{view.name}"
+        return sqlite_source(tmp_path / "app.db")
+    return postgres_source(request.getfixturevalue("pg_url"))
 
 
 def test_random_dml_then_extraction_matches(
@@ -160,14 +92,6 @@ def _reset(run_cli: Callable[..., Result], source: Source, workload: Workload) -
     import shutil
 
     shutil.rmtree(Path(settings.lake_root), ignore_errors=True)
-
-
-def assert_no_duplicate_sequences(source: Source) -> None:
-    duplicated = lake_rows(
-        f"SELECT gl_seq, COUNT(*) AS n FROM {source.schema}_load.items_changes "
-        "GROUP BY gl_seq HAVING COUNT(*) > 1"
-    )
-    assert duplicated == [], f"gl_seq values shipped twice: {duplicated}"
 
 
 # -- concurrency ------------------------------------------------------------------------------
@@ -218,19 +142,6 @@ FAULT_POINTS = [
     "extract.after_changelog_delete",
     "extract.before_repository_update",
 ]
-
-
-def run_offload_process(
-    *args: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from gluon.cli.offload import main; main()", *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])

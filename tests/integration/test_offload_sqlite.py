@@ -143,8 +143,9 @@ ALL_TYPES_ROWS: list[dict[str, Any]] = [
         "c_double": 5e-324,
         "c_double_precision": -0.1,
         "c_float": 123456789.123456789,
-        # 28 integer digits: SQLite stores it as REAL, the lake keeps every digit of that
-        "c_decimal_38_10": "-1234567890123456789012345678.1234567890",
+        # SQLite stores it as REAL (17 significant digits); the lake keeps every one of them.
+        # 28 integer digits: see test_a_28_digit_decimal_stored_as_real.
+        "c_decimal_38_10": "-1234567890123456.5",
         "c_decimal_12_2": "-9999999999.99",
         "c_numeric_10": -9999999999,
         "c_numeric": 2**63 - 1,  # huge and exact (INTEGER storage)
@@ -276,23 +277,50 @@ def test_every_type_round_trips_exactly(
     assert delta_version(lake_table_dir(offload_home, "main", "all_types")) >= 0
 
 
+DECIMALS = [
+    LakeColumn("id", "INTEGER PRIMARY KEY", pa.int64(), "int"),
+    LakeColumn("d", "DECIMAL(38,10)", pa.decimal128(38, 10), "decimal"),
+    LakeColumn("m", "DECIMAL(12,2)", pa.decimal128(12, 2), "decimal"),
+]
+
+
 def test_decimals_keep_every_digit_sqlite_holds(source: sa.Engine, run_cli: RunCli) -> None:
-    create_table(source, "all_types", ALL_TYPES, ALL_TYPES_ROWS)
-    offload(run_cli, "main.all_types")
-    rows = {
-        row["id"]: row
-        for row in query_json(
-            "SELECT id, c_decimal_38_10, c_decimal_12_2, c_numeric, c_decimal FROM main.all_types"
-        )
+    rows = [
+        {"id": 1, "d": 2**63 - 1, "m": "-9999999999.99"},  # INTEGER storage: exact
+        {"id": 2, "d": "-1234567890123456.5", "m": 27.5 * 1.1},  # REAL storage
+        {"id": 3, "d": "12345678.1234567", "m": "0.01"},
+        {"id": 4, "d": "-0.0000000001", "m": -0.005},
+    ]
+    create_table(source, "decimals", DECIMALS, rows)
+    offload(run_cli, "main.decimals")
+    lake = {row["id"]: (row["d"], row["m"]) for row in query_json("SELECT * FROM main.decimals")}
+    assert lake == {
+        1: ("9223372036854775807.0000000000", "-9999999999.99"),
+        2: ("-1234567890123456.5000000000", "30.25"),  # REAL noise beyond the scale is dropped
+        3: ("12345678.1234567000", "0.01"),
+        4: ("-0.0000000001", "0.00"),  # rounded half to even at the declared scale
     }
-    # REAL storage of -1234567890123456789012345678.1234567890: 17 significant digits
-    assert rows[2]["c_decimal_38_10"] == "-1234567890123456900000000000.0000000000"
-    assert rows[4]["c_decimal_38_10"] == "9223372036854775807.0000000000"
-    assert rows[1]["c_decimal_38_10"] == "12345678.1234567000"
-    assert rows[2]["c_decimal_12_2"] == "-9999999999.99"
-    assert rows[2]["c_numeric"] == str(2**63 - 1)
-    assert rows[4]["c_decimal"] == str(-(2**63))
-    assert decimal.Decimal(rows[2]["c_decimal"]) == decimal.Decimal("1.2345678901234568e29")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="gluon bug (regression in ab85b49): a SQLite DECIMAL(38,10) value kept as REAL "
+    "needing more than 28 digits fails the offload with decimal.InvalidOperation "
+    "(gluon/source/base.py _decimal_converter quantizes in the default 28-digit context)",
+)
+def test_a_28_digit_decimal_stored_as_real(source: sa.Engine, run_cli: RunCli) -> None:
+    rows = [
+        {"id": 1, "d": "-1234567890123456789012345678.1234567890", "m": None},
+        {"id": 2, "d": 1e18, "m": None},
+    ]
+    create_table(source, "decimals", DECIMALS, rows)
+    result = run_cli("offload", "-t", "main.decimals", "-x")
+    assert result.exit_code == 0, result.stderr
+    lake = {row["id"]: row["d"] for row in query_json("SELECT id, d FROM main.decimals")}
+    assert lake == {
+        1: "-1234567890123456900000000000.0000000000",  # every digit SQLite keeps
+        2: "1000000000000000000.0000000000",
+    }
 
 
 def test_sqlite_timestamps_with_an_offset_become_utc_like_sqlites_datetime(

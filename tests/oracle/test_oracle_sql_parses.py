@@ -101,6 +101,13 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "describe_columns": {"describe_columns": {}},
     "primary_key": {"primary_key": {}},
     "partitioning": {"partitioning": {}},
+    "current_scn": {"current_scn": {}},
+    "read_rowscn_changes": {
+        "rowscn": {"schema": "APP", "table": "ORDERS", "columns": SELECTED},
+    },
+    "count_duplicate_keys": {
+        "two keys": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID", "LINE_NO"]},
+    },
     "count_rows": {
         "plain names": {"schema": "APP", "table": "ORDERS"},
         "quoted names": {"schema": "app", "table": "Order Lines"},

@@ -6,9 +6,10 @@ Usage::
     assert result.exit_code == 0, result.stderr
     result = run_cli("gluon", "query", "--json", "SELECT * FROM main.products")
 
-The program is ``"offload"`` (``gluon.cli.offload.app``), ``"gluon"``
-(``gluon.cli.app.app``) or a Typer app. ``stdout`` and ``stderr`` are captured
-separately (Typer vendors Click 8.2's runner, which no longer mixes them).
+The program is a name in ``PROGRAMS`` (``"offload"``, ``"gluon"``,
+``"display_incremental_status"``, ``"offload_status_report"``) or a Typer
+app. ``stdout`` and ``stderr`` are captured separately (Typer vendors Click
+8.2's runner, which no longer mixes them).
 Exceptions that escape gluon's own error handling are re-raised rather than
 turned into exit code 1, so a crash shows its traceback.
 """
@@ -24,7 +25,12 @@ from typer.testing import CliRunner, Result
 
 __all__ = ["PROGRAMS", "assert_plan_printed", "error_lines", "query_json", "run_cli"]
 
-PROGRAMS: dict[str, str] = {"offload": "gluon.cli.offload", "gluon": "gluon.cli.app"}
+PROGRAMS: dict[str, str] = {
+    "offload": "gluon.cli.offload",
+    "gluon": "gluon.cli.app",
+    "display_incremental_status": "gluon.cli.status",
+    "offload_status_report": "gluon.cli.report",
+}
 
 
 def _app(program: str | typer.Typer) -> tuple[typer.Typer, str]:

@@ -1,0 +1,173 @@
+"""Which tables need an operator: the report's "needs attention" rules.
+
+Each rule looks at one table's status and returns findings; ``RULES`` is the
+list the report applies, in order.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from gluon.repo.compaction import FAILED, RUNNING, WAITING
+from gluon.status import queries
+from gluon.status.formatting import count, when
+from gluon.status.incremental_status import age_minutes
+from gluon.status.model import Finding, TableStatus, Thresholds
+
+ERROR = "error"
+WARNING = "warning"
+
+Rule = Callable[[TableStatus, Thresholds, dt.datetime], list[Finding]]
+
+
+def _changelog_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    rows = status.changelog.rows if status.changelog else None
+    if rows is None or rows <= limits.backlog_rows:
+        return []
+    return [
+        Finding(
+            status.table_key,
+            WARNING,
+            "changelog_backlog",
+            f"{count(rows)} changes wait in the changelog (threshold {count(limits.backlog_rows)}):"
+            " run extractions more often",
+        )
+    ]
+
+
+def _delta_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    if status.ingestion is None:
+        return []
+    live = sum(
+        part.rows
+        for part in status.ingestion.partitions
+        if part.partition >= status.ingestion.view_min_partition
+    )
+    if live <= limits.backlog_rows:
+        return []
+    return [
+        Finding(
+            status.table_key,
+            WARNING,
+            "delta_backlog",
+            f"{count(live)} changes in the delta table (threshold {count(limits.backlog_rows)}):"
+            " run a compaction",
+        )
+    ]
+
+
+def _compaction_waiting(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    ongoing = status.compaction.ongoing if status.compaction else None
+    if ongoing is None or ongoing.status not in (WAITING, RUNNING):
+        return []
+    since = ongoing.started_at
+    if ongoing.status == WAITING and status.ingestion is not None:
+        since = status.ingestion.requested.at or since
+    minutes = age_minutes(since, at) or 0.0
+    if minutes <= limits.wait_minutes:
+        return []
+    if ongoing.status == WAITING:
+        message = (
+            f"compaction run {ongoing.id} has waited for acknowledgement since {when(since)}: "
+            "run an extraction, then the compaction command again"
+        )
+    else:
+        message = (
+            f"compaction run {ongoing.id} has been at step {ongoing.current_step} since "
+            f"{when(since)}: if no compaction process is alive it was interrupted; run the "
+            "compaction command again to resume it"
+        )
+    return [Finding(status.table_key, WARNING, "compaction_waiting", message)]
+
+
+def _compaction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    ongoing = status.compaction.ongoing if status.compaction else None
+    if ongoing is None or ongoing.status != FAILED:
+        return []
+    reason = f": {ongoing.message.splitlines()[0]}" if ongoing.message else ""
+    return [
+        Finding(
+            status.table_key,
+            ERROR,
+            "compaction_failed",
+            f"compaction run {ongoing.id} failed at step {ongoing.current_step}{reason}; "
+            "run the same compaction command again to resume it",
+        )
+    ]
+
+
+def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    last = status.extraction.last_run if status.extraction else None
+    if last is None or last.status != queries.FAILED:
+        return []
+    reason = f": {last.message.splitlines()[0]}" if last.message else ""
+    return [
+        Finding(
+            status.table_key,
+            ERROR,
+            "extraction_failed",
+            f"the last extraction (run {last.id}, {when(last.started_at)}) failed{reason}",
+        )
+    ]
+
+
+def _extraction_interrupted(
+    status: TableStatus, limits: Thresholds, at: dt.datetime
+) -> list[Finding]:
+    if status.extraction is None:
+        return []
+    found = []
+    last = status.extraction.last_run
+    if last is not None and last.status == queries.RUNNING:
+        minutes = age_minutes(last.started_at, at) or 0.0
+        if minutes > limits.wait_minutes:
+            found.append(
+                Finding(
+                    status.table_key,
+                    WARNING,
+                    "extraction_running",
+                    f"extraction run {last.id} has been running since {when(last.started_at)}: "
+                    "if no extraction process is alive it was interrupted (the next extraction "
+                    "repairs it)",
+                )
+            )
+    recent = status.extraction.recent_runs
+    interrupted = [run for run in recent if run.status == queries.INTERRUPTED]
+    if interrupted:
+        ids = ", ".join(str(run.id) for run in interrupted)
+        found.append(
+            Finding(
+                status.table_key,
+                WARNING,
+                "extraction_interrupted",
+                f"recent extraction runs were interrupted (runs {ids}; killed or crashed, the "
+                "following run repaired them): check their log files",
+            )
+        )
+    return found
+
+
+def _half_enabled(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    if status.incremental_state is None or status.incremental_enabled:
+        return []
+    return [
+        Finding(status.table_key, ERROR, "incomplete_state", status.message or "incomplete state")
+    ]
+
+
+RULES: tuple[Rule, ...] = (
+    _half_enabled,
+    _extraction_failed,
+    _compaction_failed,
+    _compaction_waiting,
+    _extraction_interrupted,
+    _changelog_backlog,
+    _delta_backlog,
+)
+
+
+def findings(status: TableStatus, limits: Thresholds, at: dt.datetime) -> tuple[Finding, ...]:
+    """Everything about ``status`` that needs an operator, errors first."""
+    found = [finding for rule in RULES for finding in rule(status, limits, at)]
+    return tuple(sorted(found, key=lambda finding: finding.severity != ERROR))

@@ -1,0 +1,101 @@
+"""The compaction part of a table's status: runs, their steps, the snapshot, kept objects."""
+
+from __future__ import annotations
+
+import shlex
+
+from gluon.repo import Repository
+from gluon.repo.compaction import FAILED, RUNNING, SUCCESS, WAITING, CompactionRun
+from gluon.status import queries
+from gluon.status.model import (
+    CompactionRunInfo,
+    CompactionStatus,
+    CompactionStepInfo,
+    RetainedObject,
+    Snapshot,
+    SnapshotEntry,
+)
+
+RUN_STATUS_TEXT: dict[str, str] = {
+    RUNNING: "running",
+    WAITING: "waiting for acknowledgement",
+    FAILED: "failed (run the same compaction command again to resume it)",
+    SUCCESS: "completed",
+}
+
+
+def snapshot_query(path: str, version: int) -> str:
+    """Spark SQL reading version ``version`` of the Delta table at ``path``."""
+    return f"SELECT * FROM delta.`{path.replace('`', '``')}` VERSION AS OF {int(version)}"
+
+
+def _compaction_run(repo: Repository, run: CompactionRun) -> CompactionRunInfo:
+    return CompactionRunInfo(
+        id=run.id,
+        method=run.method,
+        status=run.status,
+        status_text=RUN_STATUS_TEXT.get(run.status, run.status),
+        current_step=run.current_step,
+        started_at=run.started_at,
+        finished_at=run.finished_at,
+        compacted_partition=run.compacted_partition,
+        new_partition=run.new_partition,
+        changes=run.changes,
+        message=run.message,
+        steps=tuple(
+            CompactionStepInfo(
+                step=step.step,
+                status=step.status,
+                started_at=step.started_at,
+                finished_at=step.finished_at,
+                detail=step.detail,
+            )
+            for step in repo.compaction.steps(run.id)
+        ),
+    )
+
+
+def _snapshot(run: CompactionRun) -> Snapshot | None:
+    entries = []
+    for role, item in (run.snapshot or {}).items():
+        if not isinstance(item, dict) or item.get("path") is None or item.get("version") is None:
+            continue
+        query = snapshot_query(str(item["path"]), int(item["version"]))
+        entries.append(
+            SnapshotEntry(
+                role=str(role),
+                table=str(item.get("table") or ""),
+                path=str(item["path"]),
+                version=int(item["version"]),
+                query=query,
+                command=f"gluon query {shlex.quote(query)}",
+            )
+        )
+    if not entries:
+        return None
+    return Snapshot(run_id=run.id, run_completed=run.status == SUCCESS, entries=tuple(entries))
+
+
+def compaction_status(repo: Repository, table_key: str, history: int) -> CompactionStatus:
+    """The open run, the last completed one, the latest snapshot and the kept objects."""
+    runs = repo.compaction.runs(table_key, limit=history)
+    ongoing = repo.compaction.open_run(table_key)
+    completed = repo.compaction.last_completed(table_key)
+    with_snapshot = next((run for run in runs if _snapshot(run)), None)
+    return CompactionStatus(
+        ongoing=_compaction_run(repo, ongoing) if ongoing else None,
+        last_completed=_compaction_run(repo, completed) if completed else None,
+        completed_runs=queries.compaction_count(repo, table_key).get("success", 0),
+        snapshot=_snapshot(with_snapshot) if with_snapshot else None,
+        retained=tuple(
+            RetainedObject(
+                kind=item.kind,
+                name=item.name,
+                location=item.location,
+                retained_at=item.retained_at,
+                compaction_run_id=item.compaction_run_id,
+            )
+            for item in repo.compaction.retained(table_key)
+        ),
+        recent_runs=tuple(_compaction_run(repo, run) for run in runs),
+    )

@@ -1,0 +1,232 @@
+"""The report's file formats: JSON, CSV, HTML (Jinja, self-contained) and text."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Callable
+from typing import Any
+
+from gluon import templates
+from gluon.status import report_text
+from gluon.status.charts import BarChart, bar_chart
+from gluon.status.formatting import count, iso, jsonable, size, when
+from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport
+
+Getter = Callable[[TableReport], Any]
+
+
+def _live_delta_rows(table: TableReport) -> int | None:
+    ingestion = table.status.ingestion
+    if ingestion is None:
+        return None
+    return sum(p.rows for p in ingestion.partitions if p.partition >= ingestion.view_min_partition)
+
+
+def _method(table: TableReport) -> str:
+    status = table.status
+    if status.extraction is None:
+        return "not enabled"
+    return status.extraction.method + ("" if status.incremental_enabled else " (incomplete)")
+
+
+def _last_compaction(table: TableReport) -> str | None:
+    compaction = table.status.compaction
+    last = compaction.last_completed if compaction else None
+    return iso(last.finished_at) if last else None
+
+
+def _ongoing(table: TableReport) -> str:
+    compaction = table.status.compaction
+    ongoing = compaction.ongoing if compaction else None
+    if ongoing is None:
+        return ""
+    step = f" at {ongoing.current_step}" if ongoing.current_step else ""
+    return f"run {ongoing.id}{step}: {ongoing.status_text}"
+
+
+def _partitions(table: TableReport) -> str:
+    ingestion = table.status.ingestion
+    if ingestion is None:
+        return ""
+    return ";".join(f"{part.partition}={part.rows}" for part in ingestion.partitions)
+
+
+def _snapshot(table: TableReport) -> str:
+    compaction = table.status.compaction
+    snapshot = compaction.snapshot if compaction else None
+    if snapshot is None:
+        return ""
+    return ";".join(f"{entry.role}={entry.path}@{entry.version}" for entry in snapshot.entries)
+
+
+def _source_objects(table: TableReport) -> str:
+    return ";".join(
+        f"{item.role}|{item.object_type}|{item.name}" for item in table.status.source_objects
+    )
+
+
+COLUMNS: dict[str, Getter] = {
+    "table": lambda t: t.status.table_key,
+    "source_dialect": lambda t: t.status.offload.source_dialect,
+    "source_table": lambda t: t.status.offload.source_table,
+    "user_view": lambda t: t.status.offload.user_view,
+    "offload_type": lambda t: t.status.offload.offload_type,
+    "extraction_method": _method,
+    "base_rows": lambda t: t.status.offload.base.rows,
+    "base_files": lambda t: t.status.offload.base.files,
+    "base_bytes": lambda t: t.status.offload.base.size_bytes,
+    "delta_rows": _live_delta_rows,
+    "delta_files": lambda t: t.status.ingestion.delta.files if t.status.ingestion else None,
+    "delta_bytes": lambda t: t.status.ingestion.delta.size_bytes if t.status.ingestion else None,
+    "changelog_rows": lambda t: t.status.changelog.rows if t.status.changelog else None,
+    "last_extraction_at": lambda t: (
+        iso(t.status.extraction.last_extraction_at) if t.status.extraction else None
+    ),
+    "extraction_runs": lambda t: t.status.extraction.runs if t.status.extraction else None,
+    "failed_extractions": lambda t: t.status.extraction.failed if t.status.extraction else None,
+    "last_compaction_at": _last_compaction,
+    "compactions": lambda t: t.status.compaction.completed_runs if t.status.compaction else None,
+    "compaction_in_progress": _ongoing,
+    "attention": lambda t: len(t.findings),
+    # detail only from here
+    "offloaded_at": lambda t: iso(t.status.offload.offloaded_at),
+    "rows_offloaded": lambda t: t.status.offload.rows_offloaded,
+    "key_columns": lambda t: ";".join(t.status.objects.key_columns) if t.status.objects else "",
+    "max_change_position": lambda t: (
+        t.status.extraction.max_position if t.status.extraction else None
+    ),
+    "control_partitions": _partitions,
+    "internal_view": lambda t: t.status.objects.internal_view if t.status.objects else "",
+    "delta_table": lambda t: t.status.objects.delta_table if t.status.objects else "",
+    "delta_path": lambda t: t.status.objects.delta_path if t.status.objects else "",
+    "base_table": lambda t: t.status.offload.base.name,
+    "base_path": lambda t: t.status.offload.base.location,
+    "source_objects": _source_objects,
+    "snapshot": _snapshot,
+    "retained_objects": lambda t: len(t.status.compaction.retained) if t.status.compaction else 0,
+    "attention_messages": lambda t: ";".join(
+        f"{finding.severity}: {finding.message}" for finding in t.findings
+    ),
+}
+"""Flat columns (CSV, the summary table); a summary uses those up to ``attention``."""
+
+SUMMARY_COLUMNS = tuple(list(COLUMNS)[: list(COLUMNS).index("attention") + 1])
+LEVEL_COLUMNS: dict[OutputLevel, tuple[str, ...]] = {
+    OutputLevel.SUMMARY: SUMMARY_COLUMNS,
+    OutputLevel.DETAIL: tuple(COLUMNS),
+}
+
+
+def flat_row(table: TableReport, level: OutputLevel) -> dict[str, Any]:
+    return {name: COLUMNS[name](table) for name in LEVEL_COLUMNS[level]}
+
+
+def _meta(report: Report) -> dict[str, Any]:
+    return {
+        "generated_at": iso(report.generated_at),
+        "gluon_version": report.gluon_version,
+        "level": report.level.value,
+        "schema_filter": report.schema_filter,
+        "table_filter": report.table_filter,
+        "thresholds": jsonable(report.thresholds),
+        "table_count": len(report.tables),
+        "attention_count": len(report.findings),
+    }
+
+
+def to_json(report: Report) -> str:
+    """One JSON object: the report's settings, one entry per table, and every finding."""
+    tables = []
+    for table in report.tables:
+        entry = flat_row(table, OutputLevel.SUMMARY)
+        entry["findings"] = jsonable(table.findings)
+        if report.level is OutputLevel.DETAIL:
+            entry["status"] = jsonable(table.status)
+        tables.append(entry)
+    document = {**_meta(report), "tables": tables, "findings": jsonable(report.findings)}
+    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+
+
+def to_csv(report: Report) -> str:
+    """One row per table with a header row (more columns at the detail level)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = LEVEL_COLUMNS[report.level]
+    writer.writerow(columns)
+    for table in report.tables:
+        row = flat_row(table, report.level)
+        writer.writerow(["" if row[name] is None else row[name] for name in columns])
+    return buffer.getvalue()
+
+
+def _charts(table: TableReport) -> list[BarChart]:
+    status = table.status
+    if status.ingestion is None or status.extraction is None:
+        return []
+    partitions = bar_chart(
+        "Changes per control partition",
+        [
+            (
+                str(part.partition),
+                part.rows,
+                f"control partition {part.partition}: {count(part.rows)} changes ({part.role})",
+            )
+            for part in status.ingestion.partitions
+        ],
+        empty_text="no control partitions yet",
+    )
+    runs = bar_chart(
+        "Changes per extraction run (oldest to newest)",
+        [
+            (
+                f"#{run.id}",
+                run.rows_written or 0,
+                f"run #{run.id} {run.status}, "
+                f"{when(run.started_at)}: {count(run.rows_written or 0)} changes",
+            )
+            for run in reversed(status.extraction.recent_runs)
+        ],
+        empty_text="no extraction has run yet",
+    )
+    return [partitions, runs]
+
+
+def _html_row(table: TableReport) -> dict[str, Any]:
+    """A summary row with times for people instead of ISO 8601."""
+    status = table.status
+    extraction, compaction = status.extraction, status.compaction
+    last = compaction.last_completed if compaction else None
+    return {
+        **flat_row(table, OutputLevel.SUMMARY),
+        "last_extraction_at": when(extraction.last_extraction_at) if extraction else "-",
+        "last_compaction_at": when(last.finished_at if last else None) if compaction else "-",
+        "changelog_text": "-"
+        if status.changelog is None
+        else count(status.changelog.rows, "unknown"),
+    }
+
+
+def to_html(report: Report) -> str:
+    """One self-contained HTML page (inline CSS, JS and SVG; nothing fetched)."""
+    return templates.render(
+        "report",
+        "report",
+        report=report,
+        detail=report.level is OutputLevel.DETAIL,
+        rows=[_html_row(table) for table in report.tables],
+        charts={table.status.table_key: _charts(table) for table in report.tables},
+        when=when,
+        size=size,
+        count=count,
+        anchor=lambda key: "table-" + "".join(c if c.isalnum() else "-" for c in key.lower()),
+    )
+
+
+WRITERS: dict[OutputFormat, Callable[[Report], str]] = {
+    OutputFormat.TEXT: report_text.render_report,
+    OutputFormat.HTML: to_html,
+    OutputFormat.JSON: to_json,
+    OutputFormat.CSV: to_csv,
+}

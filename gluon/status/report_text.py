@@ -1,0 +1,271 @@
+"""The text form of the offload status report (fixed-width tables, one section per table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gluon.status.formatting import count, size, when
+from gluon.status.model import OutputLevel, Report, TableReport
+from gluon.status.text import aligned
+
+INDENT = "    "
+
+
+def heading(title: str) -> list[str]:
+    return [title, "-" * len(title), ""]
+
+
+def grid(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """A fixed-width table: headers, a dashed rule, then the rows (indented)."""
+    cells = [[str(value) for value in row] for row in rows]
+    widths = [
+        max([len(header), *(len(row[index]) for row in cells)])
+        for index, header in enumerate(headers)
+    ]
+
+    def line(values: Sequence[str]) -> str:
+        return (
+            INDENT + " ".join(f"{v:<{w}}" for v, w in zip(values, widths, strict=True))
+        ).rstrip()
+
+    return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in cells), ""]
+
+
+def render_report(report: Report) -> str:
+    """The whole report as text."""
+    filters = ", ".join(
+        f"{name}={value}"
+        for name, value in (("schema", report.schema_filter), ("table", report.table_filter))
+        if value
+    )
+    lines = [
+        f"gluon Offload Status Report v{report.gluon_version}",
+        f"Generated:   {when(report.generated_at)}",
+        f"Level:       {report.level.value}",
+        f"Tables:      {len(report.tables)}" + (f" ({filters})" if filters else ""),
+        f"Thresholds:  backlog {count(report.thresholds.backlog_rows)} changes, "
+        f"waiting {report.thresholds.wait_minutes:g} minutes",
+        "",
+        *heading("Summary"),
+    ]
+    if not report.tables:
+        lines += [INDENT + "No offloaded tables.", ""]
+    else:
+        lines += grid(
+            (
+                "Table",
+                "Method",
+                "Base rows",
+                "Delta rows",
+                "Changelog",
+                "Last extraction",
+                "Last compaction",
+                "Attention",
+            ),
+            [_summary(table) for table in report.tables],
+        )
+    lines += heading("Needs Attention")
+    if report.findings:
+        lines += grid(
+            ("Table", "Severity", "Finding"),
+            [(f.table_key, f.severity, f.message) for f in report.findings],
+        )
+    else:
+        lines += [INDENT + "Nothing needs attention.", ""]
+    if report.level is OutputLevel.DETAIL:
+        for table in report.tables:
+            lines += _detail(table)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _summary(table: TableReport) -> tuple[str, ...]:
+    status = table.status
+    extraction = status.extraction
+    compaction = status.compaction
+    ingestion = status.ingestion
+    delta = (
+        sum(p.rows for p in ingestion.partitions if p.partition >= ingestion.view_min_partition)
+        if ingestion
+        else None
+    )
+    changelog = status.changelog
+    return (
+        status.table_key,
+        extraction.method if extraction else "not enabled",
+        count(status.offload.base.rows),
+        count(delta, "-"),
+        count(changelog.rows, "unknown" if changelog else "-") if changelog else "-",
+        when(extraction.last_extraction_at, "never") if extraction else "-",
+        when(compaction.last_completed.finished_at, "-")
+        if compaction and compaction.last_completed
+        else ("never" if compaction else "-"),
+        str(len(table.findings)),
+    )
+
+
+def _detail(table: TableReport) -> list[str]:
+    status = table.status
+    title = f"Table {status.table_key}"
+    lines = ["=" * len(title), title, "=" * len(title), ""]
+    offload = status.offload
+    lines += heading("Offload")
+    lines += [
+        INDENT + line
+        for line in aligned(
+            [
+                ("Source table", f"{offload.source_table} ({offload.source_dialect})"),
+                ("Lake user view", offload.user_view),
+                ("Offload type", offload.offload_type),
+                (
+                    "Offloaded at",
+                    f"{when(offload.offloaded_at, 'not yet')} "
+                    f"({count(offload.rows_offloaded)} rows)",
+                ),
+                (
+                    "Incremental update",
+                    status.extraction.method if status.extraction else "not enabled",
+                ),
+                *([("Note", status.message)] if status.message else []),
+            ]
+        )
+    ]
+    lines.append("")
+    if status.source_objects:
+        lines += heading("Incremental Update Objects (RDBMS)")
+        lines += grid(
+            ("Incremental Update Object Type", "Object Type", "Object Name"),
+            [(item.role, item.object_type, item.name) for item in status.source_objects],
+        )
+    lines += heading("Incremental Update Objects (Offloaded)" if status.objects else "Lake Objects")
+    lines += grid(
+        ("Incremental Update Object Type", "Object Type", "Object Name"),
+        [(item.role, item.object_type, item.name) for item in status.lake_objects],
+    )
+    stored = [offload.base, *([status.ingestion.delta] if status.ingestion else [])]
+    lines += heading("Lake Storage")
+    lines += grid(
+        ("Delta table", "Rows", "Files", "Size", "Version", "Last commit", "Location"),
+        [
+            (
+                item.name,
+                count(item.rows) if item.exists else "-",
+                item.files,
+                size(item.size_bytes),
+                item.version if item.version is not None else "-",
+                when(item.committed_at, "-"),
+                item.location + (f" ({item.error})" if item.error else ""),
+            )
+            for item in stored
+        ],
+    )
+    if status.ingestion is not None:
+        lines += heading("Changes Per Control Partition")
+        lines += grid(
+            ("Partition", "Changes", "Files", "Size", "Role"),
+            [
+                (part.partition, count(part.rows), part.files, size(part.size_bytes), part.role)
+                for part in status.ingestion.partitions
+            ],
+        )
+    if status.extraction is not None:
+        extraction = status.extraction
+        lines += heading("Extraction History (newest first)")
+        lines += [
+            INDENT + line
+            for line in aligned(
+                [
+                    (
+                        f"Max change {extraction.position_kind} extracted",
+                        count(extraction.max_position, "none yet"),
+                    ),
+                    (
+                        "Changes waiting in the changelog",
+                        _backlog(table),
+                    ),
+                    (
+                        "Runs",
+                        f"{extraction.runs} ({extraction.succeeded} succeeded, "
+                        f"{extraction.failed} failed, {extraction.interrupted} interrupted)",
+                    ),
+                ]
+            )
+        ]
+        lines.append("")
+        if extraction.recent_runs:
+            lines += grid(
+                ("Run", "Status", "Started", "Finished", "Changes", "Partition", "Message"),
+                [
+                    (
+                        run.id,
+                        run.status,
+                        when(run.started_at),
+                        when(run.finished_at, "-"),
+                        count(run.rows_written, "-"),
+                        "-" if run.control_partition is None else run.control_partition,
+                        (run.message or "").splitlines()[0] if run.message else "",
+                    )
+                    for run in extraction.recent_runs
+                ],
+            )
+    if status.compaction is not None:
+        lines += _compaction(table)
+    if table.findings:
+        lines += heading("Needs Attention")
+        lines += [INDENT + f"{f.severity}: {f.message}" for f in table.findings] + [""]
+    return lines
+
+
+def _backlog(table: TableReport) -> str:
+    backlog = table.status.changelog
+    if backlog is None:
+        return "-"
+    if backlog.rows is None:
+        return f"unknown ({backlog.reason})"
+    return count(backlog.rows)
+
+
+def _compaction(table: TableReport) -> list[str]:
+    compaction = table.status.compaction
+    assert compaction is not None
+    lines = heading("Compaction History (newest first)")
+    if compaction.recent_runs:
+        lines += grid(
+            ("Run", "Method", "Status", "Step", "Started", "Finished", "Partition", "Changes"),
+            [
+                (
+                    run.id,
+                    run.method,
+                    run.status_text.split(" (")[0],
+                    run.current_step or "-",
+                    when(run.started_at),
+                    when(run.finished_at, "-"),
+                    "-" if run.compacted_partition is None else run.compacted_partition,
+                    count(run.changes, "-"),
+                )
+                for run in compaction.recent_runs
+            ],
+        )
+    else:
+        lines += [INDENT + "No compaction has run.", ""]
+    if compaction.snapshot is not None:
+        lines += heading(f"Pre-Compaction Snapshot (run {compaction.snapshot.run_id})")
+        for entry in compaction.snapshot.entries:
+            lines.append(INDENT + f"{entry.role}: {entry.table} version {entry.version}")
+            lines.append(INDENT + f"  {entry.command}")
+        lines.append("")
+    if compaction.retained:
+        lines += heading("Retained Obsolete Objects")
+        lines += grid(
+            ("Kind", "Name", "Location", "Retained", "Run"),
+            [
+                (
+                    item.kind,
+                    item.name,
+                    item.location or "-",
+                    when(item.retained_at),
+                    item.compaction_run_id or "-",
+                )
+                for item in compaction.retained
+            ],
+        )
+    return lines
