@@ -209,7 +209,7 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
         for object_ in plan.objects
     ]
     if plan.offload:
-        steps += plan_steps(plan.offload.record)
+        steps += plan_steps(plan.offload.record, plan.offload.increment)
     steps += [
         Step(
             "create_delta_table",

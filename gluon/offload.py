@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import LakeError, StateError
+from gluon.errors import LakeError, StateError, UsageError
+from gluon.increments import (
+    FULL,
+    IncrementRequest,
+    PlannedIncrement,
+    plan_increment,
+    previous_predicate,
+)
 from gluon.lake import storage, tables
 from gluon.lake.session import LakeSession, open_session
 from gluon.locks import table_lock
@@ -21,10 +28,13 @@ from gluon.naming import TableRef, lake_names
 from gluon.partitioning import plan_partitioning
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
+from gluon.repo.increments import PENDING
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
 log = logging.getLogger(__name__)
+
+OFFLOAD_TYPE_NAMES = {"FULL": "FULL", "FULL_100_10": "FULL", "INCREMENTAL": "INCREMENTAL"}
 
 OFFLOADED = "offloaded"
 OFFLOADING = "offloading"
@@ -39,6 +49,7 @@ class OffloadOptions:
     reset_backend_table: bool = False
     partition_columns: tuple[str, ...] = ()
     partition_granularity: tuple[str, ...] = ()
+    increment: IncrementRequest = field(default_factory=IncrementRequest)
     batch_rows: int = 100_000
 
 
@@ -68,6 +79,9 @@ class OffloadContext:
     spec: TableSpec
     repo: Repository
     record: OffloadedTable
+    increment: PlannedIncrement | None = None
+    appending: bool = False
+    """A later increment of a partially offloaded table (the lake table exists)."""
 
 
 def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
@@ -79,6 +93,13 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
     repo = Repository(settings.repo_url)
     ref = options.table
     existing = repo.get_table(ref.key)
+    if options.increment.is_partial and not options.reset_backend_table:
+        return _validate_increment(settings, options, source, spec, repo, existing)
+    if options.increment.offload_type not in (None, FULL):
+        raise UsageError(
+            "--offload-type=INCREMENTAL needs the rows to offload: --offload-predicate, "
+            "--less-than-value, --older-than-date or --partition-names"
+        )
     if existing and existing.status == OFFLOADED and not options.reset_backend_table:
         raise StateError(
             f"{ref.key} is already offloaded (at {existing.offloaded_at:%Y-%m-%d %H:%M:%S} UTC): "
@@ -91,11 +112,26 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
             f"{ref.key} has incremental update enabled: run with --incremental-updates-disabled "
             "before --reset-backend-table"
         )
+    record = _new_record(settings, options, source, spec, offload_type=FULL)
+    if options.reset_backend_table:
+        repo.increments.delete_all(ref.key)
+    return OffloadContext(settings, options, source, spec, repo, record)
+
+
+def _new_record(
+    settings: Settings,
+    options: OffloadOptions,
+    source: SourceDialect,
+    spec: TableSpec,
+    *,
+    offload_type: str,
+) -> OffloadedTable:
+    ref = options.table
     partitioning = plan_partitioning(
         spec, list(options.partition_columns), list(options.partition_granularity)
     )
     names = lake_names(ref)
-    record = OffloadedTable(
+    return OffloadedTable(
         table_key=ref.key,
         source_dialect=source.name,
         source_schema=spec.schema,
@@ -107,20 +143,73 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
         columns=spec.columns,
         primary_key=spec.primary_key,
         partitioning=partitioning,
-        offload_type="FULL",
+        offload_type=offload_type,
         status=OFFLOADING,
     )
-    return OffloadContext(settings, options, source, spec, repo, record)
 
 
-def plan_steps(record: OffloadedTable) -> list[Step]:
+def _validate_increment(
+    settings: Settings,
+    options: OffloadOptions,
+    source: SourceDialect,
+    spec: TableSpec,
+    repo: Repository,
+    existing: OffloadedTable | None,
+) -> OffloadContext:
+    """A partial offload: the first increment, or the next one of a partial table."""
+    ref = options.table
+    previous = repo.increments.increments(ref.key)
+    planned = plan_increment(source, spec, options.increment, previous)
+    appending = existing is not None and existing.status == OFFLOADED
+    if existing is not None and existing.offload_type == FULL and appending:
+        raise StateError(
+            f"{ref.key} is already fully offloaded: a partial offload would copy rows twice "
+            "(use --reset-backend-table to start again as a partial offload)"
+        )
+    if appending and existing is not None:
+        requested = options.increment.offload_type
+        if requested and OFFLOAD_TYPE_NAMES[existing.offload_type] != requested:
+            raise StateError(
+                f"{ref.key} was offloaded with offload type "
+                f"{OFFLOAD_TYPE_NAMES[existing.offload_type]}; keep using it"
+            )
+        planned = replace(planned, offload_type=existing.offload_type)
+        if options.partition_columns and tuple(
+            p.source_column.lower() for p in existing.partitioning
+        ) != tuple(c.lower() for c in options.partition_columns):
+            raise UsageError(
+                "--partition-columns differs from the first offload of this table; leave it out"
+            )
+        record = existing
+    else:
+        record = _new_record(settings, options, source, spec, offload_type=planned.offload_type)
+    before = previous_predicate(previous)
+    if before is not None:
+        where, params = before.to_source_sql(spec.columns, source.quote, prefix="old")
+        new_where, new_params = planned.predicate.to_source_sql(spec.columns, source.quote)
+        overlap = source.count_matching(
+            spec, f"({new_where}) AND ({where})", {**params, **new_params}
+        )
+        if overlap:
+            raise StateError(
+                f"the requested rows overlap data already offloaded: {overlap} rows of "
+                f"{ref.key} match both {planned.predicate.text!r} and earlier offloads"
+            )
+    return OffloadContext(
+        settings, options, source, spec, repo, record, increment=planned, appending=appending
+    )
+
+
+def plan_steps(record: OffloadedTable, increment: PlannedIncrement | None = None) -> list[Step]:
     """The steps an offload of ``record`` runs, in order."""
     parts = ", ".join(p.lake_column for p in record.partitioning) or "none"
+    rows = f"the rows matching {increment.predicate.text!r} of " if increment else ""
+    kind = f" (offload type {OFFLOAD_TYPE_NAMES[record.offload_type]})" if increment else ""
     return [
-        Step("record_start", f"record the offload of {record.table_key} in the repository"),
+        Step("record_start", f"record the offload of {record.table_key} in the repository{kind}"),
         Step(
             "copy_rows",
-            f"copy {record.source_schema}.{record.source_table} into Delta table "
+            f"copy {rows}{record.source_schema}.{record.source_table} into Delta table "
             f"{record.base_table} at {record.base_path} (partitions: {parts})",
         ),
         Step("verify_rows", "check the lake row count equals the rows read"),
@@ -146,7 +235,7 @@ def offload_table(
         GluonError: any validation failure (before any change) or a failed step.
     """
     context = validate_offload(settings, options)
-    steps = plan_steps(context.record)
+    steps = plan_steps(context.record, context.increment)
     result = OffloadResult(
         table_key=context.record.table_key,
         steps=steps,
@@ -165,29 +254,98 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
     """Copy the rows and record the offload (the caller holds the table's offload lock)."""
     record = context.record
     repo = context.repo
+    increment = context.increment
+    where: str | None = None
+    params: dict[str, object] = {}
+    lake_filter: str | None = None
+    if increment is not None:
+        where, params = increment.predicate.to_source_sql(
+            context.spec.columns, context.source.quote
+        )
+        lake_filter = increment.predicate.to_spark_sql(record.columns)
     log.info("offloading %s to %s", record.table_key, record.base_path)
-    repo.save_table(record)
-    expected = context.source.count_rows(context.spec)
+    expected = (
+        context.source.count_matching(context.spec, where, params)
+        if where
+        else context.source.count_rows(context.spec)
+    )
     with open_session(context.settings) as session:
+        increment_id = None
+        if increment is not None:
+            if context.appending:
+                _check_increment_is_new(session, context, lake_filter)
+            else:
+                repo.save_table(record)
+            increment_id = repo.increments.start(
+                record.table_key, increment.kind, increment.predicate.text, increment.boundary
+            )
+        else:
+            repo.save_table(record)
         with progress.task(f"copying {record.table_key}", expected) as task:
             rows = tables.write_batches(
                 session,
                 record.base_path,
                 record.columns,
                 record.partitioning,
-                context.source.read_batches(context.spec, batch_rows=context.options.batch_rows),
+                context.source.read_batches(
+                    context.spec, batch_rows=context.options.batch_rows, where=where, params=params
+                ),
                 task=task,
+                replace_where=lake_filter if context.appending else None,
             )
-        _verify(session, record, rows)
-        register_user_view(session, record)
-    done = replace(record, status=OFFLOADED, row_count=rows, offloaded_at=_utcnow())
+        _verify(session, record, rows, lake_filter)
+        total = session.spark.read.format("delta").load(record.base_path).count()
+        if not context.appending:
+            register_user_view(session, record)
+    if increment_id is not None:
+        repo.increments.finish(increment_id, rows)
+    done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=_utcnow())
     repo.save_table(done)
     log.info("offloaded %s: %d rows", record.table_key, rows)
     return rows
 
 
-def _verify(session: LakeSession, record: OffloadedTable, rows: int) -> None:
-    counted = session.spark.read.format("delta").load(record.base_path).count()
+def _check_increment_is_new(
+    session: LakeSession, context: OffloadContext, lake_filter: str | None
+) -> None:
+    """Refuse an increment whose rows the lake already holds (unless it is being resumed)."""
+    assert context.increment is not None and lake_filter is not None
+    pending = [
+        i
+        for i in context.repo.increments.increments(context.record.table_key)
+        if i.status == PENDING and i.predicate == context.increment.predicate.text
+    ]
+    if pending:
+        return  # a crashed run of this very increment: its replaceWhere write is repeated
+    tables.register_table(session, context.record.base_table, context.record.base_path)
+    base = tables.quote(context.record.base_table)
+    present = session.sql(f"SELECT COUNT(*) FROM {base} WHERE {lake_filter}").collect()[0][0]
+    if present:
+        raise StateError(
+            f"the lake already holds {present} rows matching {context.increment.predicate.text!r}: "
+            "that data is offloaded already"
+        )
+    state = context.repo.incremental.get_state(context.record.table_key)
+    if state is not None:
+        tables.register_table(session, state.delta_table, state.delta_path)
+        delta = tables.quote(state.delta_table)
+        changed = session.sql(
+            f"SELECT COUNT(*) FROM {delta} WHERE gl_control_partition >= "
+            f"{state.view_min_partition} AND {lake_filter}"
+        ).collect()[0][0]
+        if changed:
+            raise StateError(
+                f"{changed} captured changes touch rows of {context.increment.predicate.text!r} "
+                "before they were offloaded: offloading them now would hide those changes. "
+                "Offload data before changing it through incremental update"
+            )
+
+
+def _verify(
+    session: LakeSession, record: OffloadedTable, rows: int, lake_filter: str | None
+) -> None:
+    frame = session.spark.read.format("delta").load(record.base_path)
+    counted = (frame.where(lake_filter) if lake_filter else frame).count()
     if counted != rows:
         raise LakeError(
             f"the lake table {record.base_table} holds {counted} rows but {rows} were read; "

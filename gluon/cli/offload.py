@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -24,11 +25,18 @@ from gluon.incremental import (
     disable_incremental,
     enable_incremental,
 )
+from gluon.increments import IncrementRequest
 from gluon.naming import TableRef
 from gluon.offload import OFFLOADED, OffloadOptions, OffloadResult, offload_table
 from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
+
+
+class OffloadType(StrEnum):
+    FULL = "FULL"
+    INCREMENTAL = "INCREMENTAL"
+
 
 PROGRAM = "offload"
 Result = OffloadResult | IncrementalResult | ExtractionResult | CompactionResult
@@ -69,6 +77,47 @@ def offload(
                 "width for numbers (e.g. 1000), a prefix length for strings; one value for all "
                 "columns or one per column, comma-separated."
             ),
+        ),
+    ] = None,
+    offload_type: Annotated[
+        OffloadType | None,
+        typer.Option(
+            "--offload-type",
+            case_sensitive=False,
+            help="FULL: the whole table ends up in the lake (100/0, or 100/10 when offloaded "
+            "in parts); INCREMENTAL: only older data is offloaded (90/10). Partial offloads "
+            "default to INCREMENTAL.",
+        ),
+    ] = None,
+    offload_predicate: Annotated[
+        str | None,
+        typer.Option(
+            "--offload-predicate",
+            help='Offload the rows matching a predicate, e.g. "column(SOLD_ON) < '
+            'date(2020-01-01) and column(REGION) = string("EU")" (values: numeric(), '
+            "string(), date(), datetime(); and/or/not, parentheses, is [not] null).",
+        ),
+    ] = None,
+    less_than_value: Annotated[
+        str | None,
+        typer.Option(
+            "--less-than-value",
+            help="Offload the rows of a RANGE-partitioned table below this partition key value "
+            "(and above the previous one).",
+        ),
+    ] = None,
+    older_than_date: Annotated[
+        str | None,
+        typer.Option(
+            "--older-than-date",
+            help="Like --less-than-value for a date partition key (YYYY-MM-DD).",
+        ),
+    ] = None,
+    partition_names: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-names",
+            help="Offload these source partitions (comma-separated names).",
         ),
     ] = None,
     updates_enabled: Annotated[
@@ -224,6 +273,13 @@ def offload(
             reset_backend_table=reset_backend_table,
             partition_columns=split_list(partition_columns),
             partition_granularity=split_list(partition_granularity),
+            increment=IncrementRequest(
+                offload_type=offload_type.value if offload_type else None,
+                offload_predicate=offload_predicate,
+                less_than_value=less_than_value,
+                older_than_date=older_than_date,
+                partition_names=split_list(partition_names),
+            ),
         )
         progress = progress_for(quiet=False)
         if run_extraction_flag:

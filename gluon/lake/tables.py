@@ -64,11 +64,14 @@ def write_batches(
     *,
     task: ProgressTask,
     overwrite_first: bool = True,
+    replace_where: str | None = None,
 ) -> int:
     """Write Arrow batches to the Delta table at ``location``; return the row count.
 
     The first write replaces the table (a re-run after a crash starts clean),
     later ones append. An empty source still creates the table with its schema.
+    With ``replace_where`` (a Spark SQL predicate the rows all satisfy), the first
+    write replaces only the rows matching it, so an increment can be re-run.
     """
     schema = struct_type(columns)
     derived = [f"{part.expression} AS {quote(part.lake_column)}" for part in partitioning]
@@ -85,9 +88,13 @@ def write_batches(
             frame = frame.selectExpr("*", *derived)
         mode = "overwrite" if first and overwrite_first else "append"
         writer = frame.write.format("delta").mode(mode)
+        if mode == "overwrite" and replace_where:
+            writer = writer.option("replaceWhere", replace_where)
         if partition_by:
             writer = writer.partitionBy(*partition_by)
-        record("write", f"{mode} {location} partitionBy={partition_by}")
+        record(
+            "write", f"{mode} {location} partitionBy={partition_by} replaceWhere={replace_where}"
+        )
         writer.save(location)
         first = False
 

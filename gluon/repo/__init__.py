@@ -18,6 +18,7 @@ from gluon.errors import ConfigError, GluonError
 from gluon.repo import migrations, models
 from gluon.repo.compaction import CompactionRepository
 from gluon.repo.incremental import IncrementalRepository
+from gluon.repo.increments import IncrementRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 
@@ -95,6 +96,7 @@ class Repository:
             raise RepositoryError(f"cannot open the repository ({url}): {exc.orig}") from None
         self.incremental = IncrementalRepository(self.engine)
         self.compaction = CompactionRepository(self.engine)
+        self.increments = IncrementRepository(self.engine)
 
     # -- offloaded tables ------------------------------------------------------------------
 

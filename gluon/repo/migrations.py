@@ -37,6 +37,7 @@ MIGRATIONS: list[Migration] = [
         "compaction runs, their steps and retained obsolete objects",
         _create(models.compaction_runs, models.compaction_steps, models.obsolete_objects),
     ),
+    (4, "increments of partially offloaded tables", _create(models.offload_increments)),
 ]
 
 

@@ -117,3 +117,16 @@ obsolete_objects = sa.Table(
     sa.Column("retained_at", sa.DateTime, nullable=False),
     sa.Column("compaction_run_id", sa.Integer),
 )
+
+offload_increments = sa.Table(
+    "offload_increments",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_key", sa.String(300), nullable=False, index=True),
+    sa.Column("kind", sa.String(30), nullable=False),
+    sa.Column("predicate", sa.Text, nullable=False),
+    sa.Column("boundary", sa.Text),
+    sa.Column("status", sa.String(20), nullable=False),
+    sa.Column("rows", sa.BigInteger),
+    sa.Column("offloaded_at", sa.DateTime),
+)

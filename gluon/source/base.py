@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import pyarrow as pa
@@ -21,6 +22,17 @@ from gluon.naming import TableRef
 from gluon.schema import Column, TableSpec, arrow_type
 
 _REGISTRY: dict[str, type[SourceDialect]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionBound:
+    """One native partition: ``[low, high)`` for RANGE, ``values`` for LIST (source text)."""
+
+    name: str
+    low: str | None = None
+    high: str | None = None
+    values: tuple[str, ...] = ()
+
 
 Converter = Callable[[Any], Any]
 
@@ -192,6 +204,16 @@ class SourceDialect:
                 "convert them in the source or offload a view that casts them"
             )
 
+    def partition_bounds(self, spec: TableSpec) -> dict[str, PartitionBound]:
+        """The native partitions of ``spec`` by name, with their bounds.
+
+        Raises:
+            UnsupportedError: the dialect or table has no native partitions.
+        """
+        raise UnsupportedError(
+            f"{self.name} sources have no native partitions gluon can read: use --offload-predicate"
+        )
+
     # -- reading ---------------------------------------------------------------------------
 
     def select_list(self, spec: TableSpec) -> list[str]:
@@ -208,12 +230,40 @@ class SourceDialect:
         rows = self.run_query("count_rows", schema=spec.schema, table=spec.name)
         return int(rows[0][0])
 
-    def read_batches(self, spec: TableSpec, *, batch_rows: int) -> Iterator[pa.RecordBatch]:
-        """Read the whole table as Arrow record batches of at most ``batch_rows`` rows."""
+    def read_batches(
+        self,
+        spec: TableSpec,
+        *,
+        batch_rows: int,
+        where: str | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Read the table (or the rows matching ``where``) as Arrow batches of ``batch_rows``."""
         sql = self.render(
-            "select_rows", schema=spec.schema, table=spec.name, columns=self.select_list(spec)
+            "select_rows",
+            schema=spec.schema,
+            table=spec.name,
+            columns=self.select_list(spec),
+            where=where,
         )
-        yield from self.read_query_batches(spec, sa.text(sql), {}, batch_rows=batch_rows)
+        bound = self.adapt_params(params or {})
+        yield from self.read_query_batches(spec, sa.text(sql), bound, batch_rows=batch_rows)
+
+    def adapt_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Bind values as the driver takes them (a dialect overrides what its driver refuses)."""
+        return params
+
+    def count_matching(self, spec: TableSpec, where: str, params: dict[str, Any]) -> int:
+        """Rows of ``spec`` matching a rendered condition with bind ``params``."""
+        sql = self.render(
+            "select_rows", schema=spec.schema, table=spec.name, columns=["COUNT(*)"], where=where
+        )
+        try:
+            with self.engine.connect() as connection:
+                bound = self.adapt_params(params)
+                return int(connection.execute(sa.text(sql), bound).scalar() or 0)
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"counting rows of {spec.name} failed: {_first_line(exc)}") from exc
 
     def read_query_batches(
         self,

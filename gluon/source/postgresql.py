@@ -7,12 +7,13 @@ so nothing is lost; arrays, ranges and other composite types are refused.
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
 
-from gluon.errors import UsageError
+from gluon.errors import UnsupportedError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
-from gluon.source.base import SourceDialect
+from gluon.source.base import PartitionBound, SourceDialect
 
 # data_type -> lake type, for types read as they are.
 TYPE_MAP: dict[str, str] = {
@@ -55,6 +56,25 @@ TEXT_TYPES: frozenset[str] = frozenset(
 )
 
 PARTITION_STRATEGIES: dict[str, str] = {"r": "RANGE", "l": "LIST", "h": "HASH"}
+
+
+_RANGE_BOUND = re.compile(r"^FOR VALUES FROM \((.*)\) TO \((.*)\)$", re.S)
+_LIST_BOUND = re.compile(r"^FOR VALUES IN \((.*)\)$", re.S)
+_LITERAL = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*(?:,|$)")
+
+
+def _literals(text: str) -> list[str | None]:
+    """``'a', 10, MINVALUE`` -> ``["a", "10", None]`` (None: unbounded)."""
+    values: list[str | None] = []
+    for match in _LITERAL.finditer(text.strip()):
+        token = match.group(1).strip()
+        if token.upper() in ("MINVALUE", "MAXVALUE"):
+            values.append(None)
+        elif token.startswith("'"):
+            values.append(token[1:-1].replace("''", "'"))
+        else:
+            values.append(token)
+    return values
 
 
 class PostgreSQLSource(SourceDialect):
@@ -112,6 +132,26 @@ class PostgreSQLSource(SourceDialect):
             partition_columns=partition_columns,
             partition_kind=kind,
         )
+
+    def partition_bounds(self, spec: TableSpec) -> dict[str, PartitionBound]:
+        if len(spec.partition_columns) != 1 or spec.partition_kind not in ("RANGE", "LIST"):
+            raise UnsupportedError(
+                f"{spec.schema}.{spec.name} is not RANGE or LIST partitioned on one column: "
+                "use --offload-predicate"
+            )
+        rows = self.run_query("list_partitions", {"schema": spec.schema, "table": spec.name})
+        bounds: dict[str, PartitionBound] = {}
+        for row in rows:
+            text = row.bound.strip()
+            if (match := _RANGE_BOUND.match(text)) is not None:
+                low, high = _literals(match.group(1))[0], _literals(match.group(2))[0]
+                bounds[row.partition_name] = PartitionBound(row.partition_name, low, high)
+            elif (match := _LIST_BOUND.match(text)) is not None:
+                values = tuple(v for v in _literals(match.group(1)) if v is not None)
+                bounds[row.partition_name] = PartitionBound(row.partition_name, values=values)
+            else:  # DEFAULT partitions hold "everything else": no predicate describes them
+                bounds[row.partition_name] = PartitionBound(row.partition_name)
+        return bounds
 
 
 __all__ = ["PostgreSQLSource"]

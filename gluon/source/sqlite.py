@@ -7,6 +7,8 @@ columns whose declared type gives no exact lake type are refused.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -77,6 +79,11 @@ class SQLiteSource(SourceDialect):
             return "string"
         return None
 
+    def adapt_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        # sqlite3 binds no Decimal; as text, SQLite compares it numerically with numeric columns.
+        # Dates and times are stored as ISO text, so they compare as the same text.
+        return {key: _sqlite_value(value) for key, value in params.items()}
+
     def _schemas(self) -> list[str]:
         return [row[1] for row in self.run_query("list_databases")]
 
@@ -119,6 +126,16 @@ class SQLiteSource(SourceDialect):
                 f"the SQLite source database {database} does not exist (check GLUON_SOURCE_URL)"
             )
         super().check_connection()
+
+
+def _sqlite_value(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
 
 
 __all__ = ["SQLiteSource"]

@@ -1,0 +1,211 @@
+"""Partial offloads: which rows an offload copies (offload types INCREMENTAL and FULL 100/10).
+
+Every increment, whatever option asked for it, is recorded as a predicate in
+gluon's predicate language (``gluon/predicates.py``):
+
+* ``--offload-predicate``: the predicate itself;
+* ``--less-than-value`` / ``--older-than-date``: ``column(P) >= previous and
+  column(P) < value`` on the table's RANGE partition column;
+* ``--partition-names``: the named partitions' bounds.
+
+So one overlap rule serves all of them: a new increment may not cover rows the
+lake already holds, nor rows an earlier increment covered in the source.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from dataclasses import dataclass
+from typing import Any
+
+from gluon.errors import StateError, UnsupportedError, UsageError
+from gluon.predicates import Compare, Predicate, parse_predicate
+from gluon.repo.increments import DONE, OffloadIncrement
+from gluon.schema import Column, TableSpec
+from gluon.source.base import PartitionBound, SourceDialect
+
+FULL = "FULL"
+FULL_100_10 = "FULL_100_10"
+INCREMENTAL = "INCREMENTAL"
+OFFLOAD_TYPES = (FULL, INCREMENTAL)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IncrementRequest:
+    """The partial-offload options of one ``offload`` command."""
+
+    offload_type: str | None = None
+    offload_predicate: str | None = None
+    less_than_value: str | None = None
+    older_than_date: str | None = None
+    partition_names: tuple[str, ...] = ()
+
+    @property
+    def is_partial(self) -> bool:
+        return bool(
+            self.offload_predicate
+            or self.less_than_value
+            or self.older_than_date
+            or self.partition_names
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedIncrement:
+    kind: str
+    predicate: Predicate
+    boundary: str | None
+    offload_type: str
+
+
+def _typed(column: Column, value: str, option: str) -> str:
+    """``value`` as a predicate-language value of ``column``'s type."""
+    try:
+        if column.lake_type == "date":
+            return f"date({dt.date.fromisoformat(value[:10]).isoformat()})"
+        if column.lake_type.startswith("timestamp"):
+            return f"datetime({dt.datetime.fromisoformat(value).isoformat(sep=' ')})"
+        if column.lake_type in (
+            "tinyint",
+            "smallint",
+            "int",
+            "bigint",
+        ) or column.lake_type.startswith("decimal("):
+            return f"numeric({decimal.Decimal(value)})"
+    except (ValueError, decimal.InvalidOperation):
+        raise UsageError(
+            f"{option}: {value!r} is not a valid value for column {column.name} "
+            f"({column.source_type})"
+        ) from None
+    if column.lake_type == "string":
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+        return f'string("{escaped}")'
+    raise UnsupportedError(
+        f"{option}: column {column.name} of type {column.source_type} cannot bound an offload"
+    )
+
+
+def _range_column(spec: TableSpec, option: str) -> Column:
+    if spec.partition_kind != "RANGE" or len(spec.partition_columns) != 1:
+        raise UsageError(
+            f"{option} needs a table RANGE-partitioned on one column; {spec.schema}.{spec.name} "
+            "is not: use --offload-predicate"
+        )
+    return spec.column(spec.partition_columns[0])
+
+
+def _bound_predicate(column: Column, bound: PartitionBound) -> str:
+    name = f"column({column.name})"
+    if bound.values:
+        return (
+            "("
+            + " or ".join(
+                f"{name} = {_typed(column, v, '--partition-names')}" for v in bound.values
+            )
+            + ")"
+        )
+    terms = []
+    if bound.low is not None:
+        terms.append(f"{name} >= {_typed(column, bound.low, '--partition-names')}")
+    if bound.high is not None:
+        terms.append(f"{name} < {_typed(column, bound.high, '--partition-names')}")
+    if not terms:
+        raise UnsupportedError(
+            f"--partition-names: partition {bound.name} has no bounds (a DEFAULT partition); "
+            "offload its rows with --offload-predicate"
+        )
+    return "(" + " and ".join(terms) + ")"
+
+
+def _previous_boundary(previous: list[OffloadIncrement]) -> str | None:
+    boundaries = [i.boundary for i in previous if i.kind == "less_than" and i.status == DONE]
+    return boundaries[-1] if boundaries else None
+
+
+def plan_increment(
+    source: SourceDialect,
+    spec: TableSpec,
+    request: IncrementRequest,
+    previous: list[OffloadIncrement],
+) -> PlannedIncrement:
+    """Turn the options into one increment, checked against the table.
+
+    Raises:
+        UsageError: conflicting options, bad values, a boundary not above the last one.
+    """
+    chosen = [
+        name
+        for name, value in (
+            ("--offload-predicate", request.offload_predicate),
+            ("--less-than-value", request.less_than_value),
+            ("--older-than-date", request.older_than_date),
+            ("--partition-names", request.partition_names),
+        )
+        if value
+    ]
+    if len(chosen) != 1:
+        raise UsageError(f"use only one of {', '.join(chosen)} in one offload")
+    offload_type = (
+        INCREMENTAL if (request.offload_type or INCREMENTAL) == INCREMENTAL else FULL_100_10
+    )
+    boundary: str | None = None
+    if request.offload_predicate:
+        kind, text = "predicate", request.offload_predicate
+    elif request.partition_names:
+        bounds = source.partition_bounds(spec)
+        unknown = [
+            name
+            for name in request.partition_names
+            if name.lower() not in {b.lower() for b in bounds}
+        ]
+        if unknown:
+            raise UsageError(
+                f"--partition-names: {spec.name} has no partition {', '.join(unknown)} "
+                f"(partitions: {', '.join(sorted(bounds))})"
+            )
+        by_lower = {name.lower(): bound for name, bound in bounds.items()}
+        column = spec.column(spec.partition_columns[0])
+        kind = "partitions"
+        text = " or ".join(
+            _bound_predicate(column, by_lower[name.lower()]) for name in request.partition_names
+        )
+    else:
+        option = "--less-than-value" if request.less_than_value else "--older-than-date"
+        value = request.less_than_value or request.older_than_date
+        assert value is not None
+        column = _range_column(spec, option)
+        if request.older_than_date and column.lake_type not in (
+            "date",
+            "timestamp_ntz",
+            "timestamp",
+        ):
+            raise UsageError(f"--older-than-date needs a date partition column, not {column.name}")
+        upper = _typed(column, value, option)
+        last = _previous_boundary(previous)
+        kind, boundary = "less_than", value
+        text = f"column({column.name}) < {upper}"
+        if last is not None:
+            lower = _typed(column, last, option)
+            if _parse_value(upper) <= _parse_value(lower):
+                raise StateError(
+                    f"{option}={value} is not above the last boundary offloaded ({last}): "
+                    "those rows are already in the lake"
+                )
+            text = f"column({column.name}) >= {lower} and {text}"
+    predicate = parse_predicate(text)
+    predicate.check_columns(spec.columns)
+    return PlannedIncrement(kind, predicate, boundary, offload_type)
+
+
+def _parse_value(text: str) -> Any:
+    """The comparable Python value of a typed predicate value such as ``date(2020-01-01)``."""
+    root = parse_predicate(f"column(x) = {text}").root
+    assert isinstance(root, Compare)
+    return root.value
+
+
+def previous_predicate(previous: list[OffloadIncrement]) -> Predicate | None:
+    """Everything earlier increments covered, as one predicate."""
+    done = [f"({i.predicate})" for i in previous if i.status == DONE]
+    return parse_predicate(" or ".join(done)) if done else None

@@ -1,0 +1,76 @@
+"""Repository records of what a partially offloaded table has copied so far."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+
+from gluon.repo import models
+from gluon.repo.incremental import now
+
+PENDING = "pending"
+DONE = "done"
+
+
+@dataclass(frozen=True, slots=True)
+class OffloadIncrement:
+    id: int
+    table_key: str
+    kind: str
+    """``predicate``, ``less_than`` or ``partitions``."""
+    predicate: str
+    """The rows it covers, in gluon's predicate language."""
+    boundary: str | None
+    """The high-water mark of a ``less_than`` increment (``--less-than-value``)."""
+    status: str
+    rows: int | None
+    offloaded_at: dt.datetime | None
+
+
+class IncrementRepository:
+    def __init__(self, engine: sa.Engine) -> None:
+        self.engine = engine
+
+    def increments(self, table_key: str) -> list[OffloadIncrement]:
+        table = models.offload_increments
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(table).where(table.c.table_key == table_key).order_by(table.c.id)
+            ).mappings()
+            return [OffloadIncrement(**dict(row)) for row in rows]
+
+    def start(self, table_key: str, kind: str, predicate: str, boundary: str | None) -> int:
+        """Record a pending increment (or return the pending one with the same predicate)."""
+        for increment in self.increments(table_key):
+            if increment.status == PENDING and increment.predicate == predicate:
+                return increment.id
+        table = models.offload_increments
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                table.insert().values(
+                    table_key=table_key,
+                    kind=kind,
+                    predicate=predicate,
+                    boundary=boundary,
+                    status=PENDING,
+                )
+            )
+            key = result.inserted_primary_key
+        assert key is not None
+        return int(key[0])
+
+    def finish(self, increment_id: int, rows: int) -> None:
+        table = models.offload_increments
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.id == increment_id)
+                .values(status=DONE, rows=rows, offloaded_at=now())
+            )
+
+    def delete_all(self, table_key: str) -> None:
+        table = models.offload_increments
+        with self.engine.begin() as connection:
+            connection.execute(table.delete().where(table.c.table_key == table_key))
