@@ -25,7 +25,8 @@ def _sales_pg(url: str) -> sa.Engine:
         db.execute(sa.text("CREATE SCHEMA sh"))
         db.execute(
             sa.text(
-                "CREATE TABLE sh.sales (sale_id INTEGER, sold_on DATE NOT NULL, amount NUMERIC(10,2),"
+                "CREATE TABLE sh.sales (sale_id INTEGER, sold_on DATE NOT NULL, "
+                "amount NUMERIC(10,2),"
                 " PRIMARY KEY (sale_id, sold_on)) PARTITION BY RANGE (sold_on)"
             )
         )
@@ -125,7 +126,8 @@ def _sqlite_orders(path: Path) -> sa.Engine:
     with engine.begin() as db:
         db.execute(
             sa.text(
-                "CREATE TABLE orders (id INTEGER PRIMARY KEY, region TEXT, placed TIMESTAMP, total NUMERIC(10,2))"
+                "CREATE TABLE orders (id INTEGER PRIMARY KEY, region TEXT, placed TIMESTAMP, "
+                "total NUMERIC(10,2))"
             )
         )
         for i in range(1, 201):
@@ -149,7 +151,8 @@ def test_predicate_based_offload_in_steps(
     steps = [
         'column(placed) < datetime(2020-03-01 00:00:00) and column(region) = string("EU")',
         'column(placed) < datetime(2020-03-01 00:00:00) and column(region) != string("EU")',
-        "column(placed) >= datetime(2020-03-01 00:00:00) and column(placed) < datetime(2020-05-01 00:00:00)",
+        "column(placed) >= datetime(2020-03-01 00:00:00) and "
+        "column(placed) < datetime(2020-05-01 00:00:00)",
     ]
     for predicate in steps:
         result = run_cli("offload", "-t", "main.orders", "-x", f"--offload-predicate={predicate}")
