@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 from gluon.errors import ConfigError, GluonError
 from gluon.repo import migrations, models
+from gluon.repo.common import now, upsert
 from gluon.repo.compaction import CompactionRepository
 from gluon.repo.incremental import IncrementalRepository
 from gluon.repo.increments import IncrementRepository
@@ -58,10 +59,6 @@ class OffloadedTable:
             columns=self.columns,
             primary_key=self.primary_key,
         )
-
-
-def _now() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def _engine(url: str) -> sa.Engine:
@@ -120,14 +117,7 @@ class Repository:
 
     def save_table(self, record: OffloadedTable) -> None:
         """Insert or replace the record of ``record.table_key``."""
-        table = models.offloaded_tables
-        values = _to_row(record)
-        with self.engine.begin() as connection:
-            updated = connection.execute(
-                table.update().where(table.c.table_key == record.table_key).values(**values)
-            )
-            if updated.rowcount == 0:
-                connection.execute(table.insert().values(**values))
+        upsert(self.engine, models.offloaded_tables, record.table_key, _to_row(record))
 
     def switch_generation(
         self,
@@ -144,7 +134,7 @@ class Repository:
                 connection.execute(
                     tables.update()
                     .where(tables.c.table_key == table_key)
-                    .values(base_path=base_path, updated_at=_now())
+                    .values(base_path=base_path, updated_at=now())
                 )
             state = models.incremental_state
             connection.execute(
@@ -153,7 +143,7 @@ class Repository:
                 .values(
                     view_generation=view_generation,
                     view_min_partition=view_min_partition,
-                    updated_at=_now(),
+                    updated_at=now(),
                 )
             )
 
@@ -180,7 +170,7 @@ def _to_row(record: OffloadedTable) -> dict[str, Any]:
         "status": record.status,
         "row_count": record.row_count,
         "offloaded_at": record.offloaded_at,
-        "updated_at": _now(),
+        "updated_at": now(),
     }
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gluon.repo import models
+from gluon.repo.common import now, upsert
 
 ENABLING = "enabling"
 ENABLED = "enabled"
@@ -66,11 +67,6 @@ class ExtractionRun:
     control_partition: int | None
     scn: int | None
     message: str | None
-
-
-def now() -> dt.datetime:
-    """Repository timestamps are naive UTC."""
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
 def _state_row(state: IncrementalState) -> dict[str, Any]:
@@ -137,14 +133,7 @@ class IncrementalRepository:
         return _state(row) if row else None
 
     def save_state(self, state: IncrementalState) -> None:
-        table = models.incremental_state
-        values = _state_row(state)
-        with self.engine.begin() as connection:
-            updated = connection.execute(
-                table.update().where(table.c.table_key == state.table_key).values(**values)
-            )
-            if updated.rowcount == 0:
-                connection.execute(table.insert().values(**values))
+        upsert(self.engine, models.incremental_state, state.table_key, _state_row(state))
 
     def update_state(self, table_key: str, **fields: Any) -> None:
         """Change only ``fields`` of a table's state (concurrent runs own different fields)."""

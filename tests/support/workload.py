@@ -67,9 +67,11 @@ class Workload:
 
     # -- the application table and the model ------------------------------------------------
 
-    def source_rows(self) -> dict[int, Row]:
+    def source_rows(self, target: str | None = None) -> dict[int, Row]:
+        """Rows of the application table (or of ``target``, e.g. the updatable view)."""
         with self.engine.connect() as db:
-            rows = [canonical(row) for row in db.execute(sa.text(f"SELECT * FROM {self.table}"))]
+            result = db.execute(sa.text(f"SELECT * FROM {target or self.table}"))
+            rows = [canonical(row) for row in result]
         return {row[0]: row for row in rows}
 
     def _values(self, key: int) -> dict[str, Any]:
@@ -93,12 +95,12 @@ class Workload:
         if capture:
             self.expected[values["id"]] = canonical(values)
 
-    def _existing(self) -> int | None:
-        keys = sorted(self.source_rows())
+    def _existing(self, target: str) -> int | None:
+        keys = sorted(self.source_rows(target))
         return self.rng.choice(keys) if keys else None
 
     def _update(self, target: str, *, capture: bool, change_key: bool) -> None:
-        key = self._existing()
+        key = self._existing(target)
         if key is None:
             return
         values = self._values(key)
@@ -118,7 +120,7 @@ class Workload:
             self.expected[values["id"]] = canonical(values)
 
     def _delete(self, target: str, *, capture: bool) -> None:
-        key = self._existing()
+        key = self._existing(target)
         if key is None:
             return
         with self.engine.begin() as db:
@@ -128,7 +130,7 @@ class Workload:
 
     def _multi_update(self, target: str, *, capture: bool) -> None:
         modulus = self.rng.randint(3, 7)
-        before = self.source_rows()
+        before = self.source_rows(target)
         with self.engine.begin() as db:
             db.execute(sa.text(f"UPDATE {target} SET name = 'bulk' WHERE id % {modulus} = 0"))
         if capture:
