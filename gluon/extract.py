@@ -17,6 +17,7 @@ import logging
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
+from functools import partial
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,7 +29,7 @@ from gluon.faults import fault_point
 from gluon.feeds import FEEDS, ChangeFeed
 from gluon.lake import tables
 from gluon.lake.changes import append_changes, present_sequences
-from gluon.lake.session import LakeSession, open_session
+from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.locks import table_lock
 from gluon.methods import get_method
 from gluon.naming import TableRef
@@ -147,17 +148,7 @@ def _ship(
             if session is None:
                 session = stack.enter_context(open_session(settings))
                 tables.register_table(session, state.delta_table, state.delta_path)
-            fresh = _without_shipped(session, feed, state, changes)
-            fault_point("extract.before_delta_commit")
-            if fresh.num_rows:
-                append_changes(
-                    session,
-                    state.delta_path,
-                    record.columns,
-                    fresh,
-                    extraction_id=result.run_id,
-                    partition=result.control_partition,
-                )
+            fresh = retry_commit(partial(_append, session, feed, record, state, result, changes))
             fault_point("extract.after_delta_commit")
             feed.done(changes)
             result.rows_read += changes.num_rows
@@ -171,6 +162,33 @@ def _ship(
             )
             if changes.num_rows < batch_size:
                 break
+
+
+def _append(
+    session: LakeSession,
+    feed: ChangeFeed,
+    record: OffloadedTable,
+    state: IncrementalState,
+    result: ExtractionResult,
+    changes: pa.Table,
+) -> pa.Table:
+    """Append the changes not yet in the lake; return them.
+
+    Idempotent, so a lost commit race can retry it: the check runs again, since a commit
+    that raced a compaction's delete may have landed before its error came back.
+    """
+    fresh = _without_shipped(session, feed, state, changes)
+    fault_point("extract.before_delta_commit")
+    if fresh.num_rows:
+        append_changes(
+            session,
+            state.delta_path,
+            record.columns,
+            fresh,
+            extraction_id=result.run_id,
+            partition=result.control_partition,
+        )
+    return fresh
 
 
 def _without_shipped(

@@ -13,7 +13,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
@@ -113,11 +113,39 @@ class LakeSession:
         try:
             return self.spark.sql(statement)
         except Exception as exc:
+            if is_commit_conflict(exc):
+                raise
             raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
 
     def execute(self, statement: str) -> None:
-        """Run a statement for its effect."""
-        self.sql(statement).collect()
+        """Run a statement for its effect, again if its commit lost a race (it is idempotent)."""
+        retry_commit(lambda: self.sql(statement).collect())
+
+
+# Messages of Delta commits that lost a race with another writer (measured on Sail: a
+# DELETE racing an append fails with the first; a reader racing a checkpoint with the second).
+_RETRYABLE = re.compile(r"Failed to commit transaction|Missing commit file|concurrent", re.I)
+T = TypeVar("T")
+
+
+def is_commit_conflict(exc: BaseException) -> bool:
+    """True for an error another attempt may not hit (a lost commit race)."""
+    return bool(_RETRYABLE.search(str(exc)))
+
+
+def retry_commit(action: Callable[[], T], *, attempts: int = 6) -> T:
+    """Run ``action``, again after a lost commit race (with backoff); it must be idempotent."""
+    from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+    for attempt in Retrying(
+        retry=retry_if_exception(is_commit_conflict),
+        stop=stop_after_attempt(attempts),
+        wait=wait_exponential(multiplier=0.2, max=5),
+        reraise=True,
+    ):
+        with attempt:
+            return action()
+    raise AssertionError("unreachable")
 
 
 def _first_line(exc: BaseException) -> str:

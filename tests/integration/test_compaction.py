@@ -337,3 +337,41 @@ def test_threshold_wait_time_retain_and_snapshot(
     latest = repo.compaction.runs("MAIN.ITEMS")[0]
     assert latest.status == "success" and latest.snapshot is None
     assert lake_state("main") == workload.expected
+
+
+def test_extractions_keep_running_during_a_compaction(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Extractions race the compaction's commits (appends vs its delete): nothing is lost."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = prepare(source, run_cli, "CHANGELOG", *PARTITIONED)
+    compaction = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from gluon.cli.offload import main; main()",
+            "-t",
+            source.table,
+            "-x",
+            "--incremental-run-compaction",
+            "--incremental-wait-time=0",
+        ],
+        env={**os.environ, "GLUON_ACK_POLL_SECONDS": "0.2"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        while compaction.poll() is None:
+            workload.round(3)
+            extracted = run_offload_process(
+                "-t", source.table, "-x", "--incremental-run-extraction"
+            )
+            assert extracted.returncode == 0, extracted.stderr
+        _, err = compaction.communicate(timeout=60)
+    finally:
+        compaction.kill()
+    assert compaction.returncode == 0, err
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.expected
