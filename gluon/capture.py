@@ -20,6 +20,16 @@ all nullable. The triggers fire once per row:
 A method that does not capture an operation has no changelog trigger for it;
 the updatable view refuses it (so it can never fall through to the
 application table).
+
+The UPDATABLE family also has a lake-rows table (``<TABLE>_LK``, next to the
+view): lake rows staged by ``gluon.patching``. The updatable view shows the
+application table's rows, then the staged rows whose key the application
+table does not have. Its INSTEAD OF trigger records every change the same
+way whichever row it touches, and keeps the staged copy in step: a change to
+a staged row (or an insert of a key the application table lacks) is applied
+to the lake-rows table too, so later patches see it; a change to an
+application row touches nothing but the changelog. Under a union-all delta
+view (``*_INSERT``) an insert of a key the view already shows is refused.
 """
 
 from __future__ import annotations
@@ -33,8 +43,8 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon.errors import UnsupportedError, UsageError
-from gluon.methods.base import DML, ExtractionMethod, SourceObject
-from gluon.naming import TableRef, source_object_names
+from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
+from gluon.naming import TableRef, shorten, source_object_names
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
@@ -45,6 +55,7 @@ CREATION_ORDER: tuple[SourceObject, ...] = (
     SourceObject.CHANGELOG_SEQUENCE,
     SourceObject.CHANGELOG_TABLE,
     SourceObject.CHANGELOG_TRIGGER,
+    SourceObject.LAKE_ROWS_TABLE,
     SourceObject.UPDATABLE_VIEW,
     SourceObject.UPDATABLE_TRIGGER,
 )
@@ -55,6 +66,7 @@ OBJECT_TYPES: dict[SourceObject, str] = {
     SourceObject.CHANGELOG_SEQUENCE: "SEQUENCE",
     SourceObject.CHANGELOG_TABLE: "TABLE",
     SourceObject.CHANGELOG_TRIGGER: "TRIGGER",
+    SourceObject.LAKE_ROWS_TABLE: "TABLE",
     SourceObject.UPDATABLE_VIEW: "VIEW",
     SourceObject.UPDATABLE_TRIGGER: "TRIGGER",
 }
@@ -189,6 +201,42 @@ def _refuse_reserved_columns(spec: TableSpec) -> None:
         )
 
 
+def script_context(
+    source: SourceDialect,
+    spec: TableSpec,
+    method: type[ExtractionMethod],
+    objects: Sequence[SourceObjectRef],
+    key_columns: Sequence[str],
+) -> dict[str, Any]:
+    """What the ``create_<kind>`` scripts render with (besides ``object``).
+
+    ``staging`` is None for a table enabled before gluon staged lake rows: its
+    view then shows the application table alone, as it did.
+
+    Raises:
+        UsageError: no key columns, or a key column the table lacks.
+    """
+    staging = _find(objects, SourceObject.LAKE_ROWS_TABLE)
+    return {
+        "table": spec,
+        "columns": list(spec.columns),
+        "keys": _key_names(spec, key_columns),
+        "events": [event.value for event in ROW_EVENTS if event in method.captured_dml],
+        "log": _find(objects, SourceObject.CHANGELOG_TABLE),
+        "sequence": _find(objects, SourceObject.CHANGELOG_SEQUENCE),
+        "view": _find(objects, SourceObject.UPDATABLE_VIEW),
+        "staging": staging,
+        "staging_index": _index_name(source, staging) if staging else None,
+        "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
+    }
+
+
+def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:
+    """The name of the key index of ``table`` (same schema), within the dialect's limit."""
+    name = shorten(f"{table.name}_ix", source.max_identifier_length)
+    return name.upper() if source.name_case == "upper" else name.lower()
+
+
 def create_source_objects(
     source: SourceDialect,
     spec: TableSpec,
@@ -217,15 +265,7 @@ def create_source_objects(
     if not objects:
         return
     _refuse_reserved_columns(spec)
-    context: dict[str, Any] = {
-        "table": spec,
-        "columns": list(spec.columns),
-        "keys": _key_names(spec, key_columns),
-        "events": [event.value for event in ROW_EVENTS if event in method.captured_dml],
-        "log": _find(objects, SourceObject.CHANGELOG_TABLE),
-        "sequence": _find(objects, SourceObject.CHANGELOG_SEQUENCE),
-        "view": _find(objects, SourceObject.UPDATABLE_VIEW),
-    }
+    context = script_context(source, spec, method, objects, key_columns)
     for item in sorted(objects, key=_rank):
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):
             continue
@@ -352,4 +392,5 @@ __all__ = [
     "named_source_objects",
     "plan_source_objects",
     "read_changes",
+    "script_context",
 ]

@@ -48,6 +48,8 @@ class ExtractionResult:
     run_id: int
     rows_read: int = 0
     rows_written: int = 0
+    min_seq: int | None = None
+    max_seq: int | None = None
     control_partition: int = 0
     acknowledged: bool = False
     seconds: float = 0.0
@@ -119,6 +121,8 @@ def run_extraction(
             status="success",
             rows_read=result.rows_read,
             rows_written=result.rows_written,
+            min_seq=result.min_seq,
+            max_seq=result.max_seq,
             control_partition=partition,
         )
     result.seconds = time.monotonic() - started
@@ -153,6 +157,10 @@ def _ship(
             feed.done(changes)
             result.rows_read += changes.num_rows
             result.rows_written += fresh.num_rows
+            seqs = changes.column("gl_seq")
+            low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+            result.min_seq = low if result.min_seq is None else min(result.min_seq, low)
+            result.max_seq = high if result.max_seq is None else max(result.max_seq, high)
             task.advance(changes.num_rows)
             log.info(
                 "shipped %d changes (%d already in the lake) to control partition %d",

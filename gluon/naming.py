@@ -74,6 +74,8 @@ class SourceObjectNames:
     changelog_trigger: QualifiedName
     updatable_view: QualifiedName
     updatable_trigger: QualifiedName
+    lake_rows_table: QualifiedName
+    """gluon's own: lake rows staged for patching through the updatable view."""
 
 
 def source_object_names(
@@ -123,6 +125,7 @@ def source_object_names(
         changelog_trigger=name(""),
         updatable_view=name("_UV"),
         updatable_trigger=name("_UV"),
+        lake_rows_table=name("_LK"),
     )
 
 

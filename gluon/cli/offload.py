@@ -28,6 +28,7 @@ from gluon.incremental import (
 from gluon.increments import IncrementRequest
 from gluon.naming import TableRef
 from gluon.offload import OFFLOADED, OffloadOptions, OffloadResult, offload_table
+from gluon.patching import StageOptions, stage_lake_rows
 from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -250,6 +251,15 @@ def offload(
             "versions can no longer be read with VERSION AS OF).",
         ),
     ] = DEFAULT_VACUUM_RETENTION_HOURS,
+    stage_lake_rows_predicate: Annotated[
+        str | None,
+        typer.Option(
+            "--incremental-stage-lake-rows",
+            help="UPDATABLE methods: copy the lake rows matching a predicate (e.g. "
+            "'column(SOLD_ON) >= date(2017-01-01)') into the lake-rows table, so the updatable "
+            "view shows them for patching; 'none' empties it. See docs/patching.md.",
+        ),
+    ] = None,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -267,6 +277,14 @@ def offload(
                 "use only one of --incremental-full-compaction and "
                 "--incremental-partition-wise-full-compaction"
             )
+        if stage_lake_rows_predicate is not None:
+            if sum(actions):
+                raise UsageError(
+                    "--incremental-stage-lake-rows is a command of its own: run it without "
+                    "--incremental-updates-enabled/-disabled, -run-extraction, -run-compaction"
+                )
+            staging = StageOptions(table=ref, predicate=stage_lake_rows_predicate, execute=execute)
+            return stage_lake_rows(settings, staging, progress_for(quiet=False))
         offload_options = OffloadOptions(
             table=ref,
             execute=execute,

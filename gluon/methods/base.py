@@ -42,6 +42,8 @@ class SourceObject(StrEnum):
     CHANGELOG_TRIGGER = "changelog_trigger"
     UPDATABLE_VIEW = "updatable_view"
     UPDATABLE_TRIGGER = "updatable_trigger"
+    LAKE_ROWS_TABLE = "lake_rows_table"
+    """Lake rows staged in the source so the updatable view can show them (``gluon.patching``)."""
     HYBRID_SCHEMA = "hybrid_schema"
     """Created only when missing; no method declares it (``gluon.capture`` plans it)."""
 
@@ -58,6 +60,13 @@ class ChangeReader(StrEnum):
 _REGISTRY: dict[str, type[ExtractionMethod]] = {}
 
 CHANGELOG_OBJECTS = (SourceObject.CHANGELOG_TABLE, SourceObject.CHANGELOG_SEQUENCE)
+
+UPDATABLE_OBJECTS = (
+    SourceObject.LAKE_ROWS_TABLE,
+    SourceObject.UPDATABLE_VIEW,
+    SourceObject.UPDATABLE_TRIGGER,
+)
+"""The updatable view, its INSTEAD OF trigger and the staged lake rows the view also shows."""
 
 
 class ExtractionMethod:

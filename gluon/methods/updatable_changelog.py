@@ -5,6 +5,7 @@ from __future__ import annotations
 from gluon.methods.base import (
     CHANGELOG_OBJECTS,
     DML,
+    UPDATABLE_OBJECTS,
     ExtractionMethod,
     OffloadUseCase,
     SourceObject,
@@ -25,8 +26,7 @@ class UpdatableChangelogMethod(ExtractionMethod):
     source_objects = (
         *CHANGELOG_OBJECTS,
         SourceObject.CHANGELOG_TRIGGER,
-        SourceObject.UPDATABLE_VIEW,
-        SourceObject.UPDATABLE_TRIGGER,
+        *UPDATABLE_OBJECTS,
     )
     when_to_use = (
         "Changes reach both data still in the source (captured by the table trigger) and "

@@ -5,25 +5,25 @@ from __future__ import annotations
 from gluon.methods.base import (
     CHANGELOG_OBJECTS,
     DML,
+    UPDATABLE_OBJECTS,
     ExtractionMethod,
     OffloadUseCase,
-    SourceObject,
     ViewKind,
 )
 
 
 class UpdatableInsertMethod(ExtractionMethod):
-    """Inserts into the updatable view are captured; its trigger refuses updates and deletes."""
+    """Inserts into the updatable view are captured; its trigger refuses updates and deletes.
+
+    It also refuses an insert whose key the view already shows (an application row or a
+    staged lake row): the delta view appends, so the lake would show the key twice.
+    """
 
     name = "UPDATABLE_INSERT"
     captured_dml = frozenset({DML.INSERT})
     offload_use_cases = frozenset(OffloadUseCase)
     view_kind = ViewKind.UNION_ALL
-    source_objects = (
-        *CHANGELOG_OBJECTS,
-        SourceObject.UPDATABLE_VIEW,
-        SourceObject.UPDATABLE_TRIGGER,
-    )
+    source_objects = (*CHANGELOG_OBJECTS, *UPDATABLE_OBJECTS)
     verifies_unique_key = True
     when_to_use = (
         "Rows must be added to offloaded data that is no longer in the source (for example "

@@ -27,6 +27,7 @@ NAMES = {
     SourceObject.CHANGELOG_TRIGGER: ("app_h", "orders"),
     SourceObject.UPDATABLE_VIEW: ("app_h", "orders_uv"),
     SourceObject.UPDATABLE_TRIGGER: ("app_h", "orders_uv"),
+    SourceObject.LAKE_ROWS_TABLE: ("app_h", "orders_lk"),
 }
 
 # Every object in the user schemas, with its definition (no oids: they change on re-creation).

@@ -21,6 +21,7 @@ NAMES = {
     SourceObject.CHANGELOG_TRIGGER: ("main", "main_h_orders"),
     SourceObject.UPDATABLE_VIEW: ("main", "main_h_orders_uv"),
     SourceObject.UPDATABLE_TRIGGER: ("main", "main_h_orders_uv"),
+    SourceObject.LAKE_ROWS_TABLE: ("main", "main_h_orders_lk"),
 }
 
 # sqlite_sequence appears with the first AUTOINCREMENT table and can never be dropped; it is

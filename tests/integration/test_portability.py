@@ -8,6 +8,7 @@ and that what was just recorded is portable.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,3 +59,15 @@ def test_offload_and_query_record_only_portable_statements(
     assert "SELECT count(*) AS n FROM main.sales" in texts
     assert "SELECT sum(amount) AS total FROM main.sales" in texts
     assert violating_statements(recorded_sql_path) == []
+
+
+def test_the_engine_switch(offload_home: Path) -> None:
+    """GLUON_TEST_SPARK_REMOTE (tests/conftest.py) moves the whole suite to Spark Connect."""
+    from gluon.config import EngineKind, load_settings
+
+    remote = os.environ.get("GLUON_TEST_SPARK_REMOTE")
+    settings = load_settings()
+    if remote:
+        assert (settings.engine, settings.spark_remote) == (EngineKind.REMOTE, remote)
+    else:
+        assert (settings.engine, settings.spark_remote) == (EngineKind.SAIL, None)

@@ -68,16 +68,9 @@ def _capture_cases() -> dict[str, dict[str, dict[str, Any]]]:
         if not method.supports_dialect("oracle"):
             continue
         objects = capture.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
-        found = {item.kind: item for item in objects}
-        context = {
-            "table": CAPTURED_TABLE,
-            "columns": list(CAPTURED_TABLE.columns),
-            "keys": list(CAPTURED_TABLE.primary_key),
-            "events": [e.value for e in capture.ROW_EVENTS if e in method.captured_dml],
-            "log": found.get(SourceObject.CHANGELOG_TABLE),
-            "sequence": found.get(SourceObject.CHANGELOG_SEQUENCE),
-            "view": found.get(SourceObject.UPDATABLE_VIEW),
-        }
+        context = capture.script_context(
+            naming, CAPTURED_TABLE, method, objects, CAPTURED_TABLE.primary_key
+        )
         for item in objects:
             for operation in ("create", "drop"):
                 template = f"{operation}_{item.kind.value}"
@@ -132,6 +125,31 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "delete_changes": {
         "one": {"schema": "APP_H", "table": "ORDERS_LOG", "binds": ["seq_0"]},
         "three": {"schema": "APP_H", "table": "ORDERS_LOG", "binds": ["seq_0", "seq_1", "seq_2"]},
+    },
+    # Staging lake rows for patching (gluon.patching).
+    "count_view_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
+    "clear_lake_rows": {"lake rows": {"schema": "APP_H", "table": "ORDERS_LK"}},
+    "insert_lake_rows": {
+        "lake rows": {
+            "schema": "APP_H",
+            "table": "ORDERS_LK",
+            "names": [column.name for column in CAPTURED_TABLE.columns],
+            "binds": [f"c{index}" for index in range(len(CAPTURED_TABLE.columns))],
+        },
+    },
+    "unstage_matching_keys": {
+        case: {
+            "schema": "APP_H",
+            "table": "ORDERS_LK",
+            "columns": list(CAPTURED_TABLE.columns),
+            "keys": keys,
+            "other_schema": other[0],
+            "other_table": other[1],
+        }
+        for case, keys, other in (
+            ("application table", list(CAPTURED_TABLE.primary_key), ("APP", "ORDERS")),
+            ("changelog, nullable key column", ["ORDER_ID", "AMOUNT"], ("APP_H", "ORDERS_LOG")),
+        )
     },
     **CAPTURE_CASES,
     "cast_to_text": {

@@ -51,6 +51,7 @@ def test_oracle_names() -> None:
     assert [(item.schema, item.name) for item in objects] == [
         ("SH_H", "PRODUCTS_SEQ"),
         ("SH_H", "PRODUCTS_LOG"),
+        ("SH_H", "PRODUCTS_LK"),
         ("SH_H", "PRODUCTS_UV"),
         ("SH_H", "PRODUCTS_UV"),
     ]

@@ -39,9 +39,11 @@ CHANGELOG = {
     SourceObject.CHANGELOG_SEQUENCE,
     SourceObject.CHANGELOG_TRIGGER,
 }
+# The lake-rows table is gluon's own: staged lake rows the updatable view also shows.
 UPDATABLE = {
     SourceObject.CHANGELOG_TABLE,
     SourceObject.CHANGELOG_SEQUENCE,
+    SourceObject.LAKE_ROWS_TABLE,
     SourceObject.UPDATABLE_VIEW,
     SourceObject.UPDATABLE_TRIGGER,
 }

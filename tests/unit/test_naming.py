@@ -108,6 +108,7 @@ def all_names(names: SourceObjectNames) -> list[QualifiedName]:
         names.changelog_trigger,
         names.updatable_view,
         names.updatable_trigger,
+        names.lake_rows_table,
     ]
 
 
@@ -121,6 +122,7 @@ def test_postgresql_like_names_go_to_the_lower_case_hybrid_schema() -> None:
         changelog_trigger=QualifiedName("sales_h", "orders"),
         updatable_view=QualifiedName("sales_h", "orders_uv"),
         updatable_trigger=QualifiedName("sales_h", "orders_uv"),
+        lake_rows_table=QualifiedName("sales_h", "orders_lk"),
     )
     assert str(names.changelog_table) == "sales_h.orders_log"
 
@@ -137,7 +139,7 @@ def test_postgresql_like_long_names_are_shortened_to_63() -> None:
     assert names.changelog_trigger.name == table  # fits: not hashed
     assert names.changelog_table.name == shorten(f"{table}_LOG", 63).lower()
     assert names.changelog_table.name.startswith("t" * 54 + "_")
-    assert len({n.name for n in all_names(names)}) == 4  # view and its trigger share a name
+    assert len({n.name for n in all_names(names)}) == 5  # view and its trigger share a name
 
 
 def test_names_do_not_depend_on_how_the_user_typed_the_table() -> None:
@@ -172,7 +174,7 @@ def test_oracle_like_long_names_fit_30_and_128() -> None:
         assert name.name == name.name.upper()
     assert long.changelog_trigger.name == table  # 119 <= 128: kept whole
     assert long.changelog_table.name == table + "_LOG"  # 123 <= 128
-    assert len({n.name for n in all_names(short)}) == 4
+    assert len({n.name for n in all_names(short)}) == 5
 
 
 def test_sqlite_like_names_use_a_prefix_in_the_tables_own_schema() -> None:
@@ -184,6 +186,7 @@ def test_sqlite_like_names_use_a_prefix_in_the_tables_own_schema() -> None:
     assert names.changelog_trigger == QualifiedName("main", "main_h_products")
     assert names.updatable_view == QualifiedName("main", "main_h_products_uv")
     assert names.updatable_trigger == QualifiedName("main", "main_h_products_uv")
+    assert names.lake_rows_table == QualifiedName("main", "main_h_products_lk")
 
 
 def test_sqlite_like_names_without_a_limit_are_never_hashed() -> None:
@@ -205,7 +208,7 @@ def test_prefixed_names_past_a_limit_are_hashed_whole() -> None:
         assert name.schema == "main"
     expected = shorten(f"main_H_{table}_LOG", 40).lower()
     assert names.changelog_table.name == expected
-    assert len({n.name for n in all_names(names)}) == 4
+    assert len({n.name for n in all_names(names)}) == 5
 
 
 @pytest.mark.parametrize(

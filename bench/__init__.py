@@ -1,0 +1,1 @@
+"""gluon benchmarks: ``python -m bench.run --scale {tiny,small,full}`` (see bench/README.md)."""

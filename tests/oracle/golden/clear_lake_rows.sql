@@ -1,0 +1,2 @@
+-- case: lake rows
+DELETE FROM APP_H.ORDERS_LK

@@ -1,0 +1,13 @@
+-- case: application table
+DELETE FROM APP_H.ORDERS_LK
+WHERE EXISTS (
+    SELECT 1 FROM APP.ORDERS gl_other
+    WHERE gl_other.ORDER_ID = ORDERS_LK.ORDER_ID AND gl_other.LINE_NO = ORDERS_LK.LINE_NO
+)
+
+-- case: changelog, nullable key column
+DELETE FROM APP_H.ORDERS_LK
+WHERE EXISTS (
+    SELECT 1 FROM APP_H.ORDERS_LOG gl_other
+    WHERE gl_other.ORDER_ID = ORDERS_LK.ORDER_ID AND (gl_other.AMOUNT = ORDERS_LK.AMOUNT OR (gl_other.AMOUNT IS NULL AND ORDERS_LK.AMOUNT IS NULL))
+)
