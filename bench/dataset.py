@@ -104,7 +104,9 @@ def apply_changes(url: str, changes: ChangeSet, table: str = TABLE) -> dict[str,
     picked = changes.picked()
     counts = {}
     with connect(url) as conn:
-        counts["deletes"] = conn.execute(f"DELETE FROM {name} WHERE {picked} AND id % 20 = 0").rowcount
+        counts["deletes"] = conn.execute(
+            f"DELETE FROM {name} WHERE {picked} AND id % 20 = 0"
+        ).rowcount
         counts["updates"] = conn.execute(
             f"UPDATE {name} SET amount = amount + 1, label = label || '*', "
             f"updated_at = updated_at + interval '1 day' WHERE {picked} AND id % 20 <> 1"
@@ -126,6 +128,15 @@ def update_first(url: str, count: int, table: str = TABLE) -> int:
     with connect(url) as conn:
         return conn.execute(
             f"UPDATE {SCHEMA}.{table} SET amount = amount + 1 WHERE id <= {int(count)}"
+        ).rowcount
+
+
+def update_spread(url: str, low: int, high: int, table: str = TABLE) -> int:
+    """Update the rows whose key hash (per 1,000) is in [low, high): spread over every partition."""
+    with connect(url) as conn:
+        return conn.execute(
+            f"UPDATE {SCHEMA}.{table} SET amount = amount + 1 "
+            f"WHERE (id * {HASH}) % 1000 >= {int(low)} AND (id * {HASH}) % 1000 < {int(high)}"
         ).rowcount
 
 

@@ -29,6 +29,8 @@ class Scale:
     read_repeats: int
     # 5. scale curve
     curve_rows: tuple[int, ...]
+    curve_partition_rows: int
+    """Rows per partition: a bigger table has more partitions of the same size (like dates)."""
     curve_changes: int
     curve_change_partitions: int
     """The fixed changes land in this many partitions of every curve table."""
@@ -59,6 +61,7 @@ SCALES: dict[str, Scale] = {
         read_fractions=(0.001, 0.01, 0.1),
         read_repeats=3,
         curve_rows=(20_000, 50_000, 100_000),
+        curve_partition_rows=10_000,
         curve_changes=1_000,
         curve_change_partitions=2,
     ),
@@ -76,6 +79,7 @@ SCALES: dict[str, Scale] = {
         read_fractions=(0.001, 0.01, 0.1),
         read_repeats=5,
         curve_rows=(100_000, 250_000, 500_000, 1_000_000),
+        curve_partition_rows=25_000,
         curve_changes=10_000,
         curve_change_partitions=2,
     ),
@@ -93,6 +97,7 @@ SCALES: dict[str, Scale] = {
         read_fractions=(0.001, 0.01, 0.1),
         read_repeats=5,
         curve_rows=(1_000_000, 2_000_000, 5_000_000, 10_000_000, 20_000_000),
+        curve_partition_rows=100_000,
         curve_changes=100_000,
         curve_change_partitions=2,
     ),

@@ -36,20 +36,35 @@ def report(**values: Any) -> None:
     print("BENCH_RESULT " + json.dumps(values), flush=True)
 
 
+_SERVERS: list[Any] = []
+_SESSIONS: list[Any] = []
+
+
 def spark_session() -> Any:
     """A Spark Connect session on an in-process Sail server, as gluon opens its own."""
     os.environ.setdefault("RUST_LOG", "error")
-    from pyspark.sql import SparkSession
     from pysail.spark import SparkConnectServer
+    from pyspark.sql import SparkSession
 
     server = SparkConnectServer("127.0.0.1", 0)
     server.start(background=True)
+    _SERVERS.append(server)
     host, port = server.listening_address
-    return (
+    spark = (
         SparkSession.builder.remote(f"sc://{host}:{port}")
         .config("spark.sql.session.timeZone", "UTC")
         .create()
     )
+    _SESSIONS.append(spark)
+    return spark
+
+
+def shutdown() -> None:
+    """Close the session before the server (a client left open retries a dead server at exit)."""
+    for spark in _SESSIONS:
+        spark.stop()
+    for server in _SERVERS:
+        server.stop()
 
 
 def register(spark: Any, name: str, location: str) -> None:
@@ -137,7 +152,7 @@ def job_merge(args: argparse.Namespace) -> None:
     columns = list(ITEM_COLUMNS)
     updates = ", ".join(f"t.{c} = s.{c}" for c in columns if c != KEY)
     targets = ", ".join([*columns, PART_COLUMN])
-    values = ", ".join([*(f"s.{c}" for c in columns), f"CAST(s.part AS BIGINT)"])
+    values = ", ".join([*(f"s.{c}" for c in columns), "CAST(s.part AS BIGINT)"])
     spark.sql(
         f"MERGE INTO raw.base t USING ({latest_changes(columns)}) s ON t.{KEY} = s.{KEY} "
         "WHEN MATCHED AND s.gl_op = 'D' THEN DELETE "
@@ -206,6 +221,15 @@ def job_reads(args: argparse.Namespace) -> None:
     report(timings=timings, plans=plans)
 
 
+def job_count(args: argparse.Namespace) -> None:
+    from gluon.catalog import lake_session
+    from gluon.config import load_settings
+
+    with lake_session(load_settings()) as session:
+        rows = session.sql(f"SELECT COUNT(*) FROM {args.table}").collect()[0][0]
+    report(rows=int(rows))
+
+
 def explain(spark: Any, sql: str) -> str:
     rows = spark.sql(f"EXPLAIN {sql}").collect()
     return "\n".join(str(row[0]) for row in rows)
@@ -248,12 +272,18 @@ def main(argv: list[str] | None = None) -> None:
     reads.add_argument("--repeats", type=int, default=3)
     reads.add_argument("--explain", action="store_true")
     reads.set_defaults(run=job_reads)
+    count = jobs.add_parser("count", help="rows in a gluon user view")
+    count.add_argument("--table", required=True)
+    count.set_defaults(run=job_count)
     noop = jobs.add_parser("noop")
     noop.add_argument("--url", required=True)
     noop.add_argument("--changelog", required=True)
     noop.set_defaults(run=job_noop)
     args = parser.parse_args(argv)
-    args.run(args)
+    try:
+        args.run(args)
+    finally:
+        shutdown()
     sys.stdout.flush()
 
 

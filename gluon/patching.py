@@ -31,8 +31,6 @@ never shipped twice. They go when the next staging command replaces them, with
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -62,7 +60,7 @@ from gluon.methods import get_method, registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
 from gluon.offload import Step
-from gluon.predicates import BoolOp, Compare, Node, Not, Predicate, parse_predicate
+from gluon.predicates import parse_predicate
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
@@ -79,14 +77,6 @@ INSERT_CHUNK = 5_000
 """Rows per executemany call while staging."""
 
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
-
-VALUE_KINDS: dict[str, frozenset[str]] = {
-    "numeric": frozenset({"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"}),
-    "string": frozenset({"string"}),
-    "date": frozenset({"date", "timestamp_ntz", "timestamp"}),
-    "datetime": frozenset({"date", "timestamp_ntz", "timestamp"}),
-}
-"""Which lake column types each kind of predicate value may be compared with."""
 
 BIND_TYPES: dict[str, sa.types.TypeEngine[Any]] = {
     "date": sa.Date(),
@@ -176,7 +166,7 @@ def _plan(settings: Settings, options: StageOptions) -> _Plan:
         try:
             predicate = parse_predicate(text)
             where = predicate.to_spark_sql(record.columns)
-            _check_value_kinds(predicate, record.columns)
+            predicate.check_columns(record.columns)
         except UsageError as exc:
             raise UsageError(f"{OPTION}: {exc}") from None
     source = sources.connect(settings.require_source_url())
@@ -187,38 +177,6 @@ def _plan(settings: Settings, options: StageOptions) -> _Plan:
         )
     source.check_connection()
     return _Plan(record, state, source, staging, changelog, where)
-
-
-def _value_kind(value: object) -> str:
-    if isinstance(value, dt.datetime):
-        return "datetime"
-    if isinstance(value, dt.date):
-        return "date"
-    return "numeric" if isinstance(value, decimal.Decimal) else "string"
-
-
-def _check_value_kinds(predicate: Predicate, columns: Sequence[Column]) -> None:
-    """Refuse a comparison of a column with a value of another kind (the lake would
-    either fail half-way or quietly match nothing)."""
-    known = {column.name.lower(): column for column in columns}
-
-    def visit(node: Node) -> None:
-        if isinstance(node, Not):
-            visit(node.item)
-        elif isinstance(node, BoolOp):
-            for item in node.items:
-                visit(item)
-        elif isinstance(node, Compare):
-            column = known[node.column.lower()]
-            kind = _value_kind(node.value)
-            family = "decimal" if _DECIMAL.match(column.lake_type) else column.lake_type
-            if family not in VALUE_KINDS[kind]:
-                raise UsageError(
-                    f"predicate {predicate.text!r}: column {column.name} holds {column.lake_type} "
-                    f"values, which cannot be compared with a {kind}(...) value"
-                )
-
-    visit(predicate.root)
 
 
 def _refuse_unextracted_patches(plan: _Plan) -> None:

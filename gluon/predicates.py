@@ -208,7 +208,12 @@ class Predicate:
         return found
 
     def check_columns(self, columns: Sequence[Column]) -> dict[str, Column]:
-        """The predicate's columns by lower-case name; unknown ones are a UsageError."""
+        """The predicate's columns by lower-case name.
+
+        Raises:
+            UsageError: an unknown column, or a value of another kind than its column (which
+                would fail half-way in the lake, or quietly match nothing).
+        """
         known = {column.name.lower(): column for column in columns}
         unknown = sorted(self.columns() - set(known))
         if unknown:
@@ -216,7 +221,31 @@ class Predicate:
                 f"predicate {self.text!r}: no column {', '.join(unknown)} "
                 f"(columns: {', '.join(column.name for column in columns)})"
             )
+        for node in self._comparisons():
+            column = known[node.column.lower()]
+            kind = _value_kind(node.value)
+            family = "decimal" if column.lake_type.startswith("decimal(") else column.lake_type
+            if family not in VALUE_KINDS[kind]:
+                raise UsageError(
+                    f"predicate {self.text!r}: column {column.name} holds {column.lake_type} "
+                    f"values, which cannot be compared with a {kind}(...) value"
+                )
         return known
+
+    def _comparisons(self) -> list[Compare]:
+        found: list[Compare] = []
+
+        def visit(node: Node) -> None:
+            if isinstance(node, Compare):
+                found.append(node)
+            elif isinstance(node, Not):
+                visit(node.item)
+            elif isinstance(node, BoolOp):
+                for item in node.items:
+                    visit(item)
+
+        visit(self.root)
+        return found
 
     def to_source_sql(
         self, columns: Sequence[Column], quote: Callable[[str], str], prefix: str = "p"
@@ -267,6 +296,23 @@ class Predicate:
             return "(" + f" {node.op} ".join(render(item) for item in node.items) + ")"
 
         return render(self.root)
+
+
+VALUE_KINDS: dict[str, frozenset[str]] = {
+    "numeric": frozenset({"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"}),
+    "string": frozenset({"string"}),
+    "date": frozenset({"date", "timestamp_ntz", "timestamp"}),
+    "datetime": frozenset({"date", "timestamp_ntz", "timestamp"}),
+}
+"""Which lake column types each kind of predicate value may be compared with."""
+
+
+def _value_kind(value: Value) -> str:
+    if isinstance(value, dt.datetime):
+        return "datetime"
+    if isinstance(value, dt.date):
+        return "date"
+    return "numeric" if isinstance(value, decimal.Decimal) else "string"
 
 
 def parse_predicate(text: str) -> Predicate:

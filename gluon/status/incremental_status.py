@@ -63,6 +63,7 @@ SOURCE_OBJECT_ROLES: dict[str, str] = {
     SourceObject.CHANGELOG_SEQUENCE.value: "Changelog sequence",
     SourceObject.UPDATABLE_VIEW.value: "Updatable view",
     SourceObject.UPDATABLE_TRIGGER.value: "Updatable view trigger",
+    SourceObject.LAKE_ROWS_TABLE.value: "Staged lake rows table",
     SourceObject.HYBRID_SCHEMA.value: "Hybrid schema",
 }
 """Report labels of the source objects, in the order they are listed."""

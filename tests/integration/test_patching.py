@@ -31,8 +31,12 @@ from support.patching import (
     sales_rows,
 )
 
+from gluon import capture
+from gluon import source as sources
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject, ViewKind
+from gluon.naming import TableRef
+from gluon.schema import Column, TableSpec
 
 RunCli = Callable[..., Result]
 
@@ -483,3 +487,29 @@ def test_changelog_methods_have_no_lake_rows_to_stage(
     sales.enable(run_cli, "CHANGELOG")
     result = run_cli("offload", "-t", sales.table, "-x", f"--incremental-stage-lake-rows={JANUARY}")
     assert_one_error(result, 1, "UPDATABLE, UPDATABLE_CHANGELOG, UPDATABLE_INSERT")
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///:memory:",
+        "postgresql+psycopg://gluon@localhost/source",
+        "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1",
+    ],
+)
+def test_a_table_enabled_before_staging_keeps_its_plain_view(url: str) -> None:
+    """Recorded objects without a lake-rows table: the view shows the application table only."""
+    source = sources.connect(url)  # no connection is made
+    method = registered_methods()["UPDATABLE"]
+    spec = TableSpec(
+        "APP", "SALES", (Column("ID", "INTEGER", "bigint", nullable=False),), primary_key=("ID",)
+    )
+    objects = capture.named_source_objects(source, TableRef("APP", "SALES"), method)
+    old = [item for item in objects if item.kind is not SourceObject.LAKE_ROWS_TABLE]
+    view = next(item for item in objects if item.kind is SourceObject.UPDATABLE_VIEW)
+    lake_rows = next(item for item in objects if item.kind is SourceObject.LAKE_ROWS_TABLE)
+    for planned, staged in ((objects, True), (old, False)):
+        context = capture.script_context(source, spec, method, planned, ("ID",))
+        for template in ("create_updatable_view", "create_updatable_trigger"):
+            text = source.render(template, object=view, **context)
+            assert (lake_rows.name in text) is staged, f"{template} ({source.name})"
