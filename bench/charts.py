@@ -165,23 +165,21 @@ def _curve(figures: list[dict[str, Any]], path: Path, title: str) -> bool:
     rows = _group(figures, "scale curve")
     if not rows:
         return False
-    offloads = _group(figures, "offload")
+    offloads = [f for f in _group(figures, "offload") if f["params"].get("curve")]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    series: dict[str, dict[int, float]] = defaultdict(dict)
+    series: dict[tuple[str, str], dict[int, float]] = defaultdict(dict)
     for row in rows:
         size = row["params"]["base_rows"]
-        if row["params"]["step"] == "extraction":
-            series["gluon extraction"][size] = row["gluon"]
-            series["raw extraction"][size] = row["baseline"]
-        else:
-            method = row["params"]["method"]
-            series[f"gluon {method}"][size] = row["gluon"]
-            series[row["baseline_name"]][size] = row["baseline"]
-    styles = {"gluon": "o-", "raw": "s--"}
-    for name, points in series.items():
+        step = "extraction" if row["params"]["step"] == "extraction" else row["params"]["method"]
+        series[(step, f"gluon {step}")][size] = row["gluon"]
+        series[(step, row["baseline_name"])][size] = row["baseline"]
+    palette = {"extraction": "#1f77b4", "in-place": "#2ca02c", "full": "#ff7f0e"}
+    for (step, name), points in series.items():
         sizes = sorted(points)
+        style = "o-" if name.startswith("gluon") else "s--"
+        color = palette.get(step, GLUON)
         axes[0].plot(
-            sizes, [points[s] for s in sizes], styles[name.split()[0]], label=name, markersize=4
+            sizes, [points[s] for s in sizes], style, color=color, label=name, markersize=4
         )
     changes = rows[0]["params"]["changes"]
     axes[0].set_title(f"about {changes:,} changes at every size", fontsize=9)

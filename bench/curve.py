@@ -20,7 +20,9 @@ from bench.items import ItemsLake
 from bench.scales import Scale
 
 
-def offload_figure(workspace: Workspace, lake: ItemsLake, results: Results) -> None:
+def offload_figure(
+    workspace: Workspace, lake: ItemsLake, results: Results, *, curve: bool = False
+) -> None:
     """Initial offload rows/s: gluon's ``offload`` against the raw load of the same table."""
     assert lake.offload is not None
     target = workspace.root / "scratch" / "raw_offload"
@@ -35,7 +37,7 @@ def offload_figure(workspace: Workspace, lake: ItemsLake, results: Results) -> N
             lake.rows / raw.seconds,
             "raw fetch->Arrow->Delta write",
             higher_is_better=True,
-            params={"rows": lake.rows, "partitions": lake.partitions},
+            params={"rows": lake.rows, "partitions": lake.partitions, "curve": curve},
             detail={
                 "gluon_wall_s": lake.offload.seconds,
                 "gluon_peak_rss_mb": lake.offload.peak_rss_mb,
@@ -53,7 +55,7 @@ def run(workspace: Workspace, scale: Scale, results: Results) -> None:
         partitions = rows // scale.curve_partition_rows
         lake = ItemsLake.build(workspace, f"curve_{rows}", rows, partitions)
         try:
-            offload_figure(workspace, lake, results)
+            offload_figure(workspace, lake, results, curve=True)
             changes = dataset.ChangeSet(
                 rows, partitions, scale.curve_changes / rows, scale.curve_change_partitions
             )

@@ -65,7 +65,7 @@ def create_items(url: str, rows: int, partitions: int, table: str = TABLE) -> fl
         )
         conn.execute(
             f"INSERT INTO {SCHEMA}.{table} SELECT {row_select(rows, partitions)} "
-            f"FROM generate_series(1, {rows}) g"
+            f"FROM generate_series(1::bigint, {rows}) g"
         )
         conn.execute(f"ALTER TABLE {SCHEMA}.{table} ADD PRIMARY KEY (id)")
         conn.execute(f"VACUUM ANALYZE {SCHEMA}.{table}")
@@ -105,14 +105,16 @@ def apply_changes(url: str, changes: ChangeSet, table: str = TABLE) -> dict[str,
     counts = {}
     with connect(url) as conn:
         counts["deletes"] = conn.execute(
-            f"DELETE FROM {name} WHERE {picked} AND id % 20 = 0"
+            f"DELETE FROM {name} WHERE {picked} AND (id / 1000) % 20 = 0"
         ).rowcount
         counts["updates"] = conn.execute(
             f"UPDATE {name} SET amount = amount + 1, label = label || '*', "
-            f"updated_at = updated_at + interval '1 day' WHERE {picked} AND id % 20 <> 1"
+            f"updated_at = updated_at + interval '1 day' WHERE {picked} AND (id / 1000) % 20 > 1"
         ).rowcount
-        # As many new keys as picked rows left alone (id % 20 = 1), in the same partitions.
-        skipped = conn.execute(f"SELECT COUNT(*) FROM {name} WHERE {picked} AND id % 20 = 1")
+        # As many new keys as picked rows left alone, in the same partitions.
+        skipped = conn.execute(
+            f"SELECT COUNT(*) FROM {name} WHERE {picked} AND (id / 1000) % 20 = 1"
+        )
         inserts = int(skipped.fetchone()[0])  # type: ignore[index]
         counts["inserts"] = conn.execute(
             f"INSERT INTO {name} SELECT {changes.rows} + n, (n % {changes.spread})::int, "
@@ -150,7 +152,7 @@ def reset_changes(url: str, changes: ChangeSet, table: str = TABLE) -> None:
         conn.execute(f"DELETE FROM {name} WHERE id > {changes.rows}")
         conn.execute(
             f"INSERT INTO {name} ({columns}) SELECT {row_select(changes.rows, changes.partitions)} "
-            f"FROM generate_series(1, {changes.rows}) g WHERE {changes.picked('g')} "
+            f"FROM generate_series(1::bigint, {changes.rows}) g WHERE {changes.picked('g')} "
             f"ON CONFLICT (id) DO UPDATE SET {assign}"
         )
 

@@ -26,6 +26,16 @@ from bench.items import ItemsLake
 from bench.scales import SCALES
 
 FIGURES = ("capture", "extraction", "compaction", "reads", "curve")
+GROUP_ORDER = (
+    "capture",
+    "offload",
+    "extraction",
+    "compaction",
+    "compaction memory",
+    "reads",
+    "scale curve",
+    "scale curve memory",
+)
 PACKAGES = ("pysail", "pyspark", "deltalake", "pyarrow", "psycopg", "sqlalchemy")
 
 
@@ -74,7 +84,7 @@ def table(results: Results) -> str:
             f"{fmt(f.baseline)} ({f.baseline_name})" if f.baseline is not None else "-",
             f"{f.ratio:.2f}x" if f.ratio is not None else "-",
         )
-        for f in results.figures
+        for f in sorted(results.figures, key=lambda f: GROUP_ORDER.index(f.group))
     ]
     widths = [max(len(str(row[i])) for row in [headers, *rows]) for i in range(len(headers))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]

@@ -11,7 +11,6 @@ halfway is completed by running the same command again.
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import dataclass
 
 from gluon import capture
@@ -311,16 +310,9 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
     with table_lock(settings, ref.key, "offload"):
         repo.incremental.save_state(state.with_changes(status=DISABLING))
         capture.drop_source_objects(source, objects)
-        _drop_location(state.delta_path)
+        storage.remove_table(state.delta_path)
         repo.incremental.delete_state(ref.key)
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"
     )
     return result
-
-
-def _drop_location(location: str) -> None:
-    if storage.is_local(location):
-        shutil.rmtree(storage.local_path(location), ignore_errors=True)
-    else:
-        log.warning("remove %s with your object store's tools (gluon no longer uses it)", location)

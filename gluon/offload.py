@@ -82,6 +82,8 @@ class OffloadContext:
     increment: PlannedIncrement | None = None
     appending: bool = False
     """A later increment of a partially offloaded table (the lake table exists)."""
+    replaces: OffloadedTable | None = None
+    """The offload --reset-backend-table replaces: it stays queryable until the new one is done."""
 
 
 def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
@@ -93,8 +95,21 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
     repo = Repository(settings.repo_url)
     ref = options.table
     existing = repo.get_table(ref.key)
-    if options.increment.is_partial and not options.reset_backend_table:
-        return _validate_increment(settings, options, source, spec, repo, existing)
+    if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):
+        raise StateError(
+            f"{ref.key} has incremental update enabled: run with --incremental-updates-disabled "
+            "before --reset-backend-table"
+        )
+    replaces = (
+        existing
+        if existing is not None and existing.status == OFFLOADED and options.reset_backend_table
+        else None
+    )
+    if options.increment.is_partial:
+        context = _validate_increment(
+            settings, options, source, spec, repo, None if replaces else existing
+        )
+        return _replacing(context, replaces)
     if options.increment.offload_type not in (None, FULL):
         raise UsageError(
             "--offload-type=INCREMENTAL needs the rows to offload: --offload-predicate, "
@@ -107,15 +122,23 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
             if existing.offloaded_at
             else f"{ref.key} is already offloaded: add --reset-backend-table to offload it again"
         )
-    if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):
-        raise StateError(
-            f"{ref.key} has incremental update enabled: run with --incremental-updates-disabled "
-            "before --reset-backend-table"
-        )
     record = _new_record(settings, options, source, spec, offload_type=FULL)
-    if options.reset_backend_table:
-        repo.increments.delete_all(ref.key)
-    return OffloadContext(settings, options, source, spec, repo, record)
+    return _replacing(OffloadContext(settings, options, source, spec, repo, record), replaces)
+
+
+def _replacing(context: OffloadContext, replaces: OffloadedTable | None) -> OffloadContext:
+    """A reset writes a new Delta table beside the old one and switches to it when done."""
+    if replaces is None:
+        return context
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S%f")
+    names = lake_names(context.options.table)
+    path = storage.join(
+        context.settings.lake_root, names.schema_dir(), f"{names.table}_data_r{stamp}"
+    )
+    context.record = replace(context.record, base_path=path)
+    context.replaces = replaces
+    context.appending = False
+    return context
 
 
 def _new_record(
@@ -158,7 +181,7 @@ def _validate_increment(
 ) -> OffloadContext:
     """A partial offload: the first increment, or the next one of a partial table."""
     ref = options.table
-    previous = repo.increments.increments(ref.key)
+    previous = repo.increments.increments(ref.key) if existing is not None else []
     planned = plan_increment(source, spec, options.increment, previous)
     appending = existing is not None and existing.status == OFFLOADED
     if existing is not None and existing.offload_type == FULL and appending:
@@ -274,12 +297,12 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
         if increment is not None:
             if context.appending:
                 _check_increment_is_new(session, context, lake_filter)
-            else:
+            elif context.replaces is None:
                 repo.save_table(record)
             increment_id = repo.increments.start(
                 record.table_key, increment.kind, increment.predicate.text, increment.boundary
             )
-        else:
+        elif context.replaces is None:
             repo.save_table(record)
         with progress.task(f"copying {record.table_key}", expected) as task:
             rows = tables.write_batches(
@@ -299,8 +322,12 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
             register_user_view(session, record)
     if increment_id is not None:
         repo.increments.finish(increment_id, rows)
+    if context.replaces is not None:
+        repo.increments.delete_all(record.table_key, keep=increment_id)
     done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=_utcnow())
     repo.save_table(done)
+    if context.replaces is not None and context.replaces.base_path != record.base_path:
+        storage.remove_table(context.replaces.base_path)
     log.info("offloaded %s: %d rows", record.table_key, rows)
     return rows
 

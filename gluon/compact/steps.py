@@ -7,7 +7,6 @@ the run cleanly (single-session compaction at the acknowledgement step).
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -151,12 +150,10 @@ def drop_obsolete(context: CompactionContext) -> str:
     if old_base and old_base != context.record.base_path:
         if retain:
             _retain(context, "base table", f"{context.record.base_table} (before)", old_base)
-        elif storage.is_local(old_base):
-            shutil.rmtree(storage.local_path(old_base), ignore_errors=True)
+        elif storage.remove_table(old_base):
             dropped.append(f"old base {old_base}")
     for stage in staged_tables(context):
-        if storage.is_local(stage):
-            shutil.rmtree(storage.local_path(stage), ignore_errors=True)
+        if storage.remove_table(stage):
             dropped.append(f"staging table {stage}")
     if retain:
         _retain(

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
 import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
 from gluon.errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 
 def is_local(root: str) -> bool:
@@ -25,6 +29,19 @@ def local_path(location: str) -> Path:
 def join(root: str, *parts: str) -> str:
     """Join path parts below a root path or URI."""
     return "/".join([root.rstrip("/"), *parts])
+
+
+def remove_table(location: str) -> bool:
+    """Delete the files of a Delta table gluon no longer uses; False where it cannot.
+
+    Local paths are removed; on an object store the location is logged for the user's
+    own tools (gluon keeps no credentials for deleting there).
+    """
+    if is_local(location):
+        shutil.rmtree(local_path(location), ignore_errors=True)
+        return True
+    log.warning("remove %s with your object store's tools (gluon no longer uses it)", location)
+    return False
 
 
 def check_writable(root: str) -> None:

@@ -70,7 +70,11 @@ class IncrementRepository:
                 .values(status=DONE, rows=rows, offloaded_at=now())
             )
 
-    def delete_all(self, table_key: str) -> None:
+    def delete_all(self, table_key: str, *, keep: int | None = None) -> None:
+        """Forget a table's increments (all but ``keep``)."""
         table = models.offload_increments
+        condition = table.c.table_key == table_key
+        if keep is not None:
+            condition = condition & (table.c.id != keep)
         with self.engine.begin() as connection:
-            connection.execute(table.delete().where(table.c.table_key == table_key))
+            connection.execute(table.delete().where(condition))

@@ -351,6 +351,8 @@ def _decimal_converter(scale: int) -> Converter:
 def _text(value: Any) -> Any:
     if isinstance(value, str):
         return value
+    if isinstance(value, bytes | bytearray | memoryview):
+        raise ValueError("binary data in a text column (declare the column as BLOB)")
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
     return str(value)

@@ -155,7 +155,14 @@ def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def lake_table_dir(home: Path, schema: str, table: str) -> Path:
-    """Where gluon puts the base table of ``schema.table`` under the default lake root."""
+    """Where the base table of ``schema.table`` is now (the repository records it; a
+    --reset-backend-table writes a new one), else where a first offload puts it."""
+    from gluon.config import load_settings
+    from gluon.repo import Repository
+
+    record = Repository(load_settings().repo_url).get_table(f"{schema}.{table}".upper())
+    if record is not None:
+        return Path(record.base_path)
     return home / "lake" / f"{schema.lower()}.db" / f"{table.lower()}_data"
 
 
