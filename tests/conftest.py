@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support import cli as support_cli
 from support import sql as support_sql
+from support.cli import GLUON_SETTINGS
 from support.postgres import PostgresServer
 from typer.testing import Result
 
@@ -74,22 +75,6 @@ def pg_url(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterato
 # ---------------------------------------------------------------------------
 
 SPARK_REMOTE_ENV = "GLUON_TEST_SPARK_REMOTE"
-
-# Settings gluon reads from the environment; cleared for every test. GLUON_RECORD_SQL
-# is deliberately absent: the session-wide SQL recording below must survive.
-GLUON_SETTINGS = (
-    "GLUON_SOURCE_URL",
-    "OFFLOAD_LAKE_ROOT",
-    "GLUON_REPO_URL",
-    "SPARK_REMOTE",
-    "GLUON_ENGINE",
-    "GLUON_SPARK_MASTER",
-    "OFFLOAD_LOGDIR",
-    "ORA_CONN",
-    "ORA_APP_USER",
-    "ORA_APP_PASS",
-    "GLUON_DEBUG",
-)
 
 
 @pytest.fixture

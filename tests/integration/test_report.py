@@ -20,7 +20,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from support.cli import error_lines, run_cli
+from support.cli import GLUON_SETTINGS, error_lines, run_cli
 from support.tables import App, compact, enable, extract, offload
 
 from gluon.status.formats import COLUMNS, SUMMARY_COLUMNS
@@ -53,19 +53,6 @@ FINDINGS = {
     ("MAIN.ORDERS", "extraction_failed"),
     ("MAIN.ORDERS", "delta_backlog"),
 }
-GLUON_SETTINGS = (
-    "GLUON_SOURCE_URL",
-    "OFFLOAD_LAKE_ROOT",
-    "GLUON_REPO_URL",
-    "SPARK_REMOTE",
-    "GLUON_ENGINE",
-    "GLUON_SPARK_MASTER",
-    "OFFLOAD_LOGDIR",
-    "ORA_CONN",
-    "ORA_APP_USER",
-    "ORA_APP_PASS",
-    "GLUON_DEBUG",
-)
 
 
 @dataclass

@@ -23,7 +23,30 @@ from typing import Any
 import typer
 from typer.testing import CliRunner, Result
 
-__all__ = ["PROGRAMS", "assert_plan_printed", "error_lines", "query_json", "run_cli"]
+__all__ = [
+    "GLUON_SETTINGS",
+    "PROGRAMS",
+    "assert_plan_printed",
+    "error_lines",
+    "query_json",
+    "run_cli",
+]
+
+# Settings gluon reads from the environment; tests clear them all. GLUON_RECORD_SQL is
+# deliberately absent: the session-wide SQL recording (conftest.py) must survive.
+GLUON_SETTINGS = (
+    "GLUON_SOURCE_URL",
+    "OFFLOAD_LAKE_ROOT",
+    "GLUON_REPO_URL",
+    "SPARK_REMOTE",
+    "GLUON_ENGINE",
+    "GLUON_SPARK_MASTER",
+    "OFFLOAD_LOGDIR",
+    "ORA_CONN",
+    "ORA_APP_USER",
+    "ORA_APP_PASS",
+    "GLUON_DEBUG",
+)
 
 PROGRAMS: dict[str, str] = {
     "offload": "gluon.cli.offload",
