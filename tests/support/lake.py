@@ -156,14 +156,19 @@ def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 def lake_table_dir(home: Path, schema: str, table: str) -> Path:
     """Where the base table of ``schema.table`` is now (the repository records it; a
-    --reset-backend-table writes a new one), else where a first offload puts it."""
-    from gluon.config import load_settings
+    --reset-backend-table writes a new one), else where a first offload puts it.
+
+    Reads the default repository under ``home`` directly, and only if it exists: no
+    settings are loaded (a test may have broken them on purpose) and nothing is created.
+    """
     from gluon.repo import Repository
 
-    record = Repository(load_settings().repo_url).get_table(f"{schema}.{table}".upper())
-    if record is not None:
-        return Path(record.base_path)
-    return home / "lake" / f"{schema.lower()}.db" / f"{table.lower()}_data"
+    first = home / "lake" / f"{schema.lower()}.db" / f"{table.lower()}_data"
+    repo_db = home / "repo" / "gluon.db"
+    if not repo_db.exists():
+        return first
+    record = Repository(f"sqlite:///{repo_db}").get_table(f"{schema}.{table}".upper())
+    return Path(record.base_path) if record is not None else first
 
 
 def delta_version(path: Path) -> int:
