@@ -113,7 +113,18 @@ def source_object_names(
 
     log = name("_LOG")
     if changelog_table:
-        override = changelog_table.split(".")
+        override = changelog_table.strip().split(".")
+        if len(override) not in (1, 2) or not all(_IDENTIFIER.match(part) for part in override):
+            raise UsageError(
+                "--incremental-changelog-table expects TABLE or SCHEMA.TABLE (plain "
+                f"identifiers), found {changelog_table!r}"
+            )
+        too_long = [part for part in override if max_length and len(part) > max_length]
+        if too_long:
+            raise UsageError(
+                f"--incremental-changelog-table: {too_long[0]!r} is longer than the "
+                f"{max_length} characters this database allows"
+            )
         log = (
             QualifiedName(folded(override[0]), folded(override[1]))
             if len(override) == 2

@@ -37,7 +37,7 @@ def query(
             return to_csv(table)
         return table.to_pandas().to_string(index=False) if table.num_rows else "(no rows)"
 
-    text, _ = run_command(f"{PROGRAM}_query", body, verbose=verbose, debug=debug)
+    text, _ = run_command(PROGRAM, body, subject="query", verbose=verbose, debug=debug)
     stdout.print(text, markup=False)
 
 

@@ -22,7 +22,6 @@ from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
 from gluon.lake import storage, tables
-from gluon.lake.sqllog import record as record_sql
 from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.repo.compaction import ObsoleteObject
 from gluon.repo.incremental import now
@@ -89,13 +88,8 @@ def _replace_partitions(context: CompactionContext, target: str, source: str) ->
 
 
 def _write(context: CompactionContext, select: str, location: str) -> None:
-    frame = context.lake().sql(select)
     parts = [p.lake_column for p in context.record.partitioning]
-    writer = frame.write.format("delta").mode("overwrite")
-    if parts:
-        writer = writer.partitionBy(*parts)
-    record_sql("write", f"overwrite {location} partitionBy={parts}")
-    writer.save(location)
+    context.lake().write(context.lake().sql(select), location, mode="overwrite", partition_by=parts)
 
 
 def _names(context: CompactionContext) -> LakeNames:

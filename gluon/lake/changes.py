@@ -14,7 +14,6 @@ import pyarrow as pa
 from gluon import templates
 from gluon.lake import tables
 from gluon.lake.session import LakeSession
-from gluon.lake.sqllog import record
 from gluon.lake.storage import delta_version
 from gluon.lake.types import struct_type
 from gluon.schema import Column, arrow_schema
@@ -42,8 +41,7 @@ def create_delta_table(session: LakeSession, location: str, columns: tuple[Colum
     all_columns = delta_columns(columns)
     empty = pa.Table.from_pylist([], schema=arrow_schema(all_columns))
     frame = session.spark.createDataFrame(empty, schema=struct_type(all_columns))
-    record("write", f"overwrite {location} partitionBy=[{PARTITION_COLUMN}]")
-    frame.write.format("delta").mode("overwrite").partitionBy(PARTITION_COLUMN).save(location)
+    session.write(frame, location, mode="overwrite", partition_by=[PARTITION_COLUMN])
 
 
 def append_changes(
@@ -61,8 +59,7 @@ def append_changes(
         "gl_extraction_id", pa.array([extraction_id] * count, pa.int64())
     ).append_column(PARTITION_COLUMN, pa.array([partition] * count, pa.int32()))
     frame = session.spark.createDataFrame(changes, schema=struct_type(delta_columns(columns)))
-    record("write", f"append {location} partitionBy=[{PARTITION_COLUMN}]")
-    frame.write.format("delta").mode("append").partitionBy(PARTITION_COLUMN).save(location)
+    session.write(frame, location, mode="append", partition_by=[PARTITION_COLUMN])
 
 
 def present_sequences(

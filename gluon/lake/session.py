@@ -10,10 +10,12 @@ import atexit
 import logging
 import os
 import re
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlparse
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
@@ -92,9 +94,25 @@ def _classic_session(master: str) -> SparkSession:
         ) from None
 
 
+def _reachable_remote(url: str, timeout: float = 5.0) -> str:
+    """``url`` if its host answers; pyspark would otherwise retry for minutes."""
+    parsed = urlparse(url.replace("sc://", "http://", 1))
+    host, port = parsed.hostname or "localhost", parsed.port or 15002
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except OSError as exc:
+        raise LakeError(
+            f"SPARK_REMOTE {url} does not answer ({exc}): start the Spark Connect server or "
+            "unset SPARK_REMOTE to use the embedded engine"
+        ) from None
+    return url
+
+
 _FACTORIES: dict[EngineKind, Callable[[Settings], SparkSession]] = {
     EngineKind.SAIL: lambda settings: _remote_session(_sail_url()),
-    EngineKind.REMOTE: lambda settings: _remote_session(str(settings.spark_remote)),
+    EngineKind.REMOTE: lambda settings: _remote_session(
+        _reachable_remote(str(settings.spark_remote))
+    ),
     EngineKind.CLASSIC: lambda settings: _classic_session(str(settings.spark_master)),
 }
 
@@ -116,6 +134,39 @@ class LakeSession:
             if is_commit_conflict(exc):
                 raise
             raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
+
+    def write(
+        self,
+        frame: DataFrame,
+        location: str,
+        *,
+        mode: str,
+        partition_by: list[str] | tuple[str, ...] = (),
+        replace_where: str | None = None,
+    ) -> None:
+        """Write ``frame`` to the Delta table at ``location`` in one commit (recorded).
+
+        ``mode`` is ``append`` or ``overwrite``; with ``replace_where`` an overwrite replaces
+        only the rows matching it (the caller filters ``frame`` to them: Sail does not check).
+        A lost commit race is raised as it is, for the caller to retry what must be redone.
+        """
+        writer = frame.write.format("delta").mode(mode)
+        if replace_where:
+            writer = writer.option("replaceWhere", replace_where)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        sqllog.record(
+            "write",
+            f"{mode} {location} partitionBy={list(partition_by)} replaceWhere={replace_where}",
+        )
+        try:
+            writer.save(location)
+        except Exception as exc:
+            if is_commit_conflict(exc):
+                raise
+            raise LakeError(
+                f"writing the Delta table at {location} failed: {_first_line(exc)}"
+            ) from exc
 
     def execute(self, statement: str) -> None:
         """Run a statement for its effect, again if its commit lost a race (it is idempotent)."""

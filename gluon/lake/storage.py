@@ -53,9 +53,14 @@ def check_writable(root: str) -> None:
     if not is_local(root):
         return  # object stores are checked by the first write
     path = local_path(root)
-    probe = path / f".gluon-write-check-{uuid.uuid4().hex}"
+    # Nothing is created here (a dry run changes nothing): probe the root, or where it would be.
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    probe = existing / f".gluon-write-check-{uuid.uuid4().hex}"
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        if not existing.is_dir():
+            raise NotADirectoryError(20, "not a directory", str(existing))
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as exc:

@@ -14,7 +14,6 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from gluon.lake.session import LakeSession
-from gluon.lake.sqllog import record
 from gluon.lake.types import struct_type
 from gluon.progress import ProgressTask
 from gluon.schema import Column, PartitionColumn, arrow_schema
@@ -87,15 +86,13 @@ def write_batches(
         if derived:
             frame = frame.selectExpr("*", *derived)
         mode = "overwrite" if first and overwrite_first else "append"
-        writer = frame.write.format("delta").mode(mode)
-        if mode == "overwrite" and replace_where:
-            writer = writer.option("replaceWhere", replace_where)
-        if partition_by:
-            writer = writer.partitionBy(*partition_by)
-        record(
-            "write", f"{mode} {location} partitionBy={partition_by} replaceWhere={replace_where}"
+        session.write(
+            frame,
+            location,
+            mode=mode,
+            partition_by=partition_by,
+            replace_where=replace_where if mode == "overwrite" else None,
         )
-        writer.save(location)
         first = False
 
     empty_batch: pa.RecordBatch | None = None

@@ -258,3 +258,22 @@ def test_lake_names_are_lower_case() -> None:
 
 def test_lake_names_are_the_same_however_the_table_is_typed() -> None:
     assert lake_names(TableRef.parse("sh.sales")) == lake_names(TableRef.parse("SH.SALES"))
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("audit.logs.extra", "expects TABLE or SCHEMA.TABLE"),
+        ("bad name; drop", "expects TABLE or SCHEMA.TABLE"),
+        ("X" * 31, "longer than the 30 characters"),
+    ],
+)
+def test_changelog_table_override_is_validated(override: str, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        source_object_names(
+            TableRef("SH", "SALES"),
+            max_length=30,
+            has_schemas=True,
+            fold="upper",
+            changelog_table=override,
+        )
