@@ -8,6 +8,7 @@ no repository record, no lake table directory, no Delta table at all.
 from __future__ import annotations
 
 import socket
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -312,3 +313,18 @@ def test_bad_partitioning_is_reported_without_execute_too(
     result = run_cli("offload", "-t", "main.products", "--partition-columns=nope")
     assert_one_error_line(result, 2, "'nope'")
     assert_nothing_changed(offload_home, "MAIN.PRODUCTS")
+
+
+def test_unreachable_spark_remote_fails_fast_in_one_line(
+    offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("SPARK_REMOTE", f"sc://127.0.0.1:{port}")
+    started = time.monotonic()
+    result = run_cli("gluon", "query", "SELECT 1")
+    assert result.exit_code == 1
+    (line,) = error_lines(result)
+    assert "SPARK_REMOTE" in line and "does not answer" in line
+    assert time.monotonic() - started < 30
