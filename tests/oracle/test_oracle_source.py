@@ -22,7 +22,7 @@ from gluon.errors import NotFoundError, SourceError, UnsupportedError, UsageErro
 from gluon.naming import TableRef
 from gluon.schema import Column, TableSpec, arrow_type, is_lake_type
 from gluon.source import connect, dialect_class
-from gluon.source.base import converter_for
+from gluon.source.arrow import converter_for
 from gluon.source.oracle import (
     OracleSource,
     column_from_dictionary,
