@@ -65,6 +65,7 @@ def run(workspace: Workspace, scale: Scale, results: Results) -> None:
                 changes,
                 results,
                 group="scale curve",
+                repeats=scale.repeats,
                 methods=("in-place", "full"),
                 label=f"{rows:,} rows",
                 measure_extraction=True,

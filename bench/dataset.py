@@ -126,11 +126,17 @@ def apply_changes(url: str, changes: ChangeSet, table: str = TABLE) -> dict[str,
 
 
 def update_first(url: str, count: int, table: str = TABLE) -> int:
-    """Update rows 1..count (one ``U`` change each)."""
+    """``count`` changes: update rows 1..count (in several passes over the table if needed)."""
+    changed = 0
     with connect(url) as conn:
-        return conn.execute(
-            f"UPDATE {SCHEMA}.{table} SET amount = amount + 1 WHERE id <= {int(count)}"
-        ).rowcount
+        while changed < count:
+            result = conn.execute(
+                f"UPDATE {SCHEMA}.{table} SET amount = amount + 1 WHERE id <= {count - changed}"
+            )
+            if not result.rowcount:
+                break
+            changed += result.rowcount
+    return changed
 
 
 def update_spread(url: str, low: int, high: int, table: str = TABLE) -> int:

@@ -58,15 +58,20 @@ def run_process(
             argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, cwd=ROOT
         )
         deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                child.kill()
-                pid, status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.01)
+        try:
+            while True:
+                pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.perf_counter() > deadline:
+                    child.kill()
+                    pid, status, usage = os.wait4(child.pid, 0)
+                    break
+                time.sleep(0.01)
+        except BaseException:  # interrupted: leave no child behind
+            child.kill()
+            child.wait()
+            raise
         seconds = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -129,7 +134,6 @@ class Figure:
 class Results:
     scale: str
     figures: list[Figure] = field(default_factory=list)
-    log: list[str] = field(default_factory=list)
 
     def add(self, figure: Figure) -> Figure:
         self.figures.append(figure)

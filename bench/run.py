@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import signal
 import sqlite3
@@ -59,9 +60,14 @@ def machine(workspace: Workspace) -> dict[str, Any]:
         text=True,
         check=False,
     ).stdout.strip()
-    import os
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], capture_output=True, text=True, check=False, cwd=ROOT)
+        return done.stdout.strip()
 
     return {
+        "git_commit": git("rev-parse", "--short", "HEAD"),
+        "git_dirty_gluon": bool(git("status", "--porcelain", "--", "gluon", "templates")),
         "nproc": os.cpu_count(),
         "cpu": cpu,
         "memory_gib": round(int(meminfo[1]) / 1024 / 1024, 1),
@@ -121,6 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.run --scale " + scale.name
     if args.only:
         command += " --only " + " ".join(args.only)
+    if args.explain:
+        command += " --explain"
     note(f"{command}: scratch in {work}")
     extra: dict[str, Any] = {}
     with Workspace(work) as workspace:

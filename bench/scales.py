@@ -8,6 +8,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True, slots=True)
 class Scale:
     name: str
+    repeats: int
+    """Extractions, compactions and their baselines run this often; the fastest run counts."""
     # 1. capture overhead
     pgbench_scale: int
     """pgbench -i -s: 100,000 pgbench_accounts rows per unit."""
@@ -49,6 +51,7 @@ def full_grid(partitions: int) -> tuple[tuple[float, int], ...]:
 SCALES: dict[str, Scale] = {
     "tiny": Scale(
         name="tiny",
+        repeats=1,
         pgbench_scale=1,
         pgbench_seconds=5,
         pgbench_clients=2,
@@ -67,12 +70,13 @@ SCALES: dict[str, Scale] = {
     ),
     "small": Scale(
         name="small",
+        repeats=2,
         pgbench_scale=2,
         pgbench_seconds=15,
         pgbench_clients=2,
         sqlite_rows=100_000,
         sqlite_updates=10_000,
-        extraction_changes=(10_000, 100_000, 300_000),
+        extraction_changes=(10_000, 100_000, 1_000_000),
         base_rows=500_000,
         base_partitions=10,
         compaction_grid=((0.01, 2), (0.01, 10), (0.05, 10), (0.20, 10)),
@@ -85,6 +89,7 @@ SCALES: dict[str, Scale] = {
     ),
     "full": Scale(
         name="full",
+        repeats=1,
         pgbench_scale=10,
         pgbench_seconds=30,
         pgbench_clients=2,
