@@ -90,6 +90,9 @@ CHANGE_FIELDS: tuple[pa.Field, ...] = (
 )
 """What :func:`read_changes` adds after the table's columns."""
 
+ARRAY_DELETE_CHUNK = 100_000
+"""Sequence values per DELETE where the dialect binds one array parameter."""
+
 DELETE_CHUNK = 500
 """Sequence values per DELETE statement (Oracle allows 1,000 items in an IN list)."""
 
@@ -370,14 +373,21 @@ def delete_changes(
     if changelog is None or not seqs:
         return 0
     values = [int(seq) for seq in seqs]
-    statements = []
-    for start in range(0, len(values), DELETE_CHUNK):
-        chunk = values[start : start + DELETE_CHUNK]
-        binds = [f"seq_{index}" for index in range(len(chunk))]
-        sql = source.render(
-            "delete_changes", schema=changelog.schema, table=changelog.name, binds=binds
-        )
-        statements.append((sql, dict(zip(binds, chunk, strict=True))))
+    statements: list[tuple[str, dict[str, Any]]] = []
+    if source.binds_arrays:
+        # One array parameter: long IN lists cost more in client-side SQL handling than the
+        # delete itself (measured by bench/: 2.6 s vs 1.0 s for 300k rows on PostgreSQL).
+        sql = source.render("delete_changes", schema=changelog.schema, table=changelog.name)
+        for start in range(0, len(values), ARRAY_DELETE_CHUNK):
+            statements.append((sql, {"seqs": values[start : start + ARRAY_DELETE_CHUNK]}))
+    else:
+        for start in range(0, len(values), DELETE_CHUNK):
+            chunk = values[start : start + DELETE_CHUNK]
+            binds = [f"seq_{index}" for index in range(len(chunk))]
+            sql = source.render(
+                "delete_changes", schema=changelog.schema, table=changelog.name, binds=binds
+            )
+            statements.append((sql, dict(zip(binds, chunk, strict=True))))
     return source.execute_in_transaction(
         statements, what=f"deleting extracted changes from {changelog.schema}.{changelog.name}"
     )

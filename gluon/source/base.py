@@ -53,6 +53,9 @@ class SourceDialect:
     name_case: ClassVar[str] = "upper"
     """How the database folds unquoted names: ``upper`` or ``lower``."""
 
+    binds_arrays: ClassVar[bool] = False
+    """Whether a bind parameter may hold a list of values (``= ANY(:values)``)."""
+
     fetch_rows: ClassVar[int] = 50_000
     """Rows per DBAPI fetch when reading a table."""
 

@@ -80,6 +80,7 @@ def _literals(text: str) -> list[str | None]:
 class PostgreSQLSource(SourceDialect):
     name = "postgresql"
     max_identifier_length: ClassVar[int | None] = 63
+    binds_arrays = True
     has_schemas = True
     name_case = "lower"
 
