@@ -36,4 +36,5 @@ step "Changes per control partition after the compaction" \
   gluon query "SELECT gl_control_partition, COUNT(*) AS changes FROM main_load.products_changes GROUP BY gl_control_partition"
 step "The latest state, now from the compacted base table" \
   gluon query "SELECT * FROM main.products ORDER BY prod_id"
+step "Incremental update status" display_incremental_status -t main.products
 printf '\nDemo files (env file, logs, lake, repository) are in %s\n' "$OFFLOAD_HOME"
