@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import decimal
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from gluon import templates
@@ -69,8 +70,11 @@ def _predicates(context: CompactionContext, template: str) -> list[str]:
     return predicates
 
 
-def _replace_partitions(context: CompactionContext, target: str, source: str) -> int:
-    """Replace each listed partition of ``target`` with ``source``'s rows, one commit each."""
+def _replace_partitions(
+    context: CompactionContext, target: str, source_for: Callable[[str], str]
+) -> int:
+    """Replace each listed partition of ``target`` with the rows of ``source_for(predicate)``,
+    one commit each; partitions a previous run finished are skipped."""
     done = set(context.run.progress.get("partitions_done", []))
     predicates = list(context.run.progress["partitions"])
     for predicate in predicates:
@@ -78,7 +82,7 @@ def _replace_partitions(context: CompactionContext, target: str, source: str) ->
             continue
         context.lake().execute(
             f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
-            f"SELECT * FROM {source} WHERE {predicate}"
+            f"SELECT * FROM {source_for(predicate)} WHERE {predicate}"
         )
         done.add(predicate)
         context.save_progress(partitions_done=sorted(done))
@@ -132,7 +136,8 @@ def compact_in_place(context: CompactionContext) -> str:
         )
         context.save_progress(staged=stage_path)
     tables.register_table(context.lake(), stage_name, stage_path)
-    count = _replace_partitions(context, context.record.base_table, tables.quote(stage_name))
+    stage = tables.quote(stage_name)
+    count = _replace_partitions(context, context.record.base_table, lambda _: stage)
     return f"{count} partitions rewritten"
 
 
@@ -172,33 +177,22 @@ def compact_partition_wise(context: CompactionContext) -> str:
     if not context.record.partitioning:
         return compact_full(context)
     location = new_base_path(context)
-    predicates = _predicates(context, "all_partitions")
+    _predicates(context, "all_partitions")  # listed once, in the run's progress
     if "new_base_created" not in context.run.progress:
         _write(context, f"SELECT * FROM ({context.merged_select()}) gl_none WHERE false", location)
         context.save_progress(new_base_created=location)
     target = f"{context.record.lake_schema}_load.gl_new_base_{context.run.id}"
     tables.register_table(context.lake(), target, location)
-    for predicate in predicates:
-        if predicate in context.run.progress.get("partitions_done", []):
-            continue
-        base = f"(SELECT * FROM {context.base_relation} WHERE {predicate})"
+
+    def merged_partition(predicate: str) -> str:
         # Only this partition's base rows take part: a key that moved elsewhere is removed here
         # by the merge and written by the partition its latest row lands in.
-        source = f"({context.merged_select(base)}) gl_partition"
-        context.save_progress(current_partition=predicate)
-        _replace_one(context, target, source, predicate)
+        base = f"(SELECT * FROM {context.base_relation} WHERE {predicate})"
+        return f"({context.merged_select(base)}) gl_partition"
+
+    count = _replace_partitions(context, target, merged_partition)
     context.save_progress(new_base_path=location)
-    return f"new base table at {location}: {len(predicates)} partitions written"
-
-
-def _replace_one(context: CompactionContext, target: str, source: str, predicate: str) -> None:
-    context.lake().execute(
-        f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
-        f"SELECT * FROM {source} WHERE {predicate}"
-    )
-    done = sorted({*context.run.progress.get("partitions_done", []), predicate})
-    context.save_progress(partitions_done=done)
-    fault_point("compact.after_partition")
+    return f"new base table at {location}: {count} partitions written"
 
 
 def staged_tables(context: CompactionContext) -> list[str]:
