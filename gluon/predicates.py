@@ -192,12 +192,13 @@ class Predicate:
     text: str
     root: Node
 
-    def columns(self) -> set[str]:
-        found: set[str] = set()
+    def leaves(self) -> list[Compare | IsNull]:
+        """The comparisons and null tests, in order."""
+        found: list[Compare | IsNull] = []
 
         def visit(node: Node) -> None:
             if isinstance(node, Compare | IsNull):
-                found.add(node.column.lower())
+                found.append(node)
             elif isinstance(node, Not):
                 visit(node.item)
             else:
@@ -206,6 +207,9 @@ class Predicate:
 
         visit(self.root)
         return found
+
+    def columns(self) -> set[str]:
+        return {leaf.column.lower() for leaf in self.leaves()}
 
     def check_columns(self, columns: Sequence[Column]) -> dict[str, Column]:
         """The predicate's columns by lower-case name.
@@ -221,7 +225,7 @@ class Predicate:
                 f"predicate {self.text!r}: no column {', '.join(unknown)} "
                 f"(columns: {', '.join(column.name for column in columns)})"
             )
-        for node in self._comparisons():
+        for node in (leaf for leaf in self.leaves() if isinstance(leaf, Compare)):
             column = known[node.column.lower()]
             kind = _value_kind(node.value)
             family = "decimal" if column.lake_type.startswith("decimal(") else column.lake_type
@@ -231,21 +235,6 @@ class Predicate:
                     f"values, which cannot be compared with a {kind}(...) value"
                 )
         return known
-
-    def _comparisons(self) -> list[Compare]:
-        found: list[Compare] = []
-
-        def visit(node: Node) -> None:
-            if isinstance(node, Compare):
-                found.append(node)
-            elif isinstance(node, Not):
-                visit(node.item)
-            elif isinstance(node, BoolOp):
-                for item in node.items:
-                    visit(item)
-
-        visit(self.root)
-        return found
 
     def to_source_sql(
         self, columns: Sequence[Column], quote: Callable[[str], str], prefix: str = "p"
