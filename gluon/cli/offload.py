@@ -224,7 +224,10 @@ def offload(
         typer.Option(
             "--incremental-wait-time",
             min=0,
-            help="Minutes to let running queries finish before the disruptive steps (0: none).",
+            help=(
+                "Minutes after the view switch before old objects are dropped, so that "
+                "running queries finish (0: none)."
+            ),
         ),
     ] = DEFAULT_WAIT_MINUTES,
     retain_obsolete_objects: Annotated[

@@ -30,6 +30,7 @@ class CompactionContext:
     progress: Progress
     stack: ExitStack = field(default_factory=ExitStack)
     _session: LakeSession | None = None
+    _session_stack: ExitStack = field(default_factory=ExitStack)
 
     @property
     def method(self) -> type[ExtractionMethod]:
@@ -52,10 +53,17 @@ class CompactionContext:
     def lake(self) -> LakeSession:
         """The lake session, opened on first use, with the base and delta tables registered."""
         if self._session is None:
-            self._session = self.stack.enter_context(open_session(self.settings))
+            self._session_stack = ExitStack()
+            self.stack.callback(self._session_stack.close)
+            self._session = self._session_stack.enter_context(open_session(self.settings))
             tables.register_table(self._session, self.record.base_table, self.record.base_path)
             tables.register_table(self._session, self.state.delta_table, self.state.delta_path)
         return self._session
+
+    def release_session(self) -> None:
+        """Close the lake session (before a long wait); the next :meth:`lake` opens a new one."""
+        self._session_stack.close()
+        self._session = None
 
     # Inputs are read as they are now, not pinned with VERSION AS OF: Sail cannot time-travel
     # to a version older than the table's latest checkpoint. Every method reads its inputs

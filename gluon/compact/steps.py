@@ -112,23 +112,41 @@ def compact(context: CompactionContext) -> str:
 
 
 def wait_for_queries(context: CompactionContext) -> str:
-    """Give running queries time before the disruptive steps. Re-run: waits the rest."""
+    """Let queries that started before the switch finish. Re-run: waits the rest."""
     minutes = float(context.options.wait_minutes)
     if minutes <= 0:
         return "no wait"
-    if "wait_started" not in context.run.progress:
-        context.save_progress(wait_started=time.time())
-    remaining = float(context.run.progress["wait_started"]) + minutes * 60 - time.time()
+    _wait_since_switch(context)
+    return f"waited {minutes:g} minutes after the switch"
+
+
+def _wait_since_switch(context: CompactionContext) -> None:
+    """Sleep until ``--incremental-wait-time`` has passed since the views switched.
+
+    Queries that started before the switch still read the old objects; they are dropped
+    only once this has returned. The switch time is persisted, so a resumed run waits only
+    the rest.
+    """
+    minutes = float(context.options.wait_minutes)
+    if minutes <= 0:
+        return
+    if "switched_at" not in context.run.progress:
+        # A run switched by an older gluon (which waited before the switch): count from now.
+        context.save_progress(switched_at=time.time())
+    remaining = float(context.run.progress["switched_at"]) + minutes * 60 - time.time()
     if remaining > 0:
+        # Never hold a lake session across a wait: the engine ends idle sessions.
+        context.release_session()
         log.info("waiting %.0f seconds for queries to finish", remaining)
         time.sleep(remaining)
-    return f"waited {minutes:g} minutes"
 
 
 def switch_views(context: CompactionContext) -> str:
     """Point the views at the compacted base and the newer partitions. Re-run: no change."""
     assert context.run.new_partition is not None
     if context.state.view_min_partition == context.run.new_partition:
+        if "switched_at" not in context.run.progress:  # killed between the switch and its record
+            context.save_progress(switched_at=time.time())
         return "already switched"
     new_base = context.run.progress.get("new_base_path")
     context.save_progress(old_base_path=context.record.base_path)
@@ -138,12 +156,13 @@ def switch_views(context: CompactionContext) -> str:
         view_generation=context.state.view_generation + 1,
         view_min_partition=context.run.new_partition,
     )
-    context.refresh()
+    context.save_progress(switched_at=time.time())
     return f"views now at generation {context.state.view_generation}"
 
 
 def drop_obsolete(context: CompactionContext) -> str:
     """Drop the compacted control partitions and an old base table. Re-run: drops nothing new."""
+    _wait_since_switch(context)  # no-op once wait_for_queries has waited
     retain = context.options.retain_obsolete_objects
     dropped = []
     old_base = context.run.progress.get("old_base_path")
@@ -213,8 +232,10 @@ STEPS: tuple[Step, ...] = (
     Step("await_acknowledgement", await_acknowledgement),
     Step("record_snapshot", record_snapshot),
     Step("compact", compact),
-    Step("wait_for_queries", wait_for_queries),
+    # The wait follows the switch: queries started before it read the old base and control
+    # partitions, which drop_obsolete removes only once the wait time has passed.
     Step("switch_views", switch_views, disruptive=True),
+    Step("wait_for_queries", wait_for_queries),
     Step("drop_obsolete", drop_obsolete, disruptive=True),
     Step("vacuum", vacuum),
 )

@@ -304,7 +304,7 @@ def test_threshold_wait_time_retain_and_snapshot(
     assert time.monotonic() - started >= 3.0
     run = repo.compaction.runs("MAIN.ITEMS")[0]
     steps = {step.step: step.detail for step in repo.compaction.steps(run.id)}
-    assert steps["wait_for_queries"] == "waited 0.05 minutes"
+    assert steps["wait_for_queries"] == "waited 0.05 minutes after the switch"
     assert run.snapshot is not None
     base = run.snapshot["base"]
     old_rows = lake_rows(
