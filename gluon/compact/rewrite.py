@@ -53,7 +53,15 @@ def _predicates(context: CompactionContext, template: str) -> list[str]:
     """Predicates of the partitions to write, computed once and kept in the run's progress."""
     if "partitions" in context.run.progress:
         return list(context.run.progress["partitions"])
-    sql = templates.render(
+    rows = context.lake().sql(_partitions_sql(context, template)).collect()
+    predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
+    context.save_progress(partitions=predicates)
+    return predicates
+
+
+def _partitions_sql(context: CompactionContext, template: str) -> str:
+    """The query listing the lake partitions (their partition column values) to write."""
+    return templates.render(
         "lake",
         template,
         quote=tables.quote,
@@ -64,30 +72,38 @@ def _predicates(context: CompactionContext, template: str) -> list[str]:
         delta=context.delta_relation,
         partitions=context.partitions,
     )
-    rows = context.lake().sql(sql).collect()
-    predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
-    context.save_progress(partitions=predicates)
-    return predicates
+
+
+PARTITIONS_PER_COMMIT = 100
+"""Partitions replaced by one statement. Its predicate ORs one term per partition, and the
+engine overflows its stack near 900 terms (measured on Sail 0.7.2); 100 keeps far below."""
+
+
+def _batches(predicates: list[str]) -> list[list[str]]:
+    return [
+        predicates[start : start + PARTITIONS_PER_COMMIT]
+        for start in range(0, len(predicates), PARTITIONS_PER_COMMIT)
+    ]
 
 
 def _replace_partitions(
     context: CompactionContext, target: str, source_for: Callable[[str], str]
 ) -> int:
-    """Replace each listed partition of ``target`` with the rows of ``source_for(predicate)``,
-    one commit each; partitions a previous run finished are skipped."""
+    """Replace the listed partitions of ``target`` with the rows of ``source_for(predicate)``,
+    up to :data:`PARTITIONS_PER_COMMIT` partitions per commit; partitions a previous run
+    finished are skipped (replacing a partition again writes the same rows)."""
     done = set(context.run.progress.get("partitions_done", []))
     predicates = list(context.run.progress["partitions"])
-    for predicate in predicates:
-        if predicate in done:
-            continue
+    for batch in _batches([predicate for predicate in predicates if predicate not in done]):
+        predicate = _any_partition(batch)
         context.lake().execute(
             f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
             f"SELECT * FROM {source_for(predicate)} WHERE {predicate}"
         )
-        done.add(predicate)
+        done.update(batch)
         context.save_progress(partitions_done=sorted(done))
         fault_point("compact.after_partition")
-        log.info("compacted partition %s of %s", predicate, target)
+        log.info("compacted %d partitions of %s", len(batch), target)
     return len(predicates)
 
 
@@ -109,7 +125,35 @@ def _load_table(context: CompactionContext, suffix: str) -> tuple[str, str]:
 
 
 def _any_partition(predicates: list[str]) -> str:
+    """One predicate for a few partitions (callers batch them: see PARTITIONS_PER_COMMIT)."""
     return " OR ".join(f"({predicate})" for predicate in predicates) or "false"
+
+
+def _in_listed_partitions(context: CompactionContext, alias: str, listed: str) -> str:
+    """True for rows of ``alias`` in a partition listed in the table ``listed``.
+
+    A semi-join keeps the statement the same size for any number of partitions.
+    """
+    matches = " AND ".join(
+        f"gl_listed.{column} <=> {alias}.{column}"
+        for column in (tables.quote(p.lake_column) for p in context.record.partitioning)
+    )
+    return f"EXISTS (SELECT 1 FROM {listed} gl_listed WHERE {matches})"
+
+
+def _listed_partitions(context: CompactionContext, template: str) -> str:
+    """Stage the partitions to write in a Delta table of the load schema; return its name.
+
+    Written once per run, before the base is touched, so a resumed run filters by the same
+    list as its saved predicates.
+    """
+    name, location = _load_table(context, "partitions")
+    if "partition_list" not in context.run.progress:
+        listing = context.lake().sql(_partitions_sql(context, template))
+        context.lake().write(listing, location, mode="overwrite")
+        context.save_progress(partition_list=location)
+    tables.register_table(context.lake(), name, location)
+    return tables.quote(name)
 
 
 def compact_in_place(context: CompactionContext) -> str:
@@ -122,16 +166,23 @@ def compact_in_place(context: CompactionContext) -> str:
         tables.register_table(context.lake(), stage_name, stage_path)
         _write(context, f"SELECT * FROM {tables.quote(stage_name)}", context.record.base_path)
         return "unpartitioned base table rewritten"
-    predicates = _predicates(context, "affected_partitions")
     stage_name, stage_path = _load_table(context, "compacted")
     if "staged" not in context.run.progress:
-        affected = _any_partition(predicates)
+        listed = _listed_partitions(context, "affected_partitions")
+        if "partitions" not in context.run.progress:
+            rows = context.lake().sql(f"SELECT * FROM {listed}").collect()
+            predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
+            context.save_progress(partitions=predicates)
+        base_rows = (
+            f"SELECT * FROM {context.base_relation} gl_base "
+            f"WHERE {_in_listed_partitions(context, 'gl_base', listed)}"
+        )
         if context.options.retain_obsolete_objects:
-            _retain_partitions(context, affected)
-        base = f"(SELECT * FROM {context.base_relation} WHERE {affected})"
+            _retain_partitions(context, base_rows)
         _write(
             context,
-            f"SELECT * FROM ({context.merged_select(base)}) gl_merged WHERE {affected}",
+            f"SELECT * FROM ({context.merged_select(f'({base_rows})')}) gl_compacted "
+            f"WHERE {_in_listed_partitions(context, 'gl_compacted', listed)}",
             stage_path,
         )
         context.save_progress(staged=stage_path)
@@ -141,10 +192,10 @@ def compact_in_place(context: CompactionContext) -> str:
     return f"{count} partitions rewritten"
 
 
-def _retain_partitions(context: CompactionContext, affected: str) -> None:
+def _retain_partitions(context: CompactionContext, base_rows: str) -> None:
     """--incremental-retain-obsolete-objects with in-place: copy the partitions first."""
     name, location = _load_table(context, "retained")
-    _write(context, f"SELECT * FROM {context.base_relation} WHERE {affected}", location)
+    _write(context, base_rows, location)
     context.repo.compaction.retain(
         ObsoleteObject(
             table_key=context.record.table_key,
@@ -197,8 +248,8 @@ def compact_partition_wise(context: CompactionContext) -> str:
 
 def staged_tables(context: CompactionContext) -> list[str]:
     """Locations of this run's staging tables (dropped once the views are switched)."""
-    staged = context.run.progress.get("staged")
-    return [staged] if staged else []
+    progress = context.run.progress
+    return [progress[key] for key in ("staged", "partition_list") if progress.get(key)]
 
 
 REWRITES = {

@@ -30,6 +30,8 @@ _server_lock = threading.Lock()
 _sail_server: Any = None
 
 SESSION_CONF = {"spark.sql.session.timeZone": "UTC"}
+EMBEDDED_STACK_BYTES = 64 * 1024 * 1024
+"""Thread stack of the embedded engine (``SAIL_RUNTIME__STACK_SIZE`` overrides it)."""
 
 
 def _sail_url() -> str:
@@ -38,6 +40,9 @@ def _sail_url() -> str:
         if _sail_server is None:
             # Sail logs through Rust's env_logger; keep its INFO lines out of users' terminals.
             os.environ.setdefault("RUST_LOG", "error")
+            # Deeply nested expressions (a query ORing a few hundred terms) overflowed Sail's
+            # default 8 MiB thread stack and killed the process; 64 MiB took 2,500 terms.
+            os.environ.setdefault("SAIL_RUNTIME__STACK_SIZE", str(EMBEDDED_STACK_BYTES))
             try:
                 from pysail.spark import SparkConnectServer
             except ImportError as exc:
