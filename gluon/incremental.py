@@ -190,7 +190,7 @@ def _plan_enable(
             source_objects=object_records(objects),
             delta_table=str(names.delta_table),
             delta_path=storage.join(
-                settings.lake_root, names.schema_dir(names.load_schema), f"{names.table}_changes"
+                settings.lake_root, names.schema_dir(names.load_schema), f"{names.stem}_changes"
             ),
         )
     )

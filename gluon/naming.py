@@ -13,7 +13,27 @@ from dataclasses import dataclass
 from gluon.errors import UsageError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
+# -t: each part a plain identifier (letters of any script, digits, _ $ #) or "a quoted one"
+# (any character but the dot, which gluon's lake names use as the separator; "" is a quote).
+_NAME_PART = re.compile(r'"(?P<quoted>(?:[^".]|"")+)"|(?P<plain>[^\W\d][\w$#]*)')
 HASH_LENGTH = 8
+_LAKE_SAFE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def lake_identifier(name: str) -> str:
+    """The name gluon stores ``name`` (lower-cased) under in the lake: itself when it is
+    plain (``[a-z_][a-z0-9_]*``), else a readable escape plus a hash of the name.
+
+    Used for lake directories, Delta column names and the catalog objects views read:
+    object store URIs must not see ``#`` or ``%``, and the embedded engine re-parses view
+    bodies without their quotes (a ``$``, ``#`` or space there fails).
+    """
+    lowered = name.lower()
+    if _LAKE_SAFE.match(lowered):
+        return lowered
+    escaped = "".join(c if c.isascii() and (c.isalnum() or c == "_") else "_" for c in lowered)
+    digest = hashlib.sha1(lowered.encode("utf-8")).hexdigest()[:HASH_LENGTH]
+    return re.sub("_+", "_", f"gl_{escaped[:40]}_{digest}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -25,15 +45,27 @@ class TableRef:
 
     @classmethod
     def parse(cls, text: str) -> TableRef:
-        """Parse ``SCHEMA.TABLE``.
+        """Parse ``SCHEMA.TABLE``; either part may be ``"quoted"`` (spaces, any character).
 
         Raises:
-            UsageError: the text is not two plain identifiers joined by a dot.
+            UsageError: the text is not two identifiers joined by a dot.
         """
-        parts = text.strip().split(".")
-        if len(parts) != 2 or not all(_IDENTIFIER.match(part) for part in parts):
+        parts: list[str] = []
+        rest = text.strip()
+        while True:
+            match = _NAME_PART.match(rest)
+            if match is None:
+                break
+            quoted = match.group("quoted")
+            parts.append(quoted.replace('""', '"') if quoted is not None else match.group(0))
+            rest = rest[match.end() :]
+            if not rest.startswith("."):
+                break
+            rest = rest[1:]
+        if len(parts) != 2 or rest:
             raise UsageError(
-                f"-t expects SCHEMA.TABLE (two plain identifiers joined by a dot), found {text!r}"
+                "-t expects SCHEMA.TABLE (two identifiers joined by a dot; quote a part with "
+                f'spaces or other characters as "My Table"), found {text!r}'
             )
         return cls(parts[0], parts[1])
 
@@ -142,14 +174,27 @@ def source_object_names(
 
 @dataclass(frozen=True, slots=True)
 class LakeNames:
-    """Names of the lake objects for one offloaded table (lower case, as Spark shows them)."""
+    """Names of the lake objects for one offloaded table (lower case, as Spark shows them).
+
+    The user view carries the table's own name; everything else (what views read, and
+    the directories) uses :func:`lake_identifier` forms, the same for plain names.
+    """
 
     schema: str
     table: str
 
     @property
+    def stored_schema(self) -> str:
+        return lake_identifier(self.schema)
+
+    @property
+    def stem(self) -> str:
+        """The table's part of gluon's own object and directory names."""
+        return lake_identifier(self.table)
+
+    @property
     def load_schema(self) -> str:
-        return f"{self.schema}_load"
+        return f"{self.stored_schema}_load"
 
     @property
     def user_view(self) -> QualifiedName:
@@ -157,18 +202,18 @@ class LakeNames:
 
     @property
     def base_table(self) -> QualifiedName:
-        return QualifiedName(self.schema, f"{self.table}_data")
+        return QualifiedName(self.stored_schema, f"{self.stem}_data")
 
     @property
     def delta_table(self) -> QualifiedName:
-        return QualifiedName(self.load_schema, f"{self.table}_changes")
+        return QualifiedName(self.load_schema, f"{self.stem}_changes")
 
     def internal_view(self, generation: int) -> QualifiedName:
-        return QualifiedName(self.schema, f"{self.table}_internal_user_view_{generation}")
+        return QualifiedName(self.stored_schema, f"{self.stem}_internal_user_view_{generation}")
 
     def schema_dir(self, schema: str | None = None) -> str:
         """The directory of a lake schema below the lake root."""
-        return f"{schema or self.schema}.db"
+        return f"{lake_identifier(schema or self.schema)}.db"
 
 
 def lake_names(ref: TableRef) -> LakeNames:

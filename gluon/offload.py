@@ -133,7 +133,7 @@ def _replacing(context: OffloadContext, replaces: OffloadedTable | None) -> Offl
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S%f")
     names = lake_names(context.options.table)
     path = storage.join(
-        context.settings.lake_root, names.schema_dir(), f"{names.table}_data_r{stamp}"
+        context.settings.lake_root, names.schema_dir(), f"{names.stem}_data_r{stamp}"
     )
     context.record = replace(context.record, base_path=path)
     context.replaces = replaces
@@ -162,7 +162,7 @@ def _new_record(
         lake_schema=names.schema,
         lake_table=names.table,
         base_table=str(names.base_table),
-        base_path=storage.join(settings.lake_root, names.schema_dir(), f"{names.table}_data"),
+        base_path=storage.join(settings.lake_root, names.schema_dir(), f"{names.stem}_data"),
         columns=spec.columns,
         primary_key=spec.primary_key,
         partitioning=partitioning,
@@ -244,9 +244,7 @@ def plan_steps(record: OffloadedTable, increment: PlannedIncrement | None = None
 def register_user_view(session: LakeSession, record: OffloadedTable) -> None:
     """Register the base table and the plain user view (no incremental update)."""
     tables.register_table(session, record.base_table, record.base_path)
-    tables.create_view(
-        session, record.user_view, tables.select_columns(record.columns, record.base_table)
-    )
+    tables.create_user_view(session, record.user_view, record.columns, record.base_table)
 
 
 def offload_table(

@@ -165,7 +165,7 @@ def _plan(settings: Settings, options: StageOptions) -> _Plan:
     if text.lower() != STAGE_NOTHING:
         try:
             predicate = parse_predicate(text)
-            where = predicate.to_spark_sql(record.columns)
+            where = predicate.to_spark_sql(record.columns, over_user_view=True)
             predicate.check_columns(record.columns)
         except UsageError as exc:
             raise UsageError(f"{OPTION}: {exc}") from None
@@ -263,6 +263,10 @@ def _read_lake_rows(settings: Settings, record: OffloadedTable, where: str) -> p
     """The user view's rows matching ``where`` (Spark SQL built from a parsed predicate)."""
     statement = f"{tables.select_columns(record.columns, record.user_view)} WHERE {where}"
     with lake_session(settings) as session:
+        if record.user_view in session.unavailable:
+            raise LakeError(
+                f"{record.user_view} is unavailable: {session.unavailable[record.user_view]}"
+            )
         frame = session.sql(statement)
         try:
             rows: pa.Table = frame.toArrow()
@@ -316,7 +320,7 @@ def _replace_staged_rows(plan: _Plan, rows: pa.Table, progress: Progress) -> Sta
     One transaction: on failure the previous stage is kept as it was.
     """
     insert, binds = _insert_statement(plan)
-    names = [column.lake_name for column in plan.record.columns]
+    names = [column.view_name for column in plan.record.columns]
     statements: list[tuple[sa.TextClause, list[dict[str, Any]]]] = [
         (_render(plan, "clear_lake_rows"), [])
     ]

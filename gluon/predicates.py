@@ -257,9 +257,15 @@ class Predicate:
 
         return render(self.root), params
 
-    def to_spark_sql(self, columns: Sequence[Column]) -> str:
-        """Spark SQL over the lake columns, with literals typed like the columns."""
+    def to_spark_sql(self, columns: Sequence[Column], *, over_user_view: bool = False) -> str:
+        """Spark SQL over the lake columns, with literals typed like the columns.
+
+        ``over_user_view``: name the columns as the user view shows them (not as stored).
+        """
         known = self.check_columns(columns)
+
+        def lake_name(column: Column) -> str:
+            return column.view_name if over_user_view else column.lake_name
 
         def literal(value: Value, column: Column) -> str:
             if isinstance(value, dt.datetime):
@@ -274,12 +280,12 @@ class Predicate:
         def render(node: Node) -> str:
             if isinstance(node, Compare):
                 column = known[node.column.lower()]
-                name = "`" + column.lake_name.replace("`", "``") + "`"
+                name = "`" + lake_name(column).replace("`", "``") + "`"
                 return f"{name} {node.op} {literal(node.value, column)}"
             if isinstance(node, IsNull):
                 column = known[node.column.lower()]
                 null = "IS NOT NULL" if node.negated else "IS NULL"
-                return f"`{column.lake_name}` {null}"
+                return "`" + lake_name(column).replace("`", "``") + f"` {null}"
             if isinstance(node, Not):
                 return f"NOT ({render(node.item)})"
             return "(" + f" {node.op} ".join(render(item) for item in node.items) + ")"

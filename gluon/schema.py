@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
+from gluon.naming import lake_identifier
+
 _DECIMAL = re.compile(r"^decimal\((\d+),(-?\d+)\)$")
 
 ARROW_TYPES: dict[str, pa.DataType] = {
@@ -74,9 +76,21 @@ class Column:
     read_as_text: bool = False
 
     @property
-    def lake_name(self) -> str:
-        """Lake column names are lower case (Spark resolves names case-insensitively)."""
+    def view_name(self) -> str:
+        """The column's name in the user view: lower case (Spark resolves names
+        case-insensitively)."""
         return self.name.lower()
+
+    @property
+    def lake_name(self) -> str:
+        """The column's name in the Delta tables and gluon's internal views: the view name
+        when it is plain, else an escaped form (see :func:`gluon.naming.lake_identifier`)."""
+        return lake_column(self.name)
+
+
+def lake_column(name: str) -> str:
+    """The lake column name of the source column ``name`` (a key column, for instance)."""
+    return lake_identifier(name)
 
 
 @dataclass(frozen=True, slots=True)

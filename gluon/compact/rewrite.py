@@ -26,6 +26,7 @@ from gluon.lake import storage, tables
 from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.repo.compaction import ObsoleteObject
 from gluon.repo.incremental import now
+from gluon.schema import lake_column
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,7 @@ def _partitions_sql(context: CompactionContext, template: str) -> str:
         quote=tables.quote,
         part_columns=[tables.quote(p.lake_column) for p in context.record.partitioning],
         part_expressions=[p.expression for p in context.record.partitioning],
-        keys=[tables.quote(key.lower()) for key in context.state.key_columns],
+        keys=[tables.quote_part(lake_column(key)) for key in context.state.key_columns],
         base=context.base_relation,
         delta=context.delta_relation,
         partitions=context.partitions,
@@ -119,7 +120,7 @@ def _names(context: CompactionContext) -> LakeNames:
 def _load_table(context: CompactionContext, suffix: str) -> tuple[str, str]:
     """Name and location of a per-run table in the load schema."""
     names = _names(context)
-    table = f"{names.table}_{suffix}_{context.run.id}"
+    table = f"{names.stem}_{suffix}_{context.run.id}"
     location = storage.join(context.settings.lake_root, names.schema_dir(names.load_schema), table)
     return f"{names.load_schema}.{table}", location
 
@@ -211,7 +212,7 @@ def _retain_partitions(context: CompactionContext, base_rows: str) -> None:
 def new_base_path(context: CompactionContext) -> str:
     names = _names(context)
     return storage.join(
-        context.settings.lake_root, names.schema_dir(), f"{names.table}_data_c{context.run.id}"
+        context.settings.lake_root, names.schema_dir(), f"{names.stem}_data_c{context.run.id}"
     )
 
 
@@ -232,7 +233,7 @@ def compact_partition_wise(context: CompactionContext) -> str:
     if "new_base_created" not in context.run.progress:
         _write(context, f"SELECT * FROM ({context.merged_select()}) gl_none WHERE false", location)
         context.save_progress(new_base_created=location)
-    target = f"{context.record.lake_schema}_load.gl_new_base_{context.run.id}"
+    target = f"{_names(context).load_schema}.gl_new_base_{context.run.id}"
     tables.register_table(context.lake(), target, location)
 
     def merged_partition(predicate: str) -> str:

@@ -16,7 +16,7 @@ from gluon.lake import tables
 from gluon.lake.session import LakeSession
 from gluon.lake.storage import delta_version
 from gluon.lake.types import struct_type
-from gluon.schema import Column, arrow_schema
+from gluon.schema import Column, arrow_schema, lake_column
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +106,8 @@ def view_sql(
         "lake",
         f"{kind}_view",
         quote=tables.quote,
-        columns=[tables.quote(column.lake_name) for column in columns],
-        keys=[tables.quote(key.lower()) for key in keys],
+        columns=[tables.quote_part(column.lake_name) for column in columns],
+        keys=[tables.quote_part(lake_column(key)) for key in keys],
         base=base,
         delta=delta,
         partitions=partitions,

@@ -26,6 +26,11 @@ def quote(name: str) -> str:
     return ".".join("`" + part.replace("`", "``") + "`" for part in name.split("."))
 
 
+def quote_part(name: str) -> str:
+    """One Spark SQL identifier (a column name), back-quoted; dots stay part of it."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def sql_string(text: str) -> str:
     """A Spark SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
@@ -49,9 +54,28 @@ def create_view(session: LakeSession, name: str, select: str) -> None:
 
 
 def select_columns(columns: Iterable[Column], source: str) -> str:
-    """``SELECT <the table's columns> FROM source`` (hides gluon's own columns)."""
-    listed = ", ".join(quote(column.lake_name) for column in columns)
+    """``SELECT <the table's columns> FROM source`` for a user view ``source``."""
+    listed = ", ".join(quote_part(column.view_name) for column in columns)
     return f"SELECT {listed} FROM {quote(source)}"
+
+
+def create_user_view(
+    session: LakeSession, name: str, columns: Iterable[Column], source: str
+) -> None:
+    """The user view ``name``: the table's columns of ``source`` under their own names.
+
+    The names go in the view's column list, not its body: the engine re-reads a view's
+    body without its quotes, so the body names only plain (lake) identifiers.
+    """
+    listed = list(columns)
+    names = ", ".join(quote_part(column.view_name) for column in listed)
+    stored = ", ".join(quote_part(column.lake_name) for column in listed)
+    create_view_with_columns(session, name, names, f"SELECT {stored} FROM {quote(source)}")
+
+
+def create_view_with_columns(session: LakeSession, name: str, names: str, select: str) -> None:
+    ensure_schema(session, name.split(".")[0])
+    session.execute(f"CREATE OR REPLACE VIEW {quote(name)} ({names}) AS {select}")
 
 
 def write_batches(
@@ -73,7 +97,7 @@ def write_batches(
     write replaces only the rows matching it, so an increment can be re-run.
     """
     schema = struct_type(columns)
-    derived = [f"{part.expression} AS {quote(part.lake_column)}" for part in partitioning]
+    derived = [f"{part.expression} AS {quote_part(part.lake_column)}" for part in partitioning]
     partition_by = [part.lake_column for part in partitioning]
     total = 0
     first = True

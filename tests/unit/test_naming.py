@@ -11,6 +11,7 @@ from gluon.naming import (
     QualifiedName,
     SourceObjectNames,
     TableRef,
+    lake_identifier,
     lake_names,
     shorten,
     source_object_names,
@@ -27,6 +28,12 @@ from gluon.naming import (
         ("  main.products ", "main", "products"),
         ("_app.t$1", "_app", "t$1"),
         ("App_Schema.Order#Lines", "App_Schema", "Order#Lines"),
+        ('"sh"."sales"', "sh", "sales"),
+        ('shop."order items"', "shop", "order items"),
+        ('"My Shop"."MixedCase"', "My Shop", "MixedCase"),
+        ('shop."say ""hi"""', "shop", 'say "hi"'),
+        ("shop.bücher", "shop", "bücher"),
+        ('shop."a#b $c"', "shop", "a#b $c"),
     ],
 )
 def test_parse_accepts_schema_dot_table(text: str, schema: str, table: str) -> None:
@@ -47,8 +54,11 @@ def test_parse_accepts_schema_dot_table(text: str, schema: str, table: str) -> N
         "sh.9sales",
         "my schema.sales",
         "sh.sales-2024",
-        '"sh"."sales"',
         "sh.sales;drop",
+        'sh."a.b"',
+        'sh."unterminated',
+        'sh.""',
+        'sh."x"y',
     ],
 )
 def test_parse_refuses_anything_else_as_a_usage_error(text: str) -> None:
@@ -277,3 +287,28 @@ def test_changelog_table_override_is_validated(override: str, message: str) -> N
             fold="upper",
             changelog_table=override,
         )
+
+
+@pytest.mark.parametrize("name", ["sales", "order_lines_2", "_x"])
+def test_plain_lake_identifiers_stay_as_they_are(name: str) -> None:
+    assert lake_identifier(name) == name
+    assert lake_identifier(name.upper()) == name
+
+
+@pytest.mark.parametrize("name", ["a#b", "t$x", "order items", "bücher", "a%2fb", "1st", "a.b"])
+def test_other_lake_identifiers_are_plain_readable_and_distinct(name: str) -> None:
+    stored = lake_identifier(name)
+    assert all(c.isascii() and (c.isalnum() or c == "_") for c in stored)
+    assert stored[0].isalpha()
+    assert lake_identifier(name.upper()) == stored
+    others = {lake_identifier(other) for other in ("a_b", "t_x", "order_items", "b_cher")}
+    assert stored not in others
+
+
+def test_odd_table_names_keep_their_user_view_name_and_plain_internal_names() -> None:
+    names = lake_names(TableRef.parse('"My Shop"."t$x"'))
+    assert names.user_view == QualifiedName("my shop", "t$x")
+    stored_schema, stem = lake_identifier("my shop"), lake_identifier("t$x")
+    assert names.base_table == QualifiedName(stored_schema, f"{stem}_data")
+    assert names.delta_table == QualifiedName(f"{stored_schema}_load", f"{stem}_changes")
+    assert names.schema_dir() == f"{stored_schema}.db"
