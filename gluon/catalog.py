@@ -7,18 +7,22 @@ user view over that internal view.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gluon.config import Settings
-from gluon.lake import tables
+from gluon.errors import LakeError
+from gluon.lake import storage, tables
 from gluon.lake.changes import view_sql
-from gluon.lake.session import LakeSession, open_session
+from gluon.lake.session import LakeSession, first_line, open_session
 from gluon.methods import get_method
 from gluon.naming import TableRef, lake_names
 from gluon.offload import OFFLOADED, register_user_view
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
+
+log = logging.getLogger(__name__)
 
 
 def internal_view_name(record: OffloadedTable, generation: int) -> str:
@@ -43,7 +47,7 @@ def register_incremental_views(
         min_partition=state.view_min_partition,
     )
     tables.create_view(session, internal, select)
-    tables.create_view(session, record.user_view, tables.select_columns(record.columns, internal))
+    tables.create_user_view(session, record.user_view, record.columns, internal)
 
 
 def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
@@ -56,13 +60,55 @@ def register_table(session: LakeSession, repo: Repository, record: OffloadedTabl
 
 
 def register_all(session: LakeSession, repo: Repository) -> list[str]:
-    """Create every user view (and what it reads) in ``session``; return the view names."""
+    """Create every user view (and what it reads) in ``session``; return the view names.
+
+    A table that cannot be registered (its files removed, say) is skipped with a warning
+    and listed in ``session.unavailable``: one broken table must not stop queries of the
+    others.
+    """
     views = []
     for record in repo.list_tables():
-        if record.status == OFFLOADED:
+        if record.status != OFFLOADED:
+            continue
+        try:
             register_table(session, repo, record)
-            views.append(record.user_view)
+        except Exception as exc:  # whatever broke this table, the others stay queryable
+            reason = _missing_tables(repo, record) or first_line(exc)
+            session.unavailable[record.user_view] = reason
+            log.warning("skipped %s (%s): %s", record.user_view, record.table_key, reason)
+            continue
+        views.append(record.user_view)
     return views
+
+
+def _missing_tables(repo: Repository, record: OffloadedTable) -> str:
+    """Which of the table's Delta tables are gone (the usual cause), or ""."""
+    locations = {"base table": record.base_path}
+    state = repo.incremental.get_state(record.table_key)
+    if state is not None and state.status == ENABLED:
+        locations["delta table"] = state.delta_path
+    try:
+        missing = [
+            f"its {kind} {path} is missing"
+            for kind, path in locations.items()
+            if storage.delta_version(path) is None
+        ]
+    except Exception:  # the diagnosis must not hide the error it explains
+        return ""
+    return "; ".join(missing)
+
+
+def unavailable_error(session: LakeSession, statement: str) -> LakeError | None:
+    """The error naming the unavailable tables ``statement`` mentions, if any."""
+    text = statement.replace("`", "").lower()
+    named = [view for view in session.unavailable if view.lower() in text]
+    if not named:
+        return None
+    reasons = "; ".join(f"{view} is unavailable: {session.unavailable[view]}" for view in named)
+    return LakeError(
+        f"{reasons} (display_incremental_status and the log say more; other tables "
+        "can still be queried)"
+    )
 
 
 @contextmanager

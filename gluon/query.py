@@ -8,19 +8,43 @@ import datetime as dt
 import decimal
 import io
 import json
+import logging
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
-from gluon.catalog import lake_session
+from gluon.catalog import lake_session, unavailable_error
 from gluon.config import Settings
+from gluon.errors import GluonError, LakeError
+from gluon.lake.session import first_line
+
+log = logging.getLogger(__name__)
 
 
-def run_query(settings: Settings, statement: str) -> pa.Table:
-    """Run ``statement``; return the result as an Arrow table."""
+def run_query(
+    settings: Settings, statement: str, warn: Callable[[str], None] = log.warning
+) -> pa.Table:
+    """Run ``statement``; return the result as an Arrow table. Each table that could not
+    be registered (and so cannot be queried) is reported through ``warn``.
+
+    Raises:
+        LakeError: the statement failed; when it names a table that could not be
+            registered, the error names that table and why.
+    """
     with lake_session(settings) as session:
-        return session.sql(statement).toArrow()
+        for view, reason in session.unavailable.items():
+            warn(f"{view} is unavailable and was skipped: {reason}")
+        try:
+            return session.sql(statement).toArrow()
+        except Exception as exc:
+            named = unavailable_error(session, statement)
+            if named is not None:
+                raise named from exc
+            if isinstance(exc, GluonError):
+                raise
+            raise LakeError(f"the query failed: {first_line(exc)}") from exc
 
 
 def json_value(value: Any) -> Any:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
 
-from gluon.cli.common import run_command, stdout
+from gluon.cli.common import run_command, stderr, stdout
 from gluon.cli.options import DebugOption, JsonOption, VerboseOption
 from gluon.config import Settings
+from gluon.logs import redact
 from gluon.query import run_query, to_csv, to_json
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -30,7 +32,7 @@ def query(
     debug: DebugOption = False,
 ) -> None:
     def body(settings: Settings) -> str:
-        table = run_query(settings, statement)
+        table = run_query(settings, statement, warn=_warn)
         if json_output:
             return to_json(table)
         if csv_output:
@@ -39,6 +41,11 @@ def query(
 
     text, _ = run_command(PROGRAM, body, subject="query", verbose=verbose, debug=debug)
     stdout.print(text, markup=False)
+
+
+def _warn(message: str) -> None:
+    logging.getLogger("gluon.query").warning(message)
+    stderr.print(f"{PROGRAM}: warning: {redact(message)}", markup=False)
 
 
 def main() -> None:

@@ -128,6 +128,8 @@ class LakeSession:
     def __init__(self, spark: SparkSession, settings: Settings) -> None:
         self.spark = spark
         self.settings = settings
+        self.unavailable: dict[str, str] = {}
+        """User views that could not be registered, with the reason (see gluon.catalog)."""
 
     def sql(self, statement: str) -> DataFrame:
         """Run one Spark SQL statement (recorded for the portability check)."""
@@ -208,6 +210,11 @@ def _first_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     line = text[0] if text else type(exc).__name__
     return re.sub(r"\s+", " ", line)[:500]
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of an error's message, for one-line reports."""
+    return _first_line(exc)
 
 
 @contextmanager
