@@ -9,7 +9,13 @@ import typer
 TableOption = Annotated[
     str,
     typer.Option(
-        "-t", "--table", help="The table as SCHEMA.TABLE (case-insensitive).", show_default=False
+        "-t",
+        "--table",
+        help=(
+            "The table as SCHEMA.TABLE (case-insensitive); quote a part with spaces or "
+            'other characters: shop."Order Items".'
+        ),
+        show_default=False,
     ),
 ]
 VerboseOption = Annotated[
