@@ -7,9 +7,12 @@ from typing import Annotated
 import typer
 
 from gluon.cli.common import run_command, stdout
-from gluon.cli.options import DebugOption, JsonOption, VerboseOption
+from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
+from gluon.locks import unlock as unlock_table
+from gluon.naming import TableRef
 from gluon.query import run_query, to_csv, to_json
+from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
@@ -38,6 +41,24 @@ def query(
         return table.to_pandas().to_string(index=False) if table.num_rows else "(no rows)"
 
     text, _ = run_command(PROGRAM, body, subject="query", verbose=verbose, debug=debug)
+    stdout.print(text, markup=False)
+
+
+@app.command(
+    help=(
+        "Clear the repository's lock records of a table left by a command that died on "
+        "another node (refused while the holder is alive on this node)."
+    )
+)
+def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOption = False) -> None:
+    def body(settings: Settings) -> str:
+        key = TableRef.parse(table).key
+        cleared = unlock_table(Repository(settings.repo_url), key)
+        if not cleared:
+            return f"{key} has no lock records: nothing to clear"
+        return "\n".join(f"{key}: cleared the {what}" for what in cleared)
+
+    text, _ = run_command(PROGRAM, body, subject="unlock", verbose=verbose, debug=debug)
     stdout.print(text, markup=False)
 
 
