@@ -132,8 +132,8 @@ def table_lock(settings: Settings, table_key: str, lock_name: str, command: str)
             running = _read_holder(fd)
             who = f"a running {describe(running)}" if running else "another running command"
             raise LockHeldError(
-                f"{table_key} is locked by {who} (lock {path}); wait for it to finish, "
-                "this run changed nothing"
+                f"{table_key} is locked by {who}; wait for it to finish, this run changed "
+                f"nothing (lock {path})"
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, _holder_text(holder).encode(), 0)
