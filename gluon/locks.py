@@ -47,6 +47,10 @@ LOCK_NAMES = (LIFECYCLE, EXTRACTION)
 
 # Command names recorded as holders (the first words of the refusal message).
 COMPACTION = "compaction"
+EXTRACTION_COMMAND = "extraction"
+
+INTERRUPTED = "interrupted"
+"""How status shows a run recorded as running whose lock no live process holds."""
 
 
 def this_host() -> str:
@@ -107,7 +111,7 @@ def compaction_lock(settings: Settings, table_key: str) -> Iterator[None]:
 @contextmanager
 def extraction_lock(settings: Settings, table_key: str) -> Iterator[None]:
     """Hold the extraction lock only: it may overlap a compaction, nothing else."""
-    with table_lock(settings, table_key, EXTRACTION, "extraction"):
+    with table_lock(settings, table_key, EXTRACTION, EXTRACTION_COMMAND):
         yield
 
 

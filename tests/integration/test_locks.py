@@ -7,10 +7,12 @@ while the test starts the others; nothing here depends on how long a step takes.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 import socket
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -306,3 +308,103 @@ def test_lock_file_names_its_holder(offload_home: Path) -> None:
             pass
     assert locks.lock_path(settings, KEY, locks.LIFECYCLE).read_text() == ""
     assert Repository(settings.repo_url).locks.get(KEY, locks.LIFECYCLE) is None
+
+
+def _status(run_cli: RunCli) -> dict[str, Any]:
+    result = run_cli("display_incremental_status", "-t", "main.orders", "--json")
+    assert result.exit_code == 0, result.stderr
+    document: dict[str, Any] = json.loads(result.stdout)
+    return document
+
+
+def _status_text(run_cli: RunCli) -> str:
+    result = run_cli("display_incremental_status", "-t", "main.orders")
+    assert result.exit_code == 0, result.stderr
+    return str(result.stdout)
+
+
+def _report_findings(run_cli: RunCli, tmp_path: Path) -> list[dict[str, Any]]:
+    out = tmp_path / "reports"
+    result = run_cli("offload_status_report", "--output-format=json", f"--output-dir={out}")
+    assert result.exit_code == 0, result.stderr
+    (path,) = out.glob("*.json")
+    path.rename(out / "read.json")
+    findings: list[dict[str, Any]] = json.loads((out / "read.json").read_text())["findings"]
+    (out / "read.json").unlink()
+    return findings
+
+
+def test_a_killed_compaction_shows_as_interrupted_and_resumes(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 11, point 6: a compaction killed during its wait showed 'running' forever."""
+    engine = _orders(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", str(engine.url))
+    _offloaded_with_changes(engine, run_cli)
+    repo = Repository(load_settings().repo_url)
+    with _compaction_at_wait(tmp_path) as compaction:
+        compaction.wait_until(
+            lambda: repo.incremental.get_state(KEY).requested_partition == 1,  # type: ignore[union-attr]
+            "the compaction requests a diversion",
+        )
+        assert (
+            run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-extraction").exit_code
+            == 0
+        )
+        compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
+        alive = _status(run_cli)["compaction"]["ongoing"]
+        assert alive["status"] == "running" and alive["status_text"] == "running"
+        os.kill(compaction.pid, 9)
+    assert compaction.returncode == -9
+    ongoing = _status(run_cli)["compaction"]["ongoing"]
+    assert ongoing["status"] == "interrupted"
+    assert ongoing["status_text"] == "interrupted (run the same command again to resume)"
+    assert "status: interrupted (run the same command again to resume)" in _status_text(run_cli)
+    codes = {(f["table_key"], f["code"]) for f in _report_findings(run_cli, tmp_path)}
+    assert (KEY, "compaction_interrupted") in codes
+    resumed = run_cli(
+        "offload",
+        "-t",
+        "main.orders",
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-full-compaction",
+        "--incremental-wait-time=0",
+    )
+    assert resumed.exit_code == 0, resumed.stderr
+    assert _status(run_cli)["compaction"]["ongoing"] is None
+    assert _lake() == _source(engine, "placed < '2020-03-01'")
+
+
+def test_a_killed_extraction_shows_as_interrupted(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = _orders(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", str(engine.url))
+    _offloaded_with_changes(engine, run_cli)
+    _change(engine, 2)
+    with PausedCommand(
+        tmp_path,
+        "extract.before_delta_commit",
+        "-t",
+        "main.orders",
+        "-x",
+        "--incremental-run-extraction",
+    ) as extraction:
+        extraction.wait_for_lock(KEY, locks.EXTRACTION)
+        extraction.wait_until(
+            lambda: _status(run_cli)["extraction"]["last_run"]["id"] == 2, "the run is recorded"
+        )
+        assert _status(run_cli)["extraction"]["last_run"]["status"] == "running"
+        os.kill(extraction.pid, 9)
+    last = _status(run_cli)["extraction"]["last_run"]
+    assert last["status"] == "interrupted"
+    assert "run the same command again to resume" in last["message"]
+    assert "#2 interrupted" in _status_text(run_cli)
+    codes = {(f["table_key"], f["code"]) for f in _report_findings(run_cli, tmp_path)}
+    assert (KEY, "extraction_interrupted") in codes
+    assert (
+        run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-extraction").exit_code == 0
+    )
+    assert _status(run_cli)["extraction"]["last_run"]["status"] == "success"
+    assert _lake() == _source(engine, "placed < '2020-03-01'")
