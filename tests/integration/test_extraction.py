@@ -211,10 +211,10 @@ def test_noop_extraction_starts_no_engine(
     workload_for(source, "CHANGELOG", SEED).create()
     enable(run_cli, source, "CHANGELOG")
     probe = (
-        "import sys, time; t = time.monotonic()\n"
+        "import sys\n"
         "from gluon.cli.offload import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-        "print('ELAPSED', time.monotonic() - t, 'PYSPARK', 'pyspark' in sys.modules,"
+        "print('ENGINE', any(m in sys.modules for m in ('pyspark', 'pysail', 'deltalake')),"
         " 'CODE', code)\n"
     )
     done = subprocess.run(
@@ -225,7 +225,6 @@ def test_noop_extraction_starts_no_engine(
         timeout=60,
     )
     last = done.stdout.strip().splitlines()[-1].split()
-    assert last[3] == "False", "a no-op extraction imported pyspark"
-    assert last[5] == "0"
+    assert last[1] == "False", "a no-op extraction imported pyspark, pysail or deltalake"
+    assert last[3] == "0", done.stderr
     assert "Extracted 0 changes" in done.stdout
-    assert float(last[1]) < 2.0
