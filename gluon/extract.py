@@ -30,7 +30,7 @@ from gluon.feeds import FEEDS, ChangeFeed
 from gluon.lake import tables
 from gluon.lake.changes import append_changes, present_sequences
 from gluon.lake.session import LakeSession, open_session, retry_commit
-from gluon.locks import table_lock
+from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
@@ -76,13 +76,14 @@ def run_extraction(
     """Extract the changes of ``ref`` (holding its extraction lock).
 
     Raises:
-        LockHeldError: another extraction of the table is running.
+        LockHeldError: another extraction, or a lifecycle command other than a compaction,
+            is running on the table.
         StateError: incremental update is not enabled.
     """
     started = time.monotonic()
     repo = Repository(settings.repo_url)
     _enabled(repo, ref)
-    with table_lock(settings, ref.key, "extraction"):
+    with extraction_lock(settings, ref.key):
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url())

@@ -2,7 +2,9 @@
 
 ``GLUON_FAULT=<point>`` kills the process at that point with ``os._exit`` (no
 cleanup, like ``kill -9``); ``GLUON_PAUSE=<point>:<seconds>`` sleeps there
-(to hold a lock while another run starts). Points are named
+(to hold a lock while another run starts; with ``GLUON_PAUSE_RELEASE=<path>`` the
+pause ends as soon as that file exists, so a test can hold a command exactly as long
+as it needs). Points are named
 ``<operation>.<moment>`` (``extract.after_delta_commit``...). Unset, a fault
 point costs two dictionary lookups.
 """
@@ -27,4 +29,13 @@ def fault_point(name: str) -> None:
         os._exit(FAULT_EXIT_CODE)
     pause = os.environ.get("GLUON_PAUSE", "")
     if pause.startswith(name + ":"):
-        time.sleep(float(pause.rsplit(":", 1)[1]))
+        _pause(float(pause.rsplit(":", 1)[1]), os.environ.get("GLUON_PAUSE_RELEASE"))
+
+
+def _pause(seconds: float, release: str | None) -> None:
+    if not release:
+        time.sleep(seconds)
+        return
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not os.path.exists(release):
+        time.sleep(0.05)

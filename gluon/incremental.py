@@ -21,7 +21,7 @@ from gluon.feeds import FEEDS, capture_objects, object_records
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
-from gluon.locks import table_lock
+from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ExtractionMethod, OffloadUseCase
 from gluon.naming import TableRef, lake_names
@@ -232,31 +232,45 @@ def enable_incremental(
 ) -> IncrementalResult:
     """Enable incremental update (with the initial offload when ``offload`` is given).
 
+    Executing holds the table's lifecycle lock and plans under it.
+
     Raises:
         GluonError: a refused combination or bad input (before any change), or a failed step.
+        LockHeldError: another command on the table is running (exit code 3).
     """
+    if not options.execute:
+        return _enable_incremental(settings, options, offload, progress)
+    with lifecycle_lock(settings, options.table.key, "offload --incremental-updates-enabled"):
+        return _enable_incremental(settings, options, offload, progress)
+
+
+def _enable_incremental(
+    settings: Settings,
+    options: EnableOptions,
+    offload: OffloadOptions | None,
+    progress: Progress | None,
+) -> IncrementalResult:
     plan = _plan_enable(settings, options, offload)
     result = IncrementalResult(plan.state.table_key, _enable_steps(plan), options.execute)
     if not options.execute:
         return result
-    with table_lock(settings, plan.state.table_key, "offload"):
-        state = plan.state
-        if state.last_scn is None:
-            # Positional feeds (ORA_ROWSCN) start from now, before the copy: nothing is missed.
-            state = state.with_changes(
-                last_scn=FEEDS[plan.method.change_reader].initial_position(plan.source)
-            )
-        plan.repo.incremental.save_state(state)
-        capture.create_source_objects(plan.source, plan.spec, plan.method, plan.objects, plan.keys)
-        log.info("created capture objects for %s", plan.state.table_key)
-        if plan.offload:
-            result.rows = execute_offload(plan.offload, progress or NullProgress())
-        record = plan.repo.get_table(plan.state.table_key)
-        assert record is not None
-        with open_session(settings) as session:
-            create_delta_table(session, plan.state.delta_path, record.columns)
-        enabled = state.with_changes(status=ENABLED, enabled_at=now())
-        plan.repo.incremental.save_state(enabled)
+    state = plan.state
+    if state.last_scn is None:
+        # Positional feeds (ORA_ROWSCN) start from now, before the copy: nothing is missed.
+        state = state.with_changes(
+            last_scn=FEEDS[plan.method.change_reader].initial_position(plan.source)
+        )
+    plan.repo.incremental.save_state(state)
+    capture.create_source_objects(plan.source, plan.spec, plan.method, plan.objects, plan.keys)
+    log.info("created capture objects for %s", plan.state.table_key)
+    if plan.offload:
+        result.rows = execute_offload(plan.offload, progress or NullProgress())
+    record = plan.repo.get_table(plan.state.table_key)
+    assert record is not None
+    with open_session(settings) as session:
+        create_delta_table(session, plan.state.delta_path, record.columns)
+    enabled = state.with_changes(status=ENABLED, enabled_at=now())
+    plan.repo.incremental.save_state(enabled)
     result.message = (
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
         f"query {record.user_view} for the latest state"
@@ -270,9 +284,19 @@ def enable_incremental(
 def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> IncrementalResult:
     """Disable incremental update when nothing is outstanding; drop what enabling created.
 
+    Executing holds the table's lifecycle lock and checks what is outstanding under it.
+
     Raises:
         StateError: not enabled, or changes are outstanding (the message says what to run).
+        LockHeldError: another command on the table is running (exit code 3).
     """
+    if not execute:
+        return _disable_incremental(settings, ref, execute=False)
+    with lifecycle_lock(settings, ref.key, "offload --incremental-updates-disabled"):
+        return _disable_incremental(settings, ref, execute=True)
+
+
+def _disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> IncrementalResult:
     repo = Repository(settings.repo_url)
     state = repo.incremental.get_state(ref.key)
     record = repo.get_table(ref.key)
@@ -307,11 +331,10 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
     result = IncrementalResult(ref.key, steps, execute)
     if not execute:
         return result
-    with table_lock(settings, ref.key, "offload"):
-        repo.incremental.save_state(state.with_changes(status=DISABLING))
-        capture.drop_source_objects(source, objects)
-        storage.remove_table(state.delta_path)
-        repo.incremental.delete_state(ref.key)
+    repo.incremental.save_state(state.with_changes(status=DISABLING))
+    capture.drop_source_objects(source, objects)
+    storage.remove_table(state.delta_path)
+    repo.incremental.delete_state(ref.key)
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"
     )

@@ -23,7 +23,7 @@ from gluon.increments import (
 )
 from gluon.lake import storage, tables
 from gluon.lake.session import LakeSession, open_session
-from gluon.locks import table_lock
+from gluon.locks import lifecycle_lock
 from gluon.naming import TableRef, lake_names
 from gluon.partitioning import plan_partitioning
 from gluon.progress import NullProgress, Progress
@@ -252,9 +252,31 @@ def offload_table(
 ) -> OffloadResult:
     """Offload ``options.table``, or only plan it without ``options.execute``.
 
+    Executing holds the table's lifecycle lock and validates under it, so the checks see
+    the state that the copy changes (a compaction may have switched the base meanwhile).
+
     Raises:
         GluonError: any validation failure (before any change) or a failed step.
+        LockHeldError: another command on the table is running (exit code 3).
     """
+    if not options.execute:
+        return _offload_table(settings, options, progress)
+    with lifecycle_lock(settings, options.table.key, _command(options)):
+        return _offload_table(settings, options, progress)
+
+
+def _command(options: OffloadOptions) -> str:
+    """The command as a lock holder names it."""
+    if options.reset_backend_table:
+        return "offload --reset-backend-table"
+    if options.increment.is_partial:
+        return "offload (partial offload increment)"
+    return "offload"
+
+
+def _offload_table(
+    settings: Settings, options: OffloadOptions, progress: Progress | None
+) -> OffloadResult:
     context = validate_offload(settings, options)
     steps = plan_steps(context.record, context.increment)
     result = OffloadResult(
@@ -266,13 +288,12 @@ def offload_table(
     )
     if not options.execute:
         return result
-    with table_lock(settings, context.record.table_key, "offload"):
-        result.rows = execute_offload(context, progress or NullProgress())
+    result.rows = execute_offload(context, progress or NullProgress())
     return result
 
 
 def execute_offload(context: OffloadContext, progress: Progress) -> int:
-    """Copy the rows and record the offload (the caller holds the table's offload lock)."""
+    """Copy the rows and record the offload (the caller holds the table's lifecycle lock)."""
     record = context.record
     repo = context.repo
     increment = context.increment

@@ -55,7 +55,7 @@ from gluon.errors import (
 from gluon.feeds import capture_objects
 from gluon.incremental import IncrementalResult
 from gluon.lake import tables
-from gluon.locks import table_lock
+from gluon.locks import lifecycle_lock
 from gluon.methods import get_method, registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
@@ -222,8 +222,17 @@ def stage_lake_rows(
         StateError: incremental update is not enabled, or view changes await extraction.
         UnsupportedError: the table's method has no updatable view.
         SourceError, LakeError: the source or the lake failed (the stage is unchanged).
-        LockHeldError: another offload command on the table is running.
+        LockHeldError: another command on the table is running (exit code 3).
     """
+    if not options.execute:
+        return _stage_lake_rows(settings, options, progress)
+    with lifecycle_lock(settings, options.table.key, "offload --incremental-stage-lake-rows"):
+        return _stage_lake_rows(settings, options, progress)
+
+
+def _stage_lake_rows(
+    settings: Settings, options: StageOptions, progress: Progress | None
+) -> IncrementalResult:
     plan = _plan(settings, options)
     if plan.where is not None:
         _refuse_unextracted_patches(plan)
@@ -234,14 +243,13 @@ def stage_lake_rows(
     staging = f"{plan.staging.schema}.{plan.staging.name}"
     view = _find(capture_objects(plan.state), SourceObject.UPDATABLE_VIEW)
     view_name = f"{view.schema}.{view.name}" if view else staging
-    with table_lock(settings, key, "offload"):
-        if plan.where is None:
-            cleared = _run(plan.source, [(_render(plan, "clear_lake_rows"), [])], what="unstaging")
-            result.rows = 0
-            result.message = f"{key}: removed {cleared[0]} staged lake rows from {staging}"
-            return result
-        rows = _read_lake_rows(settings, plan.record, plan.where)
-        staged = _replace_staged_rows(plan, rows, progress or NullProgress())
+    if plan.where is None:
+        cleared = _run(plan.source, [(_render(plan, "clear_lake_rows"), [])], what="unstaging")
+        result.rows = 0
+        result.message = f"{key}: removed {cleared[0]} staged lake rows from {staging}"
+        return result
+    rows = _read_lake_rows(settings, plan.record, plan.where)
+    staged = _replace_staged_rows(plan, rows, progress or NullProgress())
     result.rows = staged.staged
     left_out = []
     if staged.in_table:

@@ -8,10 +8,13 @@ from typing import Annotated
 import typer
 
 from gluon.cli.common import run_command, stderr, stdout
-from gluon.cli.options import DebugOption, JsonOption, VerboseOption
+from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
+from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
+from gluon.naming import TableRef
 from gluon.query import run_query, to_csv, to_json
+from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
@@ -46,6 +49,24 @@ def query(
 def _warn(message: str) -> None:
     logging.getLogger("gluon.query").warning(message)
     stderr.print(f"{PROGRAM}: warning: {redact(message)}", markup=False)
+
+
+@app.command(
+    help=(
+        "Clear the repository's lock records of a table left by a command that died on "
+        "another node (refused while the holder is alive on this node)."
+    )
+)
+def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOption = False) -> None:
+    def body(settings: Settings) -> str:
+        key = TableRef.parse(table).key
+        cleared = unlock_table(Repository(settings.repo_url), key)
+        if not cleared:
+            return f"{key} has no lock records: nothing to clear"
+        return "\n".join(f"{key}: cleared the {what}" for what in cleared)
+
+    text, _ = run_command(PROGRAM, body, subject="unlock", verbose=verbose, debug=debug)
+    stdout.print(text, markup=False)
 
 
 def main() -> None:

@@ -13,7 +13,7 @@ from gluon.errors import GluonError, StateError, StepFailedError
 from gluon.faults import fault_point
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
-from gluon.locks import table_lock
+from gluon.locks import compaction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.progress import NullProgress, Progress
@@ -49,16 +49,18 @@ def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalSta
 def run_compaction(
     settings: Settings, options: CompactionOptions, progress: Progress | None = None
 ) -> CompactionResult:
-    """Compact ``options.table`` (holding its compaction lock), resuming an unfinished run.
+    """Compact ``options.table`` (holding its lifecycle lock), resuming an unfinished run.
+
+    Extractions may run meanwhile (they acknowledge the diversion); nothing else may.
 
     Raises:
-        LockHeldError: another compaction of the table is running.
+        LockHeldError: another command (other than an extraction) on the table is running.
         StepFailedError: a step failed; running the command again resumes at that step.
     """
     repo = Repository(settings.repo_url)
     key = options.table.key
     _enabled(repo, key)
-    with table_lock(settings, key, "compaction"):
+    with compaction_lock(settings, key):
         record, state = _enabled(repo, key)
         result = CompactionResult(key)
         run = repo.compaction.open_run(key)

@@ -20,6 +20,7 @@ from gluon.repo.common import now, upsert
 from gluon.repo.compaction import CompactionRepository
 from gluon.repo.incremental import IncrementalRepository
 from gluon.repo.increments import IncrementRepository
+from gluon.repo.locks import LockRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 
@@ -94,6 +95,7 @@ class Repository:
         self.incremental = IncrementalRepository(self.engine)
         self.compaction = CompactionRepository(self.engine)
         self.increments = IncrementRepository(self.engine)
+        self.locks = LockRepository(self.engine)
 
     # -- offloaded tables ------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ MIGRATIONS: list[Migration] = [
         _create(models.compaction_runs, models.compaction_steps, models.obsolete_objects),
     ),
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
+    (5, "table locks held by running commands", _create(models.table_locks)),
 ]
 
 

@@ -130,3 +130,14 @@ offload_increments = sa.Table(
     sa.Column("rows", sa.BigInteger),
     sa.Column("offloaded_at", sa.DateTime),
 )
+
+table_locks = sa.Table(
+    "table_locks",
+    metadata,
+    sa.Column("table_key", sa.String(300), primary_key=True),
+    sa.Column("lock_name", sa.String(30), primary_key=True),
+    sa.Column("command", sa.String(100), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("acquired_at", sa.DateTime, nullable=False),
+)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+from gluon.locks import INTERRUPTED
 from gluon.repo.compaction import FAILED, RUNNING, WAITING
 from gluon.status import queries
 from gluon.status.formatting import count, when
@@ -97,6 +98,23 @@ def _compaction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime)
     ]
 
 
+def _compaction_interrupted(
+    status: TableStatus, limits: Thresholds, at: dt.datetime
+) -> list[Finding]:
+    ongoing = status.compaction.ongoing if status.compaction else None
+    if ongoing is None or ongoing.status != INTERRUPTED:
+        return []
+    return [
+        Finding(
+            status.table_key,
+            WARNING,
+            "compaction_interrupted",
+            f"compaction run {ongoing.id} was interrupted at step {ongoing.current_step} (no "
+            "process holds the table's lock): run the same compaction command again to resume it",
+        )
+    ]
+
+
 def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     last = status.extraction.last_run if status.extraction else None
     if last is None or last.status != queries.FAILED:
@@ -160,6 +178,7 @@ RULES: tuple[Rule, ...] = (
     _half_enabled,
     _extraction_failed,
     _compaction_failed,
+    _compaction_interrupted,
     _compaction_waiting,
     _extraction_interrupted,
     _changelog_backlog,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from gluon import locks
 from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, RUNNING, SUCCESS, WAITING, CompactionRun
 from gluon.status import queries
@@ -21,7 +22,17 @@ RUN_STATUS_TEXT: dict[str, str] = {
     WAITING: "waiting for acknowledgement",
     FAILED: "failed (run the same compaction command again to resume it)",
     SUCCESS: "completed",
+    locks.INTERRUPTED: "interrupted (run the same command again to resume)",
 }
+
+
+def _live_status(repo: Repository, run: CompactionRun) -> str:
+    """``run.status``, or interrupted for a run recorded as running that no process holds."""
+    if run.status == RUNNING and not locks.is_held(
+        repo, run.table_key, locks.LIFECYCLE, locks.COMPACTION
+    ):
+        return locks.INTERRUPTED
+    return run.status
 
 
 def snapshot_query(path: str, version: int) -> str:
@@ -30,11 +41,12 @@ def snapshot_query(path: str, version: int) -> str:
 
 
 def _compaction_run(repo: Repository, run: CompactionRun) -> CompactionRunInfo:
+    status = _live_status(repo, run)
     return CompactionRunInfo(
         id=run.id,
         method=run.method,
-        status=run.status,
-        status_text=RUN_STATUS_TEXT.get(run.status, run.status),
+        status=status,
+        status_text=RUN_STATUS_TEXT.get(status, status),
         current_step=run.current_step,
         started_at=run.started_at,
         finished_at=run.finished_at,

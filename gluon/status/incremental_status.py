@@ -8,9 +8,9 @@ that one number unknown; everything else still comes back.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from gluon import capture
+from gluon import capture, locks
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import GluonError, NotFoundError
@@ -250,6 +250,21 @@ def _lake_objects(record: OffloadedTable, state: IncrementalState, view_kind: st
     )
 
 
+def _with_live_status(
+    repo: Repository, table_key: str, run: ExtractionRunInfo
+) -> ExtractionRunInfo:
+    """An extraction recorded as running that no process holds the lock of was interrupted."""
+    if run.status != queries.RUNNING or locks.is_held(
+        repo, table_key, locks.EXTRACTION, locks.EXTRACTION_COMMAND
+    ):
+        return run
+    return replace(
+        run,
+        status=locks.INTERRUPTED,
+        message=run.message or "no process holds its lock; run the same command again to resume",
+    )
+
+
 def _run_info(run: ExtractionRun) -> ExtractionRunInfo:
     return ExtractionRunInfo(
         id=run.id,
@@ -272,7 +287,10 @@ def _extraction_status(
     history: int,
 ) -> ExtractionStatus:
     totals = queries.extraction_totals(repo, state.table_key)
-    recent = [_run_info(run) for run in repo.incremental.extraction_runs(state.table_key, history)]
+    recent = [
+        _with_live_status(repo, state.table_key, _run_info(run))
+        for run in repo.incremental.extraction_runs(state.table_key, history)
+    ]
     return ExtractionStatus(
         method=state.method,
         position_kind=POSITION_KINDS.get(reader, "sequence"),

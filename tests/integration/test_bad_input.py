@@ -8,7 +8,6 @@ no repository record, no lake table directory, no Delta table at all.
 from __future__ import annotations
 
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -322,9 +321,9 @@ def test_unreachable_spark_remote_fails_fast_in_one_line(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("SPARK_REMOTE", f"sc://127.0.0.1:{port}")
-    started = time.monotonic()
     result = run_cli("gluon", "query", "SELECT 1")
     assert result.exit_code == 1
     (line,) = error_lines(result)
     assert "SPARK_REMOTE" in line and "does not answer" in line
-    assert time.monotonic() - started < 30
+    # Refused by gluon's connect probe, before pyspark (which would retry for minutes).
+    assert "Connection refused" in line

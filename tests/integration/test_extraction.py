@@ -7,7 +7,6 @@ method registry). A failure names the seed, so it can be replayed.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
@@ -31,12 +30,13 @@ from support.incremental import (
     sqlite_source,
     workload_for,
 )
+from support.locking import PausedCommand
 from support.workload import Workload
 
+from gluon import locks
 from gluon import source as sources
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
-from gluon.locks import table_lock
 from gluon.repo import Repository
 
 
@@ -189,33 +189,14 @@ def test_second_extraction_of_a_table_exits_3(
     enable(run_cli, source, "CHANGELOG")
     workload.round(5)
     args = ("-t", "main.items", "-x", "--incremental-run-extraction")
-    first = subprocess.Popen(
-        [sys.executable, "-c", "from gluon.cli.offload import main; main()", *args],
-        env={**os.environ, "GLUON_PAUSE": "extract.before_delta_commit:6"},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        # Wait until the first run holds the lock (it pauses inside it).
-        deadline = 60.0
-        import time
-
-        start = time.monotonic()
-        while time.monotonic() - start < deadline:
-            try:
-                with table_lock(load_settings(), "MAIN.ITEMS", "extraction"):
-                    pass
-            except Exception:
-                break
-            time.sleep(0.1)
+    with PausedCommand(tmp_path, "extract.before_delta_commit", *args) as first:
+        first.wait_for_lock("MAIN.ITEMS", locks.EXTRACTION)
         second = run_offload_process(*args)
-    finally:
-        _, err = first.communicate(timeout=120)
     assert second.returncode == 3, second.stderr
     lines = [line for line in second.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and "another extraction of MAIN.ITEMS is running" in lines[0], lines
-    assert first.returncode == 0, err
+    assert len(lines) == 1, lines
+    assert f"MAIN.ITEMS is locked by a running extraction (pid {first.pid} on " in lines[0]
+    assert first.returncode == 0, first.stderr
     assert lake_state("main") == workload.expected
 
 
@@ -230,10 +211,10 @@ def test_noop_extraction_starts_no_engine(
     workload_for(source, "CHANGELOG", SEED).create()
     enable(run_cli, source, "CHANGELOG")
     probe = (
-        "import sys, time; t = time.monotonic()\n"
+        "import sys\n"
         "from gluon.cli.offload import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-        "print('ELAPSED', time.monotonic() - t, 'PYSPARK', 'pyspark' in sys.modules,"
+        "print('ENGINE', any(m in sys.modules for m in ('pyspark', 'pysail', 'deltalake')),"
         " 'CODE', code)\n"
     )
     done = subprocess.run(
@@ -244,7 +225,6 @@ def test_noop_extraction_starts_no_engine(
         timeout=60,
     )
     last = done.stdout.strip().splitlines()[-1].split()
-    assert last[3] == "False", "a no-op extraction imported pyspark"
-    assert last[5] == "0"
+    assert last[1] == "False", "a no-op extraction imported pyspark, pysail or deltalake"
+    assert last[3] == "0", done.stderr
     assert "Extracted 0 changes" in done.stdout
-    assert float(last[1]) < 2.0

@@ -339,17 +339,16 @@ def test_postgres_source_and_an_unreachable_source(
     assert "cannot connect" in document["changelog"]["reason"]
 
 
-def test_status_starts_no_spark_and_is_fast(app: App, run_cli: RunCli) -> None:
+def test_status_starts_no_spark(app: App, run_cli: RunCli) -> None:
     table = app.create_table("items", 5)
     enable(run_cli, table)
     app.change(table, first_key=100)
     extract(run_cli, table)
     probe = (
-        "import sys, time; t = time.monotonic()\n"
+        "import sys\n"
         "from gluon.cli.status import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
-        "print('ELAPSED', time.monotonic() - t, 'SPARK', "
-        "any(m in sys.modules for m in ('pyspark', 'pysail')), 'CODE', code)\n"
+        "print('ENGINE', any(m in sys.modules for m in ('pyspark', 'pysail')), 'CODE', code)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, "-t", table, "--json"],
@@ -359,7 +358,6 @@ def test_status_starts_no_spark_and_is_fast(app: App, run_cli: RunCli) -> None:
         timeout=60,
     )
     last = done.stdout.strip().splitlines()[-1].split()
-    assert last[5] == "0", done.stderr
-    assert last[3] == "False", "display_incremental_status imported pyspark or pysail"
-    assert float(last[1]) < 3.0
-    assert json.loads(done.stdout[: done.stdout.rindex("ELAPSED")])["extraction"]["runs"] == 1
+    assert last[3] == "0", done.stderr
+    assert last[1] == "False", "display_incremental_status imported pyspark or pysail"
+    assert json.loads(done.stdout[: done.stdout.rindex("ENGINE")])["extraction"]["runs"] == 1
