@@ -14,8 +14,9 @@ from gluon.errors import UsageError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
 # -t: each part a plain identifier (letters of any script, digits, _ $ #) or "a quoted one"
-# (any character but the dot, which gluon's lake names use as the separator; "" is a quote).
-_NAME_PART = re.compile(r'"(?P<quoted>(?:[^".]|"")+)"|(?P<plain>[^\W\d][\w$#]*)')
+# ("" is a quote). Refused even quoted: the dot (gluon's lake names use it as the separator),
+# slashes and control characters (the table's key names lock files).
+_NAME_PART = re.compile(r'"(?P<quoted>(?:[^"./\\\x00-\x1f]|"")+)"|(?P<plain>[^\W\d][\w$#]*)')
 HASH_LENGTH = 8
 _LAKE_SAFE = re.compile(r"^[a-z_][a-z0-9_]*$")
 

@@ -89,6 +89,8 @@ def test_a_table_with_removed_files_stops_only_its_own_queries(
     assert lake_rows("SELECT label FROM main.healthy WHERE id = 2") == [{"label": "changed"}]
     status = run_cli("display_incremental_status", "-t", "main.healthy")
     assert status.exit_code == 0, status.stderr
+    report = run_cli("offload_status_report", "--output-format=json", f"--output-dir={tmp_path}")
+    assert report.exit_code == 0, report.stderr
 
     # The Python API skips it too, and says so.
     with lake_session(load_settings()) as session:

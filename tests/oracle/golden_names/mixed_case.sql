@@ -1,0 +1,405 @@
+-- case: CHANGELOG create_changelog_sequence
+CREATE SEQUENCE APP_H.MIXEDCASE_SEQ START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: CHANGELOG drop_changelog_sequence
+DROP SEQUENCE APP_H.MIXEDCASE_SEQ
+
+-- case: CHANGELOG create_changelog_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LOG (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+
+-- case: CHANGELOG drop_changelog_table
+DROP TABLE APP_H.MIXEDCASE_LOG PURGE
+
+-- case: CHANGELOG create_changelog_trigger
+CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE
+AFTER INSERT OR UPDATE OR DELETE ON APP."MixedCase"
+FOR EACH ROW
+BEGIN
+  IF INSERTING THEN
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+  ELSIF UPDATING THEN
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF DELETING THEN
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+  END IF;
+END;
+
+-- case: CHANGELOG drop_changelog_trigger
+DROP TRIGGER APP_H.MIXEDCASE
+
+-- case: CHANGELOG_INSERT create_changelog_sequence
+CREATE SEQUENCE APP_H.MIXEDCASE_SEQ START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: CHANGELOG_INSERT drop_changelog_sequence
+DROP SEQUENCE APP_H.MIXEDCASE_SEQ
+
+-- case: CHANGELOG_INSERT create_changelog_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LOG (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+
+-- case: CHANGELOG_INSERT drop_changelog_table
+DROP TABLE APP_H.MIXEDCASE_LOG PURGE
+
+-- case: CHANGELOG_INSERT create_changelog_trigger
+CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE
+AFTER INSERT ON APP."MixedCase"
+FOR EACH ROW
+BEGIN
+  IF INSERTING THEN
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+  END IF;
+END;
+
+-- case: CHANGELOG_INSERT drop_changelog_trigger
+DROP TRIGGER APP_H.MIXEDCASE
+
+-- case: UPDATABLE create_changelog_sequence
+CREATE SEQUENCE APP_H.MIXEDCASE_SEQ START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: UPDATABLE drop_changelog_sequence
+DROP SEQUENCE APP_H.MIXEDCASE_SEQ
+
+-- case: UPDATABLE create_changelog_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LOG (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+
+-- case: UPDATABLE drop_changelog_table
+DROP TABLE APP_H.MIXEDCASE_LOG PURGE
+
+-- case: UPDATABLE create_lake_rows_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LK (
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+/
+CREATE INDEX APP_H.MIXEDCASE_LK_IX
+ON APP_H.MIXEDCASE_LK (ID)
+
+-- case: UPDATABLE drop_lake_rows_table
+DROP TABLE APP_H.MIXEDCASE_LK PURGE
+
+-- case: UPDATABLE create_updatable_view
+GRANT SELECT ON APP."MixedCase" TO APP_H
+/
+CREATE OR REPLACE VIEW APP_H.MIXEDCASE_UV AS
+SELECT ID, "MixedCol"
+FROM APP."MixedCase"
+UNION ALL
+SELECT gl_staged.ID, gl_staged."MixedCol"
+FROM APP_H.MIXEDCASE_LK gl_staged
+WHERE NOT EXISTS (
+    SELECT 1 FROM APP."MixedCase" gl_app
+    WHERE gl_app.ID = gl_staged.ID
+)
+
+-- case: UPDATABLE drop_updatable_view
+DROP VIEW APP_H.MIXEDCASE_UV
+
+-- case: UPDATABLE create_updatable_trigger
+CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE_UV
+INSTEAD OF INSERT OR UPDATE OR DELETE ON APP_H.MIXEDCASE_UV
+FOR EACH ROW
+DECLARE
+  gl_app_rows PLS_INTEGER;
+BEGIN
+  IF INSERTING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :NEW.ID AND ROWNUM = 1;
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'V', :NEW.ID, :NEW."MixedCol");
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H.MIXEDCASE_LK (ID, "MixedCol")
+        VALUES (:NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF UPDATING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'V', :OLD.ID);
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'V', :NEW.ID, :NEW."MixedCol");
+    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'V', :NEW.ID, :NEW."MixedCol");
+    END IF;
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :OLD.ID) OR (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H.MIXEDCASE_LK (ID, "MixedCol")
+        VALUES (:NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF DELETING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'V', :OLD.ID);
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :OLD.ID);
+    END IF;
+  END IF;
+END;
+
+-- case: UPDATABLE drop_updatable_trigger
+DROP TRIGGER APP_H.MIXEDCASE_UV
+
+-- case: UPDATABLE_CHANGELOG create_changelog_sequence
+CREATE SEQUENCE APP_H.MIXEDCASE_SEQ START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: UPDATABLE_CHANGELOG drop_changelog_sequence
+DROP SEQUENCE APP_H.MIXEDCASE_SEQ
+
+-- case: UPDATABLE_CHANGELOG create_changelog_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LOG (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+
+-- case: UPDATABLE_CHANGELOG drop_changelog_table
+DROP TABLE APP_H.MIXEDCASE_LOG PURGE
+
+-- case: UPDATABLE_CHANGELOG create_changelog_trigger
+CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE
+AFTER INSERT OR UPDATE OR DELETE ON APP."MixedCase"
+FOR EACH ROW
+BEGIN
+  IF INSERTING THEN
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+  ELSIF UPDATING THEN
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF DELETING THEN
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+  END IF;
+END;
+
+-- case: UPDATABLE_CHANGELOG drop_changelog_trigger
+DROP TRIGGER APP_H.MIXEDCASE
+
+-- case: UPDATABLE_CHANGELOG create_lake_rows_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LK (
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+/
+CREATE INDEX APP_H.MIXEDCASE_LK_IX
+ON APP_H.MIXEDCASE_LK (ID)
+
+-- case: UPDATABLE_CHANGELOG drop_lake_rows_table
+DROP TABLE APP_H.MIXEDCASE_LK PURGE
+
+-- case: UPDATABLE_CHANGELOG create_updatable_view
+GRANT SELECT ON APP."MixedCase" TO APP_H
+/
+CREATE OR REPLACE VIEW APP_H.MIXEDCASE_UV AS
+SELECT ID, "MixedCol"
+FROM APP."MixedCase"
+UNION ALL
+SELECT gl_staged.ID, gl_staged."MixedCol"
+FROM APP_H.MIXEDCASE_LK gl_staged
+WHERE NOT EXISTS (
+    SELECT 1 FROM APP."MixedCase" gl_app
+    WHERE gl_app.ID = gl_staged.ID
+)
+
+-- case: UPDATABLE_CHANGELOG drop_updatable_view
+DROP VIEW APP_H.MIXEDCASE_UV
+
+-- case: UPDATABLE_CHANGELOG create_updatable_trigger
+CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE_UV
+INSTEAD OF INSERT OR UPDATE OR DELETE ON APP_H.MIXEDCASE_UV
+FOR EACH ROW
+DECLARE
+  gl_app_rows PLS_INTEGER;
+BEGIN
+  IF INSERTING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :NEW.ID AND ROWNUM = 1;
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'V', :NEW.ID, :NEW."MixedCol");
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H.MIXEDCASE_LK (ID, "MixedCol")
+        VALUES (:NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF UPDATING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'V', :OLD.ID);
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'V', :NEW.ID, :NEW."MixedCol");
+    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'V', :NEW.ID, :NEW."MixedCol");
+    END IF;
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :OLD.ID) OR (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H.MIXEDCASE_LK (ID, "MixedCol")
+        VALUES (:NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF DELETING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'V', :OLD.ID);
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :OLD.ID);
+    END IF;
+  END IF;
+END;
+
+-- case: UPDATABLE_CHANGELOG drop_updatable_trigger
+DROP TRIGGER APP_H.MIXEDCASE_UV
+
+-- case: UPDATABLE_INSERT create_changelog_sequence
+CREATE SEQUENCE APP_H.MIXEDCASE_SEQ START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: UPDATABLE_INSERT drop_changelog_sequence
+DROP SEQUENCE APP_H.MIXEDCASE_SEQ
+
+-- case: UPDATABLE_INSERT create_changelog_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LOG (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+
+-- case: UPDATABLE_INSERT drop_changelog_table
+DROP TABLE APP_H.MIXEDCASE_LOG PURGE
+
+-- case: UPDATABLE_INSERT create_lake_rows_table
+GRANT UNLIMITED TABLESPACE TO APP_H
+/
+CREATE TABLE APP_H.MIXEDCASE_LK (
+    ID NUMBER(10),
+    "MixedCol" NUMBER(12,2)
+)
+/
+CREATE INDEX APP_H.MIXEDCASE_LK_IX
+ON APP_H.MIXEDCASE_LK (ID)
+
+-- case: UPDATABLE_INSERT drop_lake_rows_table
+DROP TABLE APP_H.MIXEDCASE_LK PURGE
+
+-- case: UPDATABLE_INSERT create_updatable_view
+GRANT SELECT ON APP."MixedCase" TO APP_H
+/
+CREATE OR REPLACE VIEW APP_H.MIXEDCASE_UV AS
+SELECT ID, "MixedCol"
+FROM APP."MixedCase"
+UNION ALL
+SELECT gl_staged.ID, gl_staged."MixedCol"
+FROM APP_H.MIXEDCASE_LK gl_staged
+WHERE NOT EXISTS (
+    SELECT 1 FROM APP."MixedCase" gl_app
+    WHERE gl_app.ID = gl_staged.ID
+)
+
+-- case: UPDATABLE_INSERT drop_updatable_view
+DROP VIEW APP_H.MIXEDCASE_UV
+
+-- case: UPDATABLE_INSERT create_updatable_trigger
+CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE_UV
+INSTEAD OF INSERT OR UPDATE OR DELETE ON APP_H.MIXEDCASE_UV
+FOR EACH ROW
+DECLARE
+  gl_app_rows PLS_INTEGER;
+  gl_staged_rows PLS_INTEGER;
+BEGIN
+  IF INSERTING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."MixedCase" gl_app
+      WHERE gl_app.ID = :NEW.ID AND ROWNUM = 1;
+    SELECT COUNT(*) INTO gl_staged_rows FROM APP_H.MIXEDCASE_LK gl_staged
+      WHERE gl_staged.ID = :NEW.ID AND ROWNUM = 1;
+    IF gl_app_rows + gl_staged_rows > 0 THEN
+      RAISE_APPLICATION_ERROR(-20002, 'INSERT through APP_H.MIXEDCASE_UV: the view already shows a row with this key (this method only adds rows)');
+    END IF;
+    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'V', :NEW.ID, :NEW."MixedCol");
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H.MIXEDCASE_LK gl_staged
+        WHERE (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H.MIXEDCASE_LK (ID, "MixedCol")
+        VALUES (:NEW.ID, :NEW."MixedCol");
+    END IF;
+  ELSIF UPDATING THEN
+    RAISE_APPLICATION_ERROR(-20001, 'UPDATE through APP_H.MIXEDCASE_UV is not captured (only INSERT)');
+  ELSIF DELETING THEN
+    RAISE_APPLICATION_ERROR(-20001, 'DELETE through APP_H.MIXEDCASE_UV is not captured (only INSERT)');
+  END IF;
+END;
+
+-- case: UPDATABLE_INSERT drop_updatable_trigger
+DROP TRIGGER APP_H.MIXEDCASE_UV
