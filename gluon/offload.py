@@ -92,7 +92,7 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
     source = sources.connect(settings.require_source_url())
     source.check_connection()
     spec = source.describe_table(options.table)
-    repo = Repository(settings.repo_url)
+    repo = Repository(settings.repo_url, create=True)  # the first offload starts a repository
     ref = options.table
     existing = repo.get_table(ref.key)
     if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):

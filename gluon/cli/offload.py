@@ -353,7 +353,7 @@ def offload(
 
 
 def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
-    record = Repository(settings.repo_url).get_table(ref.key)
+    record = Repository(settings.repo_url, create=True).get_table(ref.key)
     return reset or record is None or record.status != OFFLOADED
 
 

@@ -130,3 +130,12 @@ offload_increments = sa.Table(
     sa.Column("rows", sa.BigInteger),
     sa.Column("offloaded_at", sa.DateTime),
 )
+
+installation = sa.Table(
+    "installation",
+    metadata,
+    sa.Column("installation_id", sa.String(32), primary_key=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+"""One row: the random id that marks the source objects and lake tables this repository's
+gluon created (``gluon.ownership``)."""
