@@ -45,6 +45,7 @@ import sqlalchemy as sa
 from gluon.errors import UnsupportedError, UsageError
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, shorten, source_object_names
+from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
@@ -89,6 +90,12 @@ CHANGE_FIELDS: tuple[pa.Field, ...] = (
     pa.field("gl_op", pa.string()),
 )
 """What :func:`read_changes` adds after the table's columns."""
+
+CHANGELOG_SHAPE: frozenset[str] = frozenset({"gl_seq", "gl_op", "gl_origin"})
+"""Columns every gluon changelog has: a table without them is never dropped as one."""
+
+NO_INSTALLATION = Marker("0" * 32, "")
+"""The marker objects get when created outside an installation (tests, tooling)."""
 
 ARRAY_DELETE_CHUNK = 100_000
 """Sequence values per DELETE where the dialect binds one array parameter."""
@@ -210,8 +217,12 @@ def script_context(
     method: type[ExtractionMethod],
     objects: Sequence[SourceObjectRef],
     key_columns: Sequence[str],
+    marker: Marker | None = None,
 ) -> dict[str, Any]:
     """What the ``create_<kind>`` scripts render with (besides ``object``).
+
+    ``marker`` (default :data:`NO_INSTALLATION`) is the ownership mark each
+    object gets, as ``marker_literal`` (a SQL string) and ``marker_comment``.
 
     ``staging`` is None for a table enabled before gluon staged lake rows: its
     view then shows the application table alone, as it did.
@@ -231,6 +242,8 @@ def script_context(
         "staging": staging,
         "staging_index": _index_name(source, staging) if staging else None,
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
+        "marker_literal": (marker or NO_INSTALLATION).sql_literal,
+        "marker_comment": (marker or NO_INSTALLATION).sql_comment,
     }
 
 
@@ -246,8 +259,9 @@ def create_source_objects(
     method: type[ExtractionMethod],
     objects: list[SourceObjectRef],
     key_columns: tuple[str, ...],
+    marker: Marker | None = None,
 ) -> None:
-    """Create ``objects`` (from :func:`plan_source_objects`) for ``spec``.
+    """Create ``objects`` (from :func:`plan_source_objects`) for ``spec``, marked with ``marker``.
 
     Idempotent: each object is one script run in one transaction; a re-run
     creates the stateful objects still missing and replaces the code objects
@@ -268,7 +282,7 @@ def create_source_objects(
     if not objects:
         return
     _refuse_reserved_columns(spec)
-    context = script_context(source, spec, method, objects, key_columns)
+    context = script_context(source, spec, method, objects, key_columns, marker)
     for item in sorted(objects, key=_rank):
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):
             continue
@@ -295,6 +309,119 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
                 continue
         log.info("dropping %s %s.%s", item.object_type.lower(), item.schema, item.name)
         source.execute_script(f"drop_{item.kind.value}", object=item)
+
+
+# -- ownership ------------------------------------------------------------------------------
+
+UNMARKABLE: dict[str, frozenset[SourceObject]] = {
+    "oracle": frozenset({SourceObject.CHANGELOG_SEQUENCE, SourceObject.HYBRID_SCHEMA}),
+}
+"""Kinds a dialect cannot comment: they are judged by the changelog table they serve."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingObject:
+    """A source object that exists, and whose it is."""
+
+    item: SourceObjectRef
+    ownership: Ownership
+    marker: Marker | None
+    shaped: bool
+    """Shaped like what gluon creates (a changelog has gl_seq, gl_op, gl_origin; ...)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.item.object_type.lower()} {self.item.schema}.{self.item.name}"
+
+    def adoptable(self, take_over: bool) -> bool:
+        """Gluon may use it (ours), or take it over when asked (a leftover of gluon's)."""
+        if self.ownership is Ownership.OURS:
+            return self.shaped
+        return (
+            take_over
+            and self.shaped
+            and self.ownership in (Ownership.FOREIGN, Ownership.OTHER_INSTALLATION)
+        )
+
+    def refusal(self) -> str:
+        """Why enabling cannot use it, and the way forward (one line)."""
+        whose = describe(self.ownership, self.marker)
+        if not self.shaped:
+            return (
+                f"{self.label} already exists and is not shaped like gluon's ({whose}); gluon "
+                "never uses or drops it: pick another name (--incremental-changelog-table) "
+                "or move it out of the way"
+            )
+        if self.ownership is Ownership.OTHER_TABLE:
+            return (
+                f"{self.label} already exists: {whose}; pick another name with "
+                "--incremental-changelog-table"
+            )
+        if self.ownership is Ownership.OTHER_INSTALLATION:
+            return (
+                f"{self.label} already exists: {whose}; disable incremental update there first, "
+                f"or add {TAKE_OVER_OPTION} to drop and re-create it for this installation "
+                "(changes waiting in it are discarded)"
+            )
+        return (
+            f"{self.label} already exists and {whose}: drop it or pick another name; if a gluon "
+            f"without ownership markers made it, add {TAKE_OVER_OPTION} to drop and re-create it"
+        )
+
+
+def _marker(source: SourceDialect, item: SourceObjectRef) -> Marker | None:
+    params = {"object_type": item.object_type, "schema": item.schema, "name": item.name}
+    for row in source.run_query("object_marker", params, schema=item.schema):
+        found = parse_marker(row[0])
+        if found is not None:
+            return found
+    return None
+
+
+def _columns(source: SourceDialect, item: SourceObjectRef) -> set[str]:
+    params = {"schema": item.schema, "name": item.name}
+    return {str(row[0]).lower() for row in source.run_query("object_columns", params)}
+
+
+def _shaped(source: SourceDialect, spec: TableSpec | None, item: SourceObjectRef) -> bool:
+    if item.kind is SourceObject.CHANGELOG_TABLE:
+        return _columns(source, item) >= CHANGELOG_SHAPE
+    if item.kind is SourceObject.LAKE_ROWS_TABLE:
+        columns = _columns(source, item)
+        table = {column.name.lower() for column in spec.columns} if spec else columns
+        return bool(columns) and columns <= table
+    return True  # the object type already matched: a sequence, a view, a trigger, a schema
+
+
+def existing_objects(
+    source: SourceDialect,
+    objects: Sequence[SourceObjectRef],
+    mine: Marker,
+    spec: TableSpec | None = None,
+) -> list[ExistingObject]:
+    """Those of ``objects`` that exist, in creation order, each with its owner and shape.
+
+    A schema is shared by many tables: it is ours when this installation made it.
+    Kinds the dialect cannot mark follow the changelog table they serve.
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    found: list[ExistingObject] = []
+    unmarkable = UNMARKABLE.get(source.name, frozenset())
+    for item in sorted(objects, key=_rank):
+        if not _exists(source, item) or item.kind in unmarkable:
+            continue
+        marker = _marker(source, item)
+        per_table = item.kind is not SourceObject.HYBRID_SCHEMA
+        ownership = classify(marker, mine, per_table=per_table)
+        found.append(ExistingObject(item, ownership, marker, _shaped(source, spec, item)))
+    changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
+    for item in objects:
+        if item.kind in unmarkable and _exists(source, item):
+            judged = changelog or ExistingObject(item, Ownership.FOREIGN, None, True)
+            found.append(ExistingObject(item, judged.ownership, judged.marker, True))
+    return sorted(found, key=lambda existing: _rank(existing.item))
 
 
 def count_changes(source: SourceDialect, objects: list[SourceObjectRef]) -> int:
@@ -394,11 +521,13 @@ def delete_changes(
 
 
 __all__ = [
+    "ExistingObject",
     "SourceObjectRef",
     "count_changes",
     "create_source_objects",
     "delete_changes",
     "drop_source_objects",
+    "existing_objects",
     "named_source_objects",
     "plan_source_objects",
     "read_changes",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from gluon import capture
+from gluon import capture, ownership
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError, UnsupportedError, UsageError
@@ -23,7 +23,7 @@ from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import table_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, OffloadUseCase
+from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -63,6 +63,8 @@ class EnableOptions:
     no_verify_primary_key: bool = False
     changelog_table: str | None = None
     execute: bool = False
+    take_over_objects: bool = False
+    """Drop and re-create leftover capture objects and delta tables gluon did not make here."""
 
 
 @dataclass(slots=True)
@@ -127,6 +129,9 @@ class _EnablePlan:
     offload: OffloadContext | None
     record: OffloadedTable | None
     resume: bool
+    marker: ownership.Marker
+    taken_over: list[capture.SourceObjectRef]
+    """Existing objects to drop and re-create as ours (``--incremental-take-over-objects``)."""
 
 
 def _plan_enable(
@@ -178,6 +183,8 @@ def _plan_enable(
             source, ref, method, changelog_table=options.changelog_table
         )
     )
+    marker = ownership.Marker(repo.installation_id, ref.key)
+    taken_over = _check_existing_objects(source, spec, objects, marker, options.take_over_objects)
     names = lake_names(ref)
     state = (
         existing
@@ -194,8 +201,74 @@ def _plan_enable(
             ),
         )
     )
+    _check_delta_table(state.delta_path, marker, options.take_over_objects, resume=resume)
     return _EnablePlan(
-        settings, repo, source, spec, method, keys, objects, state, offload_context, record, resume
+        settings,
+        repo,
+        source,
+        spec,
+        method,
+        keys,
+        objects,
+        state,
+        offload_context,
+        record,
+        resume,
+        marker,
+        taken_over,
+    )
+
+
+def _check_existing_objects(
+    source: SourceDialect,
+    spec: TableSpec,
+    objects: list[capture.SourceObjectRef],
+    marker: ownership.Marker,
+    take_over: bool,
+) -> list[capture.SourceObjectRef]:
+    """Refuse existing objects gluon did not make for this table here; return those to take over.
+
+    A schema is never refused: several tables (and installations) may share one.
+
+    Raises:
+        StateError: an object exists that this installation cannot use (the message says whose
+            it is and how to go on).
+    """
+    taken_over: list[capture.SourceObjectRef] = []
+    for found in capture.existing_objects(source, objects, marker, spec):
+        if found.item.kind is SourceObject.HYBRID_SCHEMA:
+            continue
+        if not found.adoptable(take_over):
+            raise StateError(found.refusal())
+        if found.ownership is not ownership.Ownership.OURS:
+            log.warning(
+                "taking over %s: %s", found.label, ownership.describe(found.ownership, found.marker)
+            )
+            taken_over.append(found.item)
+    return taken_over
+
+
+def _check_delta_table(
+    location: str, marker: ownership.Marker, take_over: bool, *, resume: bool
+) -> None:
+    """Refuse a delta table at ``location`` that another installation (or table) made.
+
+    An unmarked one is ours when resuming this installation's own enable (a crash
+    between creating and marking it).
+
+    Raises:
+        StateError: the delta table exists and is not this installation's.
+    """
+    if storage.delta_version(location) is None:
+        return
+    found = ownership.lake_table_marker(location)
+    owner = ownership.classify(found, marker)
+    if owner is ownership.Ownership.OURS or take_over or (resume and found is None):
+        return
+    raise StateError(
+        f"a delta table already exists at {location} and "
+        f"{ownership.describe(owner, found)}: disable incremental update there first, move "
+        f"it away, or add {ownership.TAKE_OVER_OPTION} to replace it"
     )
 
 
@@ -247,7 +320,15 @@ def enable_incremental(
                 last_scn=FEEDS[plan.method.change_reader].initial_position(plan.source)
             )
         plan.repo.incremental.save_state(state)
-        capture.create_source_objects(plan.source, plan.spec, plan.method, plan.objects, plan.keys)
+        if plan.taken_over:
+            capture.drop_source_objects(plan.source, plan.taken_over)
+        if options.take_over_objects and ownership.lake_table_marker(state.delta_path) != (
+            plan.marker
+        ):
+            storage.remove_table(state.delta_path)
+        capture.create_source_objects(
+            plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
+        )
         log.info("created capture objects for %s", plan.state.table_key)
         if plan.offload:
             result.rows = execute_offload(plan.offload, progress or NullProgress())
@@ -255,6 +336,7 @@ def enable_incremental(
         assert record is not None
         with open_session(settings) as session:
             create_delta_table(session, plan.state.delta_path, record.columns)
+        ownership.mark_lake_table(plan.state.delta_path, plan.marker)
         enabled = state.with_changes(status=ENABLED, enabled_at=now())
         plan.repo.incremental.save_state(enabled)
     result.message = (
@@ -267,8 +349,16 @@ def enable_incremental(
 # -- disabling ------------------------------------------------------------------------------
 
 
-def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> IncrementalResult:
+def disable_incremental(
+    settings: Settings, ref: TableRef, *, execute: bool, take_over_objects: bool = False
+) -> IncrementalResult:
     """Disable incremental update when nothing is outstanding; drop what enabling created.
+
+    Only objects this installation marked for ``ref`` are dropped (with
+    ``take_over_objects`` also gluon-shaped leftovers of another installation or of
+    a gluon without markers); anything else is left in place and named in the
+    message. Objects already gone (dropped behind gluon's back) are named too, and
+    do not stop the disable.
 
     Raises:
         StateError: not enabled, or changes are outstanding (the message says what to run).
@@ -281,8 +371,14 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
     source = sources.connect(settings.require_source_url())
     source.check_connection()
     objects = capture_objects(state)
+    mine = ownership.Marker(repo.installation_id, ref.key)
+    existing = capture.existing_objects(source, objects, mine, record.spec())
+    droppable = [found.item for found in existing if _droppable(found, take_over_objects)]
+    kept = [found for found in existing if found.item not in droppable]
+    missing = [item for item in objects if item not in {found.item for found in existing}]
     if state.status == ENABLED:
-        pending = capture.count_changes(source, objects)
+        changelog = [item for item in droppable if item.kind is SourceObject.CHANGELOG_TABLE]
+        pending = capture.count_changes(source, changelog)
         if pending:
             raise StateError(
                 f"{ref.key} has {pending} changes in the changelog: run "
@@ -299,8 +395,14 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
             )
     steps = [
         Step("drop_capture", f"drop {o.object_type.lower()} {o.schema}.{o.name} from the source")
-        for o in reversed(objects)
-    ] + [
+        for o in reversed(droppable)
+    ]
+    steps += [Step("keep_capture", f"keep {found.label}: {_why_kept(found)}") for found in kept]
+    steps += [
+        Step("missing_capture", f"{o.object_type.lower()} {o.schema}.{o.name} is already gone")
+        for o in missing
+    ]
+    steps += [
         Step("drop_delta_table", f"drop delta table {state.delta_table} ({state.delta_path})"),
         Step("record_disabled", f"make {record.user_view} read {record.base_table} directly"),
     ]
@@ -309,10 +411,37 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
         return result
     with table_lock(settings, ref.key, "offload"):
         repo.incremental.save_state(state.with_changes(status=DISABLING))
-        capture.drop_source_objects(source, objects)
-        storage.remove_table(state.delta_path)
+        capture.drop_source_objects(source, droppable)
+        if _lake_table_is_ours(state.delta_path, mine):
+            storage.remove_table(state.delta_path)
         repo.incremental.delete_state(ref.key)
+    notes = [f"kept {found.label} ({_why_kept(found)})" for found in kept]
+    if missing:
+        gone = ", ".join(f"{o.object_type.lower()} {o.schema}.{o.name}" for o in missing)
+        notes.append(f"already gone: {gone}")
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"
+        + "".join(f"; {note}" for note in notes)
     )
     return result
+
+
+def _droppable(found: capture.ExistingObject, take_over: bool) -> bool:
+    if found.item.kind is SourceObject.HYBRID_SCHEMA:
+        return found.ownership is ownership.Ownership.OURS
+    return found.adoptable(take_over)
+
+
+def _why_kept(found: capture.ExistingObject) -> str:
+    whose = ownership.describe(found.ownership, found.marker)
+    if found.item.kind is SourceObject.HYBRID_SCHEMA:
+        return f"a schema gluon did not create here is never dropped ({whose})"
+    if not found.shaped:
+        return f"not shaped like gluon's ({whose}); gluon never drops it"
+    return f"{whose}; drop it yourself, or add {ownership.TAKE_OVER_OPTION} if it is a leftover"
+
+
+def _lake_table_is_ours(location: str, mine: ownership.Marker) -> bool:
+    """Unmarked delta tables predate markers: the repository recorded them, so they are ours."""
+    found = ownership.lake_table_marker(location)
+    return found is None or ownership.classify(found, mine) is ownership.Ownership.OURS

@@ -160,6 +160,16 @@ def offload(
             help="Name ([SCHEMA.]TABLE) of the changelog table instead of SCHEMA_H.TABLE_LOG.",
         ),
     ] = None,
+    take_over_objects: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-take-over-objects",
+            help="With -enabled: drop and re-create capture objects and a delta table that "
+            "another gluon installation (or a gluon without ownership markers) left behind; "
+            "changes waiting in them are discarded. With -disabled: drop such leftovers too. "
+            "Objects not shaped like gluon's are never touched.",
+        ),
+    ] = False,
     updates_disabled: Annotated[
         bool,
         typer.Option(
@@ -325,8 +335,15 @@ def offload(
                 vacuum_retention_hours=vacuum_retention_hours,
             )
             return run_compaction(settings, compaction, progress)
+        if take_over_objects and not (updates_enabled or updates_disabled):
+            raise UsageError(
+                "--incremental-take-over-objects goes with --incremental-updates-enabled or "
+                "--incremental-updates-disabled"
+            )
         if updates_disabled:
-            return disable_incremental(settings, ref, execute=execute)
+            return disable_incremental(
+                settings, ref, execute=execute, take_over_objects=take_over_objects
+            )
         if updates_enabled:
             if not extraction_method:
                 raise UsageError(
@@ -339,6 +356,7 @@ def offload(
                 no_verify_primary_key=no_verify_primary_key,
                 changelog_table=changelog_table,
                 execute=execute,
+                take_over_objects=take_over_objects,
             )
             initial = _needs_offload(settings, ref, reset_backend_table)
             return enable_incremental(
