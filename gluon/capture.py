@@ -35,6 +35,7 @@ view (``*_INSERT``) an insert of a key the view already shows is refused.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -96,6 +97,26 @@ CHANGELOG_SHAPE: frozenset[str] = frozenset({"gl_seq", "gl_op", "gl_origin"})
 
 NO_INSTALLATION = Marker("0" * 32, "")
 """The marker objects get when created outside an installation (tests, tooling)."""
+
+WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    "postgresql": (
+        (re.compile(r"^(character varying|varchar|character|char|bpchar)(\(\d+\))?$"), "text"),
+        (re.compile(r"^(smallint|integer|int|int2|int4)$"), "bigint"),
+        (re.compile(r"^(numeric|decimal)(\(\d+(,\s*-?\d+)?\))?$"), "numeric"),
+        (re.compile(r"^real$"), "double precision"),
+        (re.compile(r"^(bit varying|varbit|bit)(\(\d+\))?$"), "bit varying"),
+    ),
+    "oracle": (
+        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(4000)"),
+        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(2000)"),
+        (re.compile(r"^NUMBER\(\d+(,\s*-?\d+)?\)$"), "NUMBER"),
+        (re.compile(r"^RAW\(\d+\)$"), "RAW(2000)"),
+        (re.compile(r"^BINARY_FLOAT$"), "BINARY_DOUBLE"),
+    ),
+}
+"""Changelog column types wide enough that widening a source column (varchar(10) to
+varchar(50), int to bigint, a larger numeric precision) never makes the capture
+trigger, and with it the application's DML, fail. SQLite does not enforce types."""
 
 ARRAY_DELETE_CHUNK = 100_000
 """Sequence values per DELETE where the dialect binds one array parameter."""
@@ -242,9 +263,21 @@ def script_context(
         "staging": staging,
         "staging_index": _index_name(source, staging) if staging else None,
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
+        "log_types": {
+            column.name: changelog_type(source.name, column.source_type) for column in spec.columns
+        },
         "marker_literal": (marker or NO_INSTALLATION).sql_literal,
         "marker_comment": (marker or NO_INSTALLATION).sql_comment,
     }
+
+
+def changelog_type(dialect: str, source_type: str) -> str:
+    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES)."""
+    declared = source_type.strip()
+    for pattern, wide in WIDE_TYPES.get(dialect, ()):
+        if pattern.match(declared if dialect == "oracle" else declared.lower()):
+            return wide
+    return declared
 
 
 def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:
