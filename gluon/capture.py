@@ -149,6 +149,15 @@ def _exists(source: SourceDialect, item: SourceObjectRef) -> bool:
     return bool(source.run_query("object_exists", params, schema=item.schema))
 
 
+def object_exists(source: SourceDialect, item: SourceObjectRef) -> bool:
+    """``item`` exists in the source (with its object type).
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    return _exists(source, item)
+
+
 def named_source_objects(
     source: SourceDialect,
     ref: TableRef,
@@ -457,6 +466,57 @@ def existing_objects(
     return sorted(found, key=lambda existing: _rank(existing.item))
 
 
+def capture_problems(
+    source: SourceDialect, table: TableSpec, objects: Sequence[SourceObjectRef]
+) -> list[str]:
+    """What stops changes to ``table`` from being captured now: a capture trigger that is
+    disabled or gone, a changelog that is gone (each one line, with the way out).
+
+    Changes the application made meanwhile were never recorded: only a new
+    offload brings the lake back in step.
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    problems: list[str] = []
+    resync = (
+        "then disable incremental update, re-offload with --reset-backend-table and enable it "
+        "again (changes made meanwhile were not captured)"
+    )
+    recreate = (
+        "re-create the capture objects (offload --incremental-updates-enabled "
+        f"--incremental-recreate-capture-objects), {resync}"
+    )
+    changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
+    if changelog is not None and not _exists(source, changelog):
+        problems.append(
+            f"changelog table {changelog.schema}.{changelog.name} of {table.schema}.{table.name} "
+            "is missing: " + recreate
+        )
+    trigger = _find(objects, SourceObject.CHANGELOG_TRIGGER)
+    if trigger is None:
+        return problems
+    params = {
+        "schema": trigger.schema,
+        "name": trigger.name,
+        "table_schema": table.schema,
+        "table_name": table.name,
+    }
+    rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
+    fires = [bool(row[0]) for row in rows]
+    label = f"capture trigger {trigger.schema}.{trigger.name} on {table.schema}.{table.name}"
+    if not fires:
+        problems.append(f"{label} is missing: {recreate}")
+    elif not all(fires):
+        enable = (
+            f"ALTER TRIGGER {trigger.schema}.{trigger.name} ENABLE"
+            if source.name == "oracle"
+            else f"ALTER TABLE {table.schema}.{table.name} ENABLE TRIGGER {trigger.name}"
+        )
+        problems.append(f"{label} is disabled: enable it ({enable}), {resync}")
+    return problems
+
+
 def count_changes(source: SourceDialect, objects: list[SourceObjectRef]) -> int:
     """Rows waiting in the changelog (0 when the method keeps none).
 
@@ -556,12 +616,14 @@ def delete_changes(
 __all__ = [
     "ExistingObject",
     "SourceObjectRef",
+    "capture_problems",
     "count_changes",
     "create_source_objects",
     "delete_changes",
     "drop_source_objects",
     "existing_objects",
     "named_source_objects",
+    "object_exists",
     "plan_source_objects",
     "read_changes",
     "script_context",

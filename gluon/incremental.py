@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from gluon import capture, ownership
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import StateError, UnsupportedError, UsageError
+from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
@@ -65,6 +65,8 @@ class EnableOptions:
     execute: bool = False
     take_over_objects: bool = False
     """Drop and re-create leftover capture objects and delta tables gluon did not make here."""
+    recreate_capture_objects: bool = False
+    """Re-create the capture objects of an enabled table that are missing (and refresh the rest)."""
 
 
 @dataclass(slots=True)
@@ -151,7 +153,7 @@ def _plan_enable(
     resume = existing is not None and existing.status == ENABLING
     if existing is not None and not resume:
         if existing.method == method.name:
-            raise StateError(f"incremental update is already enabled for {ref.key} ({method.name})")
+            raise StateError(_already_enabled(settings, existing))
         raise StateError(
             f"{ref.key} already uses extraction method {existing.method}: disable incremental "
             "update (--incremental-updates-disabled) before choosing another method"
@@ -342,6 +344,108 @@ def enable_incremental(
     result.message = (
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
         f"query {record.user_view} for the latest state"
+    )
+    return result
+
+
+# -- repairing ------------------------------------------------------------------------------
+
+
+def _missing_objects(
+    source: SourceDialect, objects: list[capture.SourceObjectRef]
+) -> list[capture.SourceObjectRef]:
+    """``objects`` that do not exist, and schemas they need that do not exist (first)."""
+    missing = [item for item in objects if not capture.object_exists(source, item)]
+    if source.has_schemas:
+        recorded = {item.schema for item in objects if item.kind is SourceObject.HYBRID_SCHEMA}
+        needed = dict.fromkeys(item.schema for item in missing if item.schema not in recorded)
+        for schema in needed:
+            candidate = capture.SourceObjectRef(
+                SourceObject.HYBRID_SCHEMA, schema, schema, "SCHEMA"
+            )
+            if not capture.object_exists(source, candidate):
+                missing.insert(0, candidate)
+    return missing
+
+
+def _labels(objects: list[capture.SourceObjectRef]) -> str:
+    return ", ".join(f"{item.object_type.lower()} {item.schema}.{item.name}" for item in objects)
+
+
+def _already_enabled(settings: Settings, state: IncrementalState) -> str:
+    """The refusal of a second enable: says what is missing when capture objects are gone."""
+    message = f"incremental update is already enabled for {state.table_key} ({state.method})"
+    objects = capture_objects(state)
+    if state.status != ENABLED or not objects or not settings.source_url:
+        return message
+    try:
+        missing = _missing_objects(sources.connect(settings.source_url), objects)
+    except GluonError:
+        return message  # the refusal stands; the source's trouble shows in the next command
+    if not missing:
+        return message
+    return (
+        f"{message}, but {_labels(missing)} are missing (dropped outside gluon): add "
+        "--incremental-recreate-capture-objects to re-create them"
+    )
+
+
+def repair_capture_objects(settings: Settings, options: EnableOptions) -> IncrementalResult:
+    """Re-create the missing capture objects of an enabled table; refresh the code objects.
+
+    The way out when capture objects were dropped (or a trigger disabled) outside
+    gluon: application DML works and is captured again. Objects that exist must
+    be this installation's. The changelog is created with the recorded columns.
+    Changes made while capture was broken were never recorded: the message says so.
+
+    Raises:
+        StateError: not enabled, another method, or an existing object gluon does not own.
+    """
+    ref = options.table
+    repo = Repository(settings.repo_url)
+    state = repo.incremental.get_state(ref.key)
+    record = repo.get_table(ref.key)
+    if state is None or record is None or state.status != ENABLED:
+        raise StateError(
+            f"incremental update is not enabled for {ref.key}: "
+            "--incremental-recreate-capture-objects repairs an enabled table"
+        )
+    method = get_method(options.method)
+    if method.name != state.method:
+        raise StateError(
+            f"{ref.key} uses extraction method {state.method}, not {method.name}: repeat it "
+            "with --incremental-extraction-method"
+        )
+    source = sources.connect(settings.require_source_url())
+    source.check_connection()
+    spec = record.spec()
+    objects = capture_objects(state)
+    marker = ownership.Marker(repo.installation_id, ref.key)
+    _check_existing_objects(source, spec, objects, marker, take_over=False)
+    missing = _missing_objects(source, objects)
+    recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
+    steps = [
+        Step("create_capture", f"create {o.object_type.lower()} {o.schema}.{o.name}")
+        for o in missing
+    ] + [
+        Step("refresh_capture", f"replace {o.object_type.lower()} {o.schema}.{o.name}")
+        for o in objects
+        if o not in missing and o.kind in capture.REPLACED_ON_CREATE
+    ]
+    result = IncrementalResult(ref.key, steps, options.execute)
+    if not options.execute:
+        return result
+    with table_lock(settings, ref.key, "offload"):
+        schemas = [item for item in missing if item.kind is SourceObject.HYBRID_SCHEMA]
+        capture.create_source_objects(
+            source, spec, method, schemas + objects, state.key_columns, marker
+        )
+    result.message = (
+        f"re-created {_labels(recreated)} for {ref.key}; changes made while they were missing "
+        "were not captured: disable incremental update, re-offload with --reset-backend-table "
+        "and enable it again to bring the lake back in step"
+        if recreated
+        else f"capture objects of {ref.key} refreshed (none was missing)"
     )
     return result
 

@@ -24,6 +24,7 @@ from gluon.incremental import (
     IncrementalResult,
     disable_incremental,
     enable_incremental,
+    repair_capture_objects,
 )
 from gluon.increments import IncrementRequest
 from gluon.naming import TableRef
@@ -168,6 +169,15 @@ def offload(
             "another gluon installation (or a gluon without ownership markers) left behind; "
             "changes waiting in them are discarded. With -disabled: drop such leftovers too. "
             "Objects not shaped like gluon's are never touched.",
+        ),
+    ] = False,
+    recreate_capture_objects: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-recreate-capture-objects",
+            help="With -enabled on an enabled table: re-create its capture objects that were "
+            "dropped outside gluon and replace its triggers (re-enabling a disabled one), so "
+            "the application's DML works and is captured again.",
         ),
     ] = False,
     updates_disabled: Annotated[
@@ -340,6 +350,10 @@ def offload(
                 "--incremental-take-over-objects goes with --incremental-updates-enabled or "
                 "--incremental-updates-disabled"
             )
+        if recreate_capture_objects and not updates_enabled:
+            raise UsageError(
+                "--incremental-recreate-capture-objects goes with --incremental-updates-enabled"
+            )
         if updates_disabled:
             return disable_incremental(
                 settings, ref, execute=execute, take_over_objects=take_over_objects
@@ -357,7 +371,10 @@ def offload(
                 changelog_table=changelog_table,
                 execute=execute,
                 take_over_objects=take_over_objects,
+                recreate_capture_objects=recreate_capture_objects,
             )
+            if recreate_capture_objects:
+                return repair_capture_objects(settings, options)
             initial = _needs_offload(settings, ref, reset_backend_table)
             return enable_incremental(
                 settings, options, offload_options if initial else None, progress

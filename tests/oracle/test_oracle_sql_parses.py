@@ -118,6 +118,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "object_exists": {"object_exists": {}},
     "object_marker": {"object_marker": {}},
     "object_columns": {"object_columns": {}},
+    "capture_trigger_state": {"capture_trigger_state": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "read_changes": {
