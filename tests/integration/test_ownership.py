@@ -204,10 +204,31 @@ def test_a_delta_table_of_another_installation_is_refused(
     second_home.mkdir()
     monkeypatch.setenv("OFFLOAD_HOME", str(second_home))
     monkeypatch.setenv("GLUON_SOURCE_URL", sources[1].url)
+    base = lake / "main.db" / "items_data"
+    base_before = sorted(path.name for path in base.rglob("*"))
     refused(
         run_cli("offload", "-t", "main.items", "-x", "--incremental-updates-enabled", METHOD),
+        "base table already exists",
+        "another gluon installation",
+    )
+    refused(
+        run_cli("offload", "-t", "main.items", "-x"),
+        "base table already exists",
+        "--reset-backend-table",
+    )
+    refused(
+        run_cli(
+            "offload",
+            "-t",
+            "main.items",
+            "-x",
+            "--reset-backend-table",
+            "--incremental-updates-enabled",
+            METHOD,
+        ),
         "delta table already exists",
         "another gluon installation",
     )
     assert sorted(path.name for path in delta.rglob("*")) == before
+    assert sorted(path.name for path in base.rglob("*")) == base_before
     assert not table_exists(sources[1], "main", "main_h_items_log")
