@@ -440,11 +440,15 @@ def existing_objects(
     objects: Sequence[SourceObjectRef],
     mine: Marker,
     spec: TableSpec | None = None,
+    *,
+    unmarked_are_ours: bool = False,
 ) -> list[ExistingObject]:
     """Those of ``objects`` that exist, in creation order, each with its owner and shape.
 
     A schema is shared by many tables: it is ours when this installation made it.
     Kinds the dialect cannot mark follow the changelog table they serve.
+    ``unmarked_are_ours``: the objects were recorded by this installation before it
+    marked what it creates, so an unmarked one of the right shape is ours.
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -457,11 +461,15 @@ def existing_objects(
         marker = _marker(source, item)
         per_table = item.kind is not SourceObject.HYBRID_SCHEMA
         ownership = classify(marker, mine, per_table=per_table)
-        found.append(ExistingObject(item, ownership, marker, _shaped(source, spec, item)))
+        shaped = _shaped(source, spec, item)
+        if ownership is Ownership.FOREIGN and shaped and unmarked_are_ours:
+            ownership = Ownership.OURS
+        found.append(ExistingObject(item, ownership, marker, shaped))
     changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
     for item in objects:
         if item.kind in unmarkable and _exists(source, item):
-            judged = changelog or ExistingObject(item, Ownership.FOREIGN, None, True)
+            unmarked = Ownership.OURS if unmarked_are_ours else Ownership.FOREIGN
+            judged = changelog or ExistingObject(item, unmarked, None, True)
             found.append(ExistingObject(item, judged.ownership, judged.marker, True))
     return sorted(found, key=lambda existing: _rank(existing.item))
 

@@ -227,6 +227,8 @@ def _check_existing_objects(
     objects: list[capture.SourceObjectRef],
     marker: ownership.Marker,
     take_over: bool,
+    *,
+    legacy: bool = False,
 ) -> list[capture.SourceObjectRef]:
     """Refuse existing objects gluon did not make for this table here; return those to take over.
 
@@ -237,7 +239,8 @@ def _check_existing_objects(
             it is and how to go on).
     """
     taken_over: list[capture.SourceObjectRef] = []
-    for found in capture.existing_objects(source, objects, marker, spec):
+    existing = capture.existing_objects(source, objects, marker, spec, unmarked_are_ours=legacy)
+    for found in existing:
         if found.item.kind is SourceObject.HYBRID_SCHEMA:
             continue
         if not found.adoptable(take_over):
@@ -351,6 +354,12 @@ def enable_incremental(
 # -- repairing ------------------------------------------------------------------------------
 
 
+def _before_markers(repo: Repository, state: IncrementalState) -> bool:
+    """The table was enabled before this installation marked what it creates (an upgrade)."""
+    enabled_at = state.enabled_at
+    return enabled_at is not None and enabled_at < repo.installation_created_at
+
+
 def _missing_objects(
     source: SourceDialect, objects: list[capture.SourceObjectRef]
 ) -> list[capture.SourceObjectRef]:
@@ -421,7 +430,9 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     spec = record.spec()
     objects = capture_objects(state)
     marker = ownership.Marker(repo.installation_id, ref.key)
-    _check_existing_objects(source, spec, objects, marker, take_over=False)
+    _check_existing_objects(
+        source, spec, objects, marker, take_over=False, legacy=_before_markers(repo, state)
+    )
     missing = _missing_objects(source, objects)
     recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
     steps = [
@@ -476,7 +487,9 @@ def disable_incremental(
     source.check_connection()
     objects = capture_objects(state)
     mine = ownership.Marker(repo.installation_id, ref.key)
-    existing = capture.existing_objects(source, objects, mine, record.spec())
+    existing = capture.existing_objects(
+        source, objects, mine, record.spec(), unmarked_are_ours=_before_markers(repo, state)
+    )
     droppable = [found.item for found in existing if _droppable(found, take_over_objects)]
     kept = [found for found in existing if found.item not in droppable]
     missing = [item for item in objects if item not in {found.item for found in existing}]

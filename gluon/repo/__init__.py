@@ -144,6 +144,18 @@ class Repository:
             )
         return str(value)
 
+    @property
+    def installation_created_at(self) -> dt.datetime:
+        """When the installation id was created: objects made before it carry no marker."""
+        with self.engine.connect() as connection:
+            value = connection.execute(sa.select(models.installation.c.created_at)).scalar()
+        if value is None:
+            raise RepositoryError(
+                "the repository has no installation id (table installation is empty): restore "
+                "the repository from a backup"
+            )
+        return value.replace(tzinfo=None) if value.tzinfo else value
+
     # -- offloaded tables ------------------------------------------------------------------
 
     def get_table(self, table_key: str) -> OffloadedTable | None:

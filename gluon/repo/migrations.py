@@ -30,7 +30,8 @@ def _create_installation(connection: sa.Connection) -> None:
     models.installation.create(connection, checkfirst=True)
     connection.execute(
         models.installation.insert().values(
-            installation_id=uuid.uuid4().hex, created_at=dt.datetime.now(dt.UTC)
+            installation_id=uuid.uuid4().hex,
+            created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
         )
     )
 

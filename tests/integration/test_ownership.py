@@ -232,3 +232,28 @@ def test_a_delta_table_of_another_installation_is_refused(
     assert sorted(path.name for path in delta.rglob("*")) == before
     assert sorted(path.name for path in base.rglob("*")) == base_before
     assert not table_exists(sources[1], "main", "main_h_items_log")
+
+
+def test_objects_of_a_table_enabled_before_markers_are_still_dropped(
+    pg_url: str, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgraded installation: the table was enabled by a gluon that marked nothing. Its
+    recorded, gluon-shaped objects are its own; disable drops them all."""
+    chosen = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", chosen.url)
+    run(chosen, "CREATE TABLE app.items (id integer PRIMARY KEY, name text)")
+    assert enable(run_cli, chosen).exit_code == 0
+    for unmark in ("TABLE app_h.items_log", "SEQUENCE app_h.items_seq", "FUNCTION app_h.items()"):
+        run(chosen, f"COMMENT ON {unmark} IS NULL")
+    run(chosen, "COMMENT ON SCHEMA app_h IS NULL")
+    repo = Repository(load_settings().repo_url)
+    with repo.engine.begin() as db:  # the installation id came with the upgrade, later
+        db.execute(sa.text("UPDATE installation SET created_at = '2999-01-01 00:00:00'"))
+    result = run_cli("offload", "-t", "app.items", "-x", "--incremental-updates-disabled")
+    assert result.exit_code == 0, result.stderr
+    assert "kept" not in result.stdout
+    with chosen.engine.connect() as db:
+        left = db.execute(
+            sa.text("SELECT count(*) FROM pg_namespace WHERE nspname = 'app_h'")
+        ).scalar()
+    assert left == 0
