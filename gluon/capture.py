@@ -35,6 +35,7 @@ view (``*_INSERT``) an insert of a key the view already shows is refused.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ import sqlalchemy as sa
 from gluon.errors import UnsupportedError, UsageError
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, shorten, source_object_names
+from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
@@ -90,6 +92,32 @@ CHANGE_FIELDS: tuple[pa.Field, ...] = (
 )
 """What :func:`read_changes` adds after the table's columns."""
 
+CHANGELOG_SHAPE: frozenset[str] = frozenset({"gl_seq", "gl_op", "gl_origin"})
+"""Columns every gluon changelog has: a table without them is never dropped as one."""
+
+NO_INSTALLATION = Marker("0" * 32, "")
+"""The marker objects get when created outside an installation (tests, tooling)."""
+
+WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    "postgresql": (
+        (re.compile(r"^(character varying|varchar|character|char|bpchar)(\(\d+\))?$"), "text"),
+        (re.compile(r"^(smallint|integer|int|int2|int4)$"), "bigint"),
+        (re.compile(r"^(numeric|decimal)(\(\d+(,\s*-?\d+)?\))?$"), "numeric"),
+        (re.compile(r"^real$"), "double precision"),
+        (re.compile(r"^(bit varying|varbit|bit)(\(\d+\))?$"), "bit varying"),
+    ),
+    "oracle": (
+        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(4000)"),
+        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(2000)"),
+        (re.compile(r"^NUMBER\(\d+(,\s*-?\d+)?\)$"), "NUMBER"),
+        (re.compile(r"^RAW\(\d+\)$"), "RAW(2000)"),
+        (re.compile(r"^BINARY_FLOAT$"), "BINARY_DOUBLE"),
+    ),
+}
+"""Changelog column types wide enough that widening a source column (varchar(10) to
+varchar(50), int to bigint, a larger numeric precision) never makes the capture
+trigger, and with it the application's DML, fail. SQLite does not enforce types."""
+
 ARRAY_DELETE_CHUNK = 100_000
 """Sequence values per DELETE where the dialect binds one array parameter."""
 
@@ -119,6 +147,15 @@ def _find(objects: Sequence[SourceObjectRef], kind: SourceObject) -> SourceObjec
 def _exists(source: SourceDialect, item: SourceObjectRef) -> bool:
     params = {"object_type": item.object_type, "schema": item.schema, "name": item.name}
     return bool(source.run_query("object_exists", params, schema=item.schema))
+
+
+def object_exists(source: SourceDialect, item: SourceObjectRef) -> bool:
+    """``item`` exists in the source (with its object type).
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    return _exists(source, item)
 
 
 def named_source_objects(
@@ -210,8 +247,12 @@ def script_context(
     method: type[ExtractionMethod],
     objects: Sequence[SourceObjectRef],
     key_columns: Sequence[str],
+    marker: Marker | None = None,
 ) -> dict[str, Any]:
     """What the ``create_<kind>`` scripts render with (besides ``object``).
+
+    ``marker`` (default :data:`NO_INSTALLATION`) is the ownership mark each
+    object gets, as ``marker_literal`` (a SQL string) and ``marker_comment``.
 
     ``staging`` is None for a table enabled before gluon staged lake rows: its
     view then shows the application table alone, as it did.
@@ -231,7 +272,21 @@ def script_context(
         "staging": staging,
         "staging_index": _index_name(source, staging) if staging else None,
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
+        "log_types": {
+            column.name: changelog_type(source.name, column.source_type) for column in spec.columns
+        },
+        "marker_literal": (marker or NO_INSTALLATION).sql_literal,
+        "marker_comment": (marker or NO_INSTALLATION).sql_comment,
     }
+
+
+def changelog_type(dialect: str, source_type: str) -> str:
+    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES)."""
+    declared = source_type.strip()
+    for pattern, wide in WIDE_TYPES.get(dialect, ()):
+        if pattern.match(declared if dialect == "oracle" else declared.lower()):
+            return wide
+    return declared
 
 
 def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:
@@ -246,8 +301,9 @@ def create_source_objects(
     method: type[ExtractionMethod],
     objects: list[SourceObjectRef],
     key_columns: tuple[str, ...],
+    marker: Marker | None = None,
 ) -> None:
-    """Create ``objects`` (from :func:`plan_source_objects`) for ``spec``.
+    """Create ``objects`` (from :func:`plan_source_objects`) for ``spec``, marked with ``marker``.
 
     Idempotent: each object is one script run in one transaction; a re-run
     creates the stateful objects still missing and replaces the code objects
@@ -268,7 +324,7 @@ def create_source_objects(
     if not objects:
         return
     _refuse_reserved_columns(spec)
-    context = script_context(source, spec, method, objects, key_columns)
+    context = script_context(source, spec, method, objects, key_columns, marker)
     for item in sorted(objects, key=_rank):
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):
             continue
@@ -295,6 +351,178 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
                 continue
         log.info("dropping %s %s.%s", item.object_type.lower(), item.schema, item.name)
         source.execute_script(f"drop_{item.kind.value}", object=item)
+
+
+# -- ownership ------------------------------------------------------------------------------
+
+UNMARKABLE: dict[str, frozenset[SourceObject]] = {
+    "oracle": frozenset({SourceObject.CHANGELOG_SEQUENCE, SourceObject.HYBRID_SCHEMA}),
+}
+"""Kinds a dialect cannot comment: they are judged by the changelog table they serve."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExistingObject:
+    """A source object that exists, and whose it is."""
+
+    item: SourceObjectRef
+    ownership: Ownership
+    marker: Marker | None
+    shaped: bool
+    """Shaped like what gluon creates (a changelog has gl_seq, gl_op, gl_origin; ...)."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.item.object_type.lower()} {self.item.schema}.{self.item.name}"
+
+    def adoptable(self, take_over: bool) -> bool:
+        """Gluon may use it (ours), or take it over when asked (a leftover of gluon's)."""
+        if self.ownership is Ownership.OURS:
+            return self.shaped
+        return (
+            take_over
+            and self.shaped
+            and self.ownership in (Ownership.FOREIGN, Ownership.OTHER_INSTALLATION)
+        )
+
+    def refusal(self) -> str:
+        """Why enabling cannot use it, and the way forward (one line)."""
+        whose = describe(self.ownership, self.marker)
+        if not self.shaped:
+            return (
+                f"{self.label} already exists and is not shaped like gluon's ({whose}); gluon "
+                "never uses or drops it: pick another name (--incremental-changelog-table) "
+                "or move it out of the way"
+            )
+        if self.ownership is Ownership.OTHER_TABLE:
+            return (
+                f"{self.label} already exists: {whose}; pick another name with "
+                "--incremental-changelog-table"
+            )
+        if self.ownership is Ownership.OTHER_INSTALLATION:
+            return (
+                f"{self.label} already exists: {whose}; disable incremental update there first, "
+                f"or add {TAKE_OVER_OPTION} to drop and re-create it for this installation "
+                "(changes waiting in it are discarded)"
+            )
+        return (
+            f"{self.label} already exists and {whose}: drop it or pick another name; if a gluon "
+            f"without ownership markers made it, add {TAKE_OVER_OPTION} to drop and re-create it"
+        )
+
+
+def _marker(source: SourceDialect, item: SourceObjectRef) -> Marker | None:
+    params = {"object_type": item.object_type, "schema": item.schema, "name": item.name}
+    for row in source.run_query("object_marker", params, schema=item.schema):
+        found = parse_marker(row[0])
+        if found is not None:
+            return found
+    return None
+
+
+def _columns(source: SourceDialect, item: SourceObjectRef) -> set[str]:
+    params = {"schema": item.schema, "name": item.name}
+    return {str(row[0]).lower() for row in source.run_query("object_columns", params)}
+
+
+def _shaped(source: SourceDialect, spec: TableSpec | None, item: SourceObjectRef) -> bool:
+    if item.kind is SourceObject.CHANGELOG_TABLE:
+        return _columns(source, item) >= CHANGELOG_SHAPE
+    if item.kind is SourceObject.LAKE_ROWS_TABLE:
+        columns = _columns(source, item)
+        table = {column.name.lower() for column in spec.columns} if spec else columns
+        return bool(columns) and columns <= table
+    return True  # the object type already matched: a sequence, a view, a trigger, a schema
+
+
+def existing_objects(
+    source: SourceDialect,
+    objects: Sequence[SourceObjectRef],
+    mine: Marker,
+    spec: TableSpec | None = None,
+    *,
+    unmarked_are_ours: bool = False,
+) -> list[ExistingObject]:
+    """Those of ``objects`` that exist, in creation order, each with its owner and shape.
+
+    A schema is shared by many tables: it is ours when this installation made it.
+    Kinds the dialect cannot mark follow the changelog table they serve.
+    ``unmarked_are_ours``: the objects were recorded by this installation before it
+    marked what it creates, so an unmarked one of the right shape is ours.
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    found: list[ExistingObject] = []
+    unmarkable = UNMARKABLE.get(source.name, frozenset())
+    for item in sorted(objects, key=_rank):
+        if not _exists(source, item) or item.kind in unmarkable:
+            continue
+        marker = _marker(source, item)
+        per_table = item.kind is not SourceObject.HYBRID_SCHEMA
+        ownership = classify(marker, mine, per_table=per_table)
+        shaped = _shaped(source, spec, item)
+        if ownership is Ownership.FOREIGN and shaped and unmarked_are_ours:
+            ownership = Ownership.OURS
+        found.append(ExistingObject(item, ownership, marker, shaped))
+    changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
+    for item in objects:
+        if item.kind in unmarkable and _exists(source, item):
+            unmarked = Ownership.OURS if unmarked_are_ours else Ownership.FOREIGN
+            judged = changelog or ExistingObject(item, unmarked, None, True)
+            found.append(ExistingObject(item, judged.ownership, judged.marker, True))
+    return sorted(found, key=lambda existing: _rank(existing.item))
+
+
+def capture_problems(
+    source: SourceDialect, table: TableSpec, objects: Sequence[SourceObjectRef]
+) -> list[str]:
+    """What stops changes to ``table`` from being captured now: a capture trigger that is
+    disabled or gone, a changelog that is gone (each one line, with the way out).
+
+    Changes the application made meanwhile were never recorded: only a new
+    offload brings the lake back in step.
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    problems: list[str] = []
+    resync = (
+        "then disable incremental update, re-offload with --reset-backend-table and enable it "
+        "again (changes made meanwhile were not captured)"
+    )
+    recreate = (
+        "re-create the capture objects (offload --incremental-updates-enabled "
+        f"--incremental-recreate-capture-objects), {resync}"
+    )
+    changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
+    if changelog is not None and not _exists(source, changelog):
+        problems.append(
+            f"changelog table {changelog.schema}.{changelog.name} of {table.schema}.{table.name} "
+            "is missing: " + recreate
+        )
+    trigger = _find(objects, SourceObject.CHANGELOG_TRIGGER)
+    if trigger is None:
+        return problems
+    params = {
+        "schema": trigger.schema,
+        "name": trigger.name,
+        "table_schema": table.schema,
+        "table_name": table.name,
+    }
+    rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
+    fires = [bool(row[0]) for row in rows]
+    label = f"capture trigger {trigger.schema}.{trigger.name} on {table.schema}.{table.name}"
+    if not fires:
+        problems.append(f"{label} is missing: {recreate}")
+    elif not all(fires):
+        enable = (
+            f"ALTER TRIGGER {trigger.schema}.{trigger.name} ENABLE"
+            if source.name == "oracle"
+            else f"ALTER TABLE {table.schema}.{table.name} ENABLE TRIGGER {trigger.name}"
+        )
+        problems.append(f"{label} is disabled: enable it ({enable}), {resync}")
+    return problems
 
 
 def count_changes(source: SourceDialect, objects: list[SourceObjectRef]) -> int:
@@ -394,12 +622,16 @@ def delete_changes(
 
 
 __all__ = [
+    "ExistingObject",
     "SourceObjectRef",
+    "capture_problems",
     "count_changes",
     "create_source_objects",
     "delete_changes",
     "drop_source_objects",
+    "existing_objects",
     "named_source_objects",
+    "object_exists",
     "plan_source_objects",
     "read_changes",
     "script_context",

@@ -22,11 +22,12 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import StateError
+from gluon.errors import GluonError, StateError
 from gluon.faults import fault_point
-from gluon.feeds import FEEDS, ChangeFeed
+from gluon.feeds import FEEDS, ChangeFeed, capture_objects
 from gluon.lake import tables
 from gluon.lake.changes import append_changes, present_sequences
 from gluon.lake.session import LakeSession, open_session, retry_commit
@@ -40,6 +41,10 @@ from gluon.repo.incremental import ENABLED, IncrementalState, now
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 100_000
+
+
+class CaptureBrokenError(GluonError):
+    """Changes are not being captured (a capture trigger disabled or gone, no changelog)."""
 
 
 @dataclass(slots=True)
@@ -87,6 +92,9 @@ def run_extraction(
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url())
+        problems = capture.capture_problems(source, record.spec(), capture_objects(state))
+        if any(problem.startswith("changelog table") for problem in problems):
+            raise CaptureBrokenError("; ".join(problems))
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
             state.requested_partition is not None
@@ -127,6 +135,9 @@ def run_extraction(
             control_partition=partition,
         )
     result.seconds = time.monotonic() - started
+    if problems:
+        # What was captured is in the lake now; the operator must hear that capture stopped.
+        raise CaptureBrokenError(f"shipped {result.rows_read} changes, but " + "; ".join(problems))
     return result
 
 

@@ -13,17 +13,17 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from gluon import capture
+from gluon import capture, ownership
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import StateError, UnsupportedError, UsageError
+from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, OffloadUseCase
+from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -63,6 +63,10 @@ class EnableOptions:
     no_verify_primary_key: bool = False
     changelog_table: str | None = None
     execute: bool = False
+    take_over_objects: bool = False
+    """Drop and re-create leftover capture objects and delta tables gluon did not make here."""
+    recreate_capture_objects: bool = False
+    """Re-create the capture objects of an enabled table that are missing (and refresh the rest)."""
 
 
 @dataclass(slots=True)
@@ -127,6 +131,9 @@ class _EnablePlan:
     offload: OffloadContext | None
     record: OffloadedTable | None
     resume: bool
+    marker: ownership.Marker
+    taken_over: list[capture.SourceObjectRef]
+    """Existing objects to drop and re-create as ours (``--incremental-take-over-objects``)."""
 
 
 def _plan_enable(
@@ -146,7 +153,7 @@ def _plan_enable(
     resume = existing is not None and existing.status == ENABLING
     if existing is not None and not resume:
         if existing.method == method.name:
-            raise StateError(f"incremental update is already enabled for {ref.key} ({method.name})")
+            raise StateError(_already_enabled(settings, existing))
         raise StateError(
             f"{ref.key} already uses extraction method {existing.method}: disable incremental "
             "update (--incremental-updates-disabled) before choosing another method"
@@ -178,6 +185,8 @@ def _plan_enable(
             source, ref, method, changelog_table=options.changelog_table
         )
     )
+    marker = ownership.Marker(repo.installation_id, ref.key)
+    taken_over = _check_existing_objects(source, spec, objects, marker, options.take_over_objects)
     names = lake_names(ref)
     state = (
         existing
@@ -194,8 +203,77 @@ def _plan_enable(
             ),
         )
     )
+    _check_delta_table(state.delta_path, marker, options.take_over_objects, resume=resume)
     return _EnablePlan(
-        settings, repo, source, spec, method, keys, objects, state, offload_context, record, resume
+        settings,
+        repo,
+        source,
+        spec,
+        method,
+        keys,
+        objects,
+        state,
+        offload_context,
+        record,
+        resume,
+        marker,
+        taken_over,
+    )
+
+
+def _check_existing_objects(
+    source: SourceDialect,
+    spec: TableSpec,
+    objects: list[capture.SourceObjectRef],
+    marker: ownership.Marker,
+    take_over: bool,
+    *,
+    legacy: bool = False,
+) -> list[capture.SourceObjectRef]:
+    """Refuse existing objects gluon did not make for this table here; return those to take over.
+
+    A schema is never refused: several tables (and installations) may share one.
+
+    Raises:
+        StateError: an object exists that this installation cannot use (the message says whose
+            it is and how to go on).
+    """
+    taken_over: list[capture.SourceObjectRef] = []
+    existing = capture.existing_objects(source, objects, marker, spec, unmarked_are_ours=legacy)
+    for found in existing:
+        if found.item.kind is SourceObject.HYBRID_SCHEMA:
+            continue
+        if not found.adoptable(take_over):
+            raise StateError(found.refusal())
+        if found.ownership is not ownership.Ownership.OURS:
+            log.warning(
+                "taking over %s: %s", found.label, ownership.describe(found.ownership, found.marker)
+            )
+            taken_over.append(found.item)
+    return taken_over
+
+
+def _check_delta_table(
+    location: str, marker: ownership.Marker, take_over: bool, *, resume: bool
+) -> None:
+    """Refuse a delta table at ``location`` that another installation (or table) made.
+
+    An unmarked one is ours when resuming this installation's own enable (a crash
+    between creating and marking it).
+
+    Raises:
+        StateError: the delta table exists and is not this installation's.
+    """
+    if storage.delta_version(location) is None:
+        return
+    found = ownership.lake_table_marker(location)
+    owner = ownership.classify(found, marker)
+    if owner is ownership.Ownership.OURS or take_over or (resume and found is None):
+        return
+    raise StateError(
+        f"a delta table already exists at {location} and "
+        f"{ownership.describe(owner, found)}: disable incremental update there first, move "
+        f"it away, or add {ownership.TAKE_OVER_OPTION} to replace it"
     )
 
 
@@ -261,7 +339,13 @@ def _enable_incremental(
             last_scn=FEEDS[plan.method.change_reader].initial_position(plan.source)
         )
     plan.repo.incremental.save_state(state)
-    capture.create_source_objects(plan.source, plan.spec, plan.method, plan.objects, plan.keys)
+    if plan.taken_over:
+        capture.drop_source_objects(plan.source, plan.taken_over)
+    if options.take_over_objects and ownership.lake_table_marker(state.delta_path) != (plan.marker):
+        storage.remove_table(state.delta_path)
+    capture.create_source_objects(
+        plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
+    )
     log.info("created capture objects for %s", plan.state.table_key)
     if plan.offload:
         result.rows = execute_offload(plan.offload, progress or NullProgress())
@@ -269,6 +353,7 @@ def _enable_incremental(
     assert record is not None
     with open_session(settings) as session:
         create_delta_table(session, plan.state.delta_path, record.columns)
+    ownership.mark_lake_table(plan.state.delta_path, plan.marker)
     enabled = state.with_changes(status=ENABLED, enabled_at=now())
     plan.repo.incremental.save_state(enabled)
     result.message = (
@@ -278,25 +363,149 @@ def _enable_incremental(
     return result
 
 
+# -- repairing ------------------------------------------------------------------------------
+
+
+def _before_markers(repo: Repository, state: IncrementalState) -> bool:
+    """The table was enabled before this installation marked what it creates (an upgrade)."""
+    enabled_at = state.enabled_at
+    return enabled_at is not None and enabled_at < repo.installation_created_at
+
+
+def _missing_objects(
+    source: SourceDialect, objects: list[capture.SourceObjectRef]
+) -> list[capture.SourceObjectRef]:
+    """``objects`` that do not exist, and schemas they need that do not exist (first)."""
+    missing = [item for item in objects if not capture.object_exists(source, item)]
+    if source.has_schemas:
+        recorded = {item.schema for item in objects if item.kind is SourceObject.HYBRID_SCHEMA}
+        needed = dict.fromkeys(item.schema for item in missing if item.schema not in recorded)
+        for schema in needed:
+            candidate = capture.SourceObjectRef(
+                SourceObject.HYBRID_SCHEMA, schema, schema, "SCHEMA"
+            )
+            if not capture.object_exists(source, candidate):
+                missing.insert(0, candidate)
+    return missing
+
+
+def _labels(objects: list[capture.SourceObjectRef]) -> str:
+    return ", ".join(f"{item.object_type.lower()} {item.schema}.{item.name}" for item in objects)
+
+
+def _already_enabled(settings: Settings, state: IncrementalState) -> str:
+    """The refusal of a second enable: says what is missing when capture objects are gone."""
+    message = f"incremental update is already enabled for {state.table_key} ({state.method})"
+    objects = capture_objects(state)
+    if state.status != ENABLED or not objects or not settings.source_url:
+        return message
+    try:
+        missing = _missing_objects(sources.connect(settings.source_url), objects)
+    except GluonError:
+        return message  # the refusal stands; the source's trouble shows in the next command
+    if not missing:
+        return message
+    return (
+        f"{message}, but {_labels(missing)} are missing (dropped outside gluon): add "
+        "--incremental-recreate-capture-objects to re-create them"
+    )
+
+
+def repair_capture_objects(settings: Settings, options: EnableOptions) -> IncrementalResult:
+    """Re-create the missing capture objects of an enabled table; refresh the code objects.
+
+    The way out when capture objects were dropped (or a trigger disabled) outside
+    gluon: application DML works and is captured again. Objects that exist must
+    be this installation's. The changelog is created with the recorded columns.
+    Changes made while capture was broken were never recorded: the message says so.
+
+    Raises:
+        StateError: not enabled, another method, or an existing object gluon does not own.
+    """
+    ref = options.table
+    repo = Repository(settings.repo_url)
+    state = repo.incremental.get_state(ref.key)
+    record = repo.get_table(ref.key)
+    if state is None or record is None or state.status != ENABLED:
+        raise StateError(
+            f"incremental update is not enabled for {ref.key}: "
+            "--incremental-recreate-capture-objects repairs an enabled table"
+        )
+    method = get_method(options.method)
+    if method.name != state.method:
+        raise StateError(
+            f"{ref.key} uses extraction method {state.method}, not {method.name}: repeat it "
+            "with --incremental-extraction-method"
+        )
+    source = sources.connect(settings.require_source_url())
+    source.check_connection()
+    spec = record.spec()
+    objects = capture_objects(state)
+    marker = ownership.Marker(repo.installation_id, ref.key)
+    _check_existing_objects(
+        source, spec, objects, marker, take_over=False, legacy=_before_markers(repo, state)
+    )
+    missing = _missing_objects(source, objects)
+    recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
+    steps = [
+        Step("create_capture", f"create {o.object_type.lower()} {o.schema}.{o.name}")
+        for o in missing
+    ] + [
+        Step("refresh_capture", f"replace {o.object_type.lower()} {o.schema}.{o.name}")
+        for o in objects
+        if o not in missing and o.kind in capture.REPLACED_ON_CREATE
+    ]
+    result = IncrementalResult(ref.key, steps, options.execute)
+    if not options.execute:
+        return result
+    with lifecycle_lock(settings, ref.key, "offload --incremental-recreate-capture-objects"):
+        schemas = [item for item in missing if item.kind is SourceObject.HYBRID_SCHEMA]
+        capture.create_source_objects(
+            source, spec, method, schemas + objects, state.key_columns, marker
+        )
+    result.message = (
+        f"re-created {_labels(recreated)} for {ref.key}; changes made while they were missing "
+        "were not captured: disable incremental update, re-offload with --reset-backend-table "
+        "and enable it again to bring the lake back in step"
+        if recreated
+        else f"capture objects of {ref.key} refreshed (none was missing)"
+    )
+    return result
+
+
 # -- disabling ------------------------------------------------------------------------------
 
 
-def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> IncrementalResult:
+def disable_incremental(
+    settings: Settings, ref: TableRef, *, execute: bool, take_over_objects: bool = False
+) -> IncrementalResult:
     """Disable incremental update when nothing is outstanding; drop what enabling created.
 
     Executing holds the table's lifecycle lock and checks what is outstanding under it.
+
+    Only objects this installation marked for ``ref`` are dropped (with
+    ``take_over_objects`` also gluon-shaped leftovers of another installation or of
+    a gluon without markers); anything else is left in place and named in the
+    message. Objects already gone (dropped behind gluon's back) are named too, and
+    do not stop the disable.
 
     Raises:
         StateError: not enabled, or changes are outstanding (the message says what to run).
         LockHeldError: another command on the table is running (exit code 3).
     """
     if not execute:
-        return _disable_incremental(settings, ref, execute=False)
+        return _disable_incremental(
+            settings, ref, execute=False, take_over_objects=take_over_objects
+        )
     with lifecycle_lock(settings, ref.key, "offload --incremental-updates-disabled"):
-        return _disable_incremental(settings, ref, execute=True)
+        return _disable_incremental(
+            settings, ref, execute=True, take_over_objects=take_over_objects
+        )
 
 
-def _disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> IncrementalResult:
+def _disable_incremental(
+    settings: Settings, ref: TableRef, *, execute: bool, take_over_objects: bool
+) -> IncrementalResult:
     repo = Repository(settings.repo_url)
     state = repo.incremental.get_state(ref.key)
     record = repo.get_table(ref.key)
@@ -305,8 +514,16 @@ def _disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) ->
     source = sources.connect(settings.require_source_url())
     source.check_connection()
     objects = capture_objects(state)
+    mine = ownership.Marker(repo.installation_id, ref.key)
+    existing = capture.existing_objects(
+        source, objects, mine, record.spec(), unmarked_are_ours=_before_markers(repo, state)
+    )
+    droppable = [found.item for found in existing if _droppable(found, take_over_objects)]
+    kept = [found for found in existing if found.item not in droppable]
+    missing = [item for item in objects if item not in {found.item for found in existing}]
     if state.status == ENABLED:
-        pending = capture.count_changes(source, objects)
+        changelog = [item for item in droppable if item.kind is SourceObject.CHANGELOG_TABLE]
+        pending = capture.count_changes(source, changelog)
         if pending:
             raise StateError(
                 f"{ref.key} has {pending} changes in the changelog: run "
@@ -323,8 +540,14 @@ def _disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) ->
             )
     steps = [
         Step("drop_capture", f"drop {o.object_type.lower()} {o.schema}.{o.name} from the source")
-        for o in reversed(objects)
-    ] + [
+        for o in reversed(droppable)
+    ]
+    steps += [Step("keep_capture", f"keep {found.label}: {_why_kept(found)}") for found in kept]
+    steps += [
+        Step("missing_capture", f"{o.object_type.lower()} {o.schema}.{o.name} is already gone")
+        for o in missing
+    ]
+    steps += [
         Step("drop_delta_table", f"drop delta table {state.delta_table} ({state.delta_path})"),
         Step("record_disabled", f"make {record.user_view} read {record.base_table} directly"),
     ]
@@ -332,10 +555,37 @@ def _disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) ->
     if not execute:
         return result
     repo.incremental.save_state(state.with_changes(status=DISABLING))
-    capture.drop_source_objects(source, objects)
-    storage.remove_table(state.delta_path)
+    capture.drop_source_objects(source, droppable)
+    if _lake_table_is_ours(state.delta_path, mine):
+        storage.remove_table(state.delta_path)
     repo.incremental.delete_state(ref.key)
+    notes = [f"kept {found.label} ({_why_kept(found)})" for found in kept]
+    if missing:
+        gone = ", ".join(f"{o.object_type.lower()} {o.schema}.{o.name}" for o in missing)
+        notes.append(f"already gone: {gone}")
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"
+        + "".join(f"; {note}" for note in notes)
     )
     return result
+
+
+def _droppable(found: capture.ExistingObject, take_over: bool) -> bool:
+    if found.item.kind is SourceObject.HYBRID_SCHEMA:
+        return found.ownership is ownership.Ownership.OURS
+    return found.adoptable(take_over)
+
+
+def _why_kept(found: capture.ExistingObject) -> str:
+    whose = ownership.describe(found.ownership, found.marker)
+    if found.item.kind is SourceObject.HYBRID_SCHEMA:
+        return f"a schema gluon did not create here is never dropped ({whose})"
+    if not found.shaped:
+        return f"not shaped like gluon's ({whose}); gluon never drops it"
+    return f"{whose}; drop it yourself, or add {ownership.TAKE_OVER_OPTION} if it is a leftover"
+
+
+def _lake_table_is_ours(location: str, mine: ownership.Marker) -> bool:
+    """Unmarked delta tables predate markers: the repository recorded them, so they are ours."""
+    found = ownership.lake_table_marker(location)
+    return found is None or ownership.classify(found, mine) is ownership.Ownership.OURS

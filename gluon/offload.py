@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 from dataclasses import dataclass, field, replace
 
+from gluon import ownership
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import LakeError, StateError, UsageError
@@ -92,7 +93,7 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
     source = sources.connect(settings.require_source_url())
     source.check_connection()
     spec = source.describe_table(options.table)
-    repo = Repository(settings.repo_url)
+    repo = Repository(settings.repo_url, create=True)  # the first offload starts a repository
     ref = options.table
     existing = repo.get_table(ref.key)
     if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):
@@ -123,7 +124,27 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
             else f"{ref.key} is already offloaded: add --reset-backend-table to offload it again"
         )
     record = _new_record(settings, options, source, spec, offload_type=FULL)
+    if existing is None and not options.reset_backend_table:
+        _refuse_foreign_base(repo, record)
     return _replacing(OffloadContext(settings, options, source, spec, repo, record), replaces)
+
+
+def _refuse_foreign_base(repo: Repository, record: OffloadedTable) -> None:
+    """A first offload never overwrites a base table another installation made.
+
+    Raises:
+        StateError: a Delta table marked by another installation (or table) is at the path.
+    """
+    found = ownership.lake_table_marker(record.base_path)
+    if found is None or storage.delta_version(record.base_path) is None:
+        return
+    owner = ownership.classify(found, ownership.Marker(repo.installation_id, record.table_key))
+    if owner is not ownership.Ownership.OURS:
+        raise StateError(
+            f"a base table already exists at {record.base_path} and "
+            f"{ownership.describe(owner, found)}: use another OFFLOAD_LAKE_ROOT, or add "
+            "--reset-backend-table to replace it"
+        )
 
 
 def _replacing(context: OffloadContext, replaces: OffloadedTable | None) -> OffloadContext:
@@ -336,6 +357,9 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
                 replace_where=lake_filter if context.appending else None,
             )
         _verify(session, record, rows, lake_filter)
+        ownership.mark_lake_table(
+            record.base_path, ownership.Marker(repo.installation_id, record.table_key)
+        )
         total = session.spark.read.format("delta").load(record.base_path).count()
         if not context.appending:
             register_user_view(session, record)

@@ -24,6 +24,7 @@ from gluon.incremental import (
     IncrementalResult,
     disable_incremental,
     enable_incremental,
+    repair_capture_objects,
 )
 from gluon.increments import IncrementRequest
 from gluon.naming import TableRef
@@ -160,6 +161,25 @@ def offload(
             help="Name ([SCHEMA.]TABLE) of the changelog table instead of SCHEMA_H.TABLE_LOG.",
         ),
     ] = None,
+    take_over_objects: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-take-over-objects",
+            help="With -enabled: drop and re-create capture objects and a delta table that "
+            "another gluon installation (or a gluon without ownership markers) left behind; "
+            "changes waiting in them are discarded. With -disabled: drop such leftovers too. "
+            "Objects not shaped like gluon's are never touched.",
+        ),
+    ] = False,
+    recreate_capture_objects: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-recreate-capture-objects",
+            help="With -enabled on an enabled table: re-create its capture objects that were "
+            "dropped outside gluon and replace its triggers (re-enabling a disabled one), so "
+            "the application's DML works and is captured again.",
+        ),
+    ] = False,
     updates_disabled: Annotated[
         bool,
         typer.Option(
@@ -328,8 +348,19 @@ def offload(
                 vacuum_retention_hours=vacuum_retention_hours,
             )
             return run_compaction(settings, compaction, progress)
+        if take_over_objects and not (updates_enabled or updates_disabled):
+            raise UsageError(
+                "--incremental-take-over-objects goes with --incremental-updates-enabled or "
+                "--incremental-updates-disabled"
+            )
+        if recreate_capture_objects and not updates_enabled:
+            raise UsageError(
+                "--incremental-recreate-capture-objects goes with --incremental-updates-enabled"
+            )
         if updates_disabled:
-            return disable_incremental(settings, ref, execute=execute)
+            return disable_incremental(
+                settings, ref, execute=execute, take_over_objects=take_over_objects
+            )
         if updates_enabled:
             if not extraction_method:
                 raise UsageError(
@@ -342,7 +373,11 @@ def offload(
                 no_verify_primary_key=no_verify_primary_key,
                 changelog_table=changelog_table,
                 execute=execute,
+                take_over_objects=take_over_objects,
+                recreate_capture_objects=recreate_capture_objects,
             )
+            if recreate_capture_objects:
+                return repair_capture_objects(settings, options)
             initial = _needs_offload(settings, ref, reset_backend_table)
             return enable_incremental(
                 settings, options, offload_options if initial else None, progress
@@ -356,7 +391,7 @@ def offload(
 
 
 def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
-    record = Repository(settings.repo_url).get_table(ref.key)
+    record = Repository(settings.repo_url, create=True).get_table(ref.key)
     return reset or record is None or record.status != OFFLOADED
 
 

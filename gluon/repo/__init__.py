@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import logging
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,8 @@ from gluon.repo.incremental import IncrementalRepository
 from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
+
+log = logging.getLogger(__name__)
 
 
 class RepositoryError(GluonError):
@@ -62,30 +65,64 @@ class OffloadedTable:
         )
 
 
-def _engine(url: str) -> sa.Engine:
+def _engine(url: str, *, create: bool) -> sa.Engine:
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError as exc:
         raise ConfigError(f"GLUON_REPO_URL is not a valid SQLAlchemy URL: {exc}") from None
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
-        if parsed.database:
-            try:
-                Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise ConfigError(
-                    f"GLUON_REPO_URL: cannot create {parsed.database}: {exc}"
-                ) from None
+        if parsed.database and parsed.database != ":memory:":
+            _check_sqlite_file(Path(parsed.database), create=create)
         options["connect_args"] = {"timeout": 60}
     return sa.create_engine(parsed, **options)
 
 
-class Repository:
-    """Reads and writes repository records; migrates the schema on first use."""
+def _check_sqlite_file(path: Path, *, create: bool) -> None:
+    """A repository file is created only on purpose; a lost or emptied one is an error.
 
-    def __init__(self, url: str) -> None:
-        self.engine = _engine(url)
+    Raises:
+        ConfigError: the file does not exist and this command does not create repositories.
+        RepositoryError: the file exists but is empty (0 bytes).
+    """
+    if path.is_file() and path.stat().st_size == 0:
+        raise RepositoryError(
+            f"the repository {path} is an empty file (0 bytes): restore it from a backup, or "
+            "delete it and run the first offload again to start a new repository"
+        )
+    if path.exists():
+        return
+    if not create:
+        raise ConfigError(
+            f"no gluon repository at {path}: check OFFLOAD_HOME (or GLUON_REPO_URL); the "
+            "first offload of a table (offload -t SCHEMA.TABLE -x) creates a new one"
+        )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"GLUON_REPO_URL: cannot create {path}: {exc}") from None
+    log.info("creating a new gluon repository at %s", path)
+
+
+class Repository:
+    """Reads and writes repository records; migrates the schema on first use.
+
+    Only a command that creates repositories on purpose (the first offload) passes
+    ``create=True``; every other command fails on a missing or empty repository
+    instead of silently starting a new one (whose installation id would own nothing).
+    """
+
+    def __init__(self, url: str, *, create: bool = False) -> None:
+        self.engine = _engine(url, create=create)
         try:
+            if not create:
+                with self.engine.connect() as connection:
+                    if migrations.current_version(connection) == 0:
+                        raise ConfigError(
+                            "the repository database (GLUON_REPO_URL) holds no gluon "
+                            "repository: check the setting; the first offload of a table "
+                            "(offload -t SCHEMA.TABLE -x) creates one"
+                        )
             if self.engine.dialect.name == "sqlite":
                 with self.engine.connect() as connection:
                     connection.exec_driver_sql("PRAGMA journal_mode=WAL")
@@ -96,6 +133,30 @@ class Repository:
         self.compaction = CompactionRepository(self.engine)
         self.increments = IncrementRepository(self.engine)
         self.locks = LockRepository(self.engine)
+
+    @property
+    def installation_id(self) -> str:
+        """The random id that marks what this installation creates (migration 8)."""
+        with self.engine.connect() as connection:
+            value = connection.execute(sa.select(models.installation.c.installation_id)).scalar()
+        if value is None:  # a repository whose row was deleted by hand
+            raise RepositoryError(
+                "the repository has no installation id (table installation is empty): restore "
+                "the repository from a backup"
+            )
+        return str(value)
+
+    @property
+    def installation_created_at(self) -> dt.datetime:
+        """When the installation id was created: objects made before it carry no marker."""
+        with self.engine.connect() as connection:
+            value = connection.execute(sa.select(models.installation.c.created_at)).scalar()
+        if value is None:
+            raise RepositoryError(
+                "the repository has no installation id (table installation is empty): restore "
+                "the repository from a backup"
+            )
+        return value.replace(tzinfo=None) if value.tzinfo else value
 
     # -- offloaded tables ------------------------------------------------------------------
 

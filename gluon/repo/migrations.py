@@ -8,6 +8,7 @@ number is recorded in ``gluon_schema_version``. Add a migration at the end of
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Callable
 
 import sqlalchemy as sa
@@ -25,6 +26,16 @@ def _create(*tables: sa.Table) -> Callable[[sa.Connection], None]:
     return apply
 
 
+def _create_installation(connection: sa.Connection) -> None:
+    models.installation.create(connection, checkfirst=True)
+    connection.execute(
+        models.installation.insert().values(
+            installation_id=uuid.uuid4().hex,
+            created_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+        )
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "offloaded tables", _create(models.offloaded_tables)),
     (
@@ -39,6 +50,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
     (5, "table locks held by running commands", _create(models.table_locks)),
+    (8, "installation id that marks what gluon creates", _create_installation),
 ]
 
 

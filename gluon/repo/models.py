@@ -141,3 +141,12 @@ table_locks = sa.Table(
     sa.Column("host", sa.String(255), nullable=False),
     sa.Column("acquired_at", sa.DateTime, nullable=False),
 )
+
+installation = sa.Table(
+    "installation",
+    metadata,
+    sa.Column("installation_id", sa.String(32), primary_key=True),
+    sa.Column("created_at", sa.DateTime, nullable=False),
+)
+"""One row: the random id that marks the source objects and lake tables this repository's
+gluon created (``gluon.ownership``)."""

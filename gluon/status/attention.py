@@ -37,6 +37,11 @@ def _changelog_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime)
     ]
 
 
+def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    problems = status.changelog.capture_problems if status.changelog else ()
+    return [Finding(status.table_key, ERROR, "capture_broken", problem) for problem in problems]
+
+
 def _delta_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     if status.ingestion is None:
         return []
@@ -176,6 +181,7 @@ def _half_enabled(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
 
 RULES: tuple[Rule, ...] = (
     _half_enabled,
+    _capture_broken,
     _extraction_failed,
     _compaction_failed,
     _compaction_interrupted,

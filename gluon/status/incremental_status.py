@@ -109,7 +109,10 @@ class ChangelogCounter:
                     f"GLUON_SOURCE_URL is a {source.name} database; "
                     f"the table came from {record.source_dialect}",
                 )
-            return Backlog(name, capture.count_changes(source, objects))
+            problems = tuple(capture.capture_problems(source, record.spec(), objects))
+            if any(problem.startswith("changelog table") for problem in problems):
+                return Backlog(name, None, "the changelog table is missing", problems)
+            return Backlog(name, capture.count_changes(source, objects), None, problems)
         except GluonError as exc:
             return Backlog(name, None, str(exc))
 

@@ -81,6 +81,8 @@ class Backlog:
     rows: int | None
     """None: unknown or not applicable (see ``reason``)."""
     reason: str | None = None
+    capture_problems: tuple[str, ...] = ()
+    """Why changes are not being captured now (a capture trigger disabled or gone, ...)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -79,6 +79,10 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ("Most recent extraction time", when(extraction.last_extraction_at)),
         ("Extraction method", extraction.method),
         ("Changes waiting in the changelog", waiting),
+        *[
+            ("Capture stopped", problem)
+            for problem in (backlog.capture_problems if backlog else ())
+        ],
         (
             "Extraction runs",
             f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "

@@ -321,6 +321,7 @@ def test_unreachable_spark_remote_fails_fast_in_one_line(
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     monkeypatch.setenv("SPARK_REMOTE", f"sc://127.0.0.1:{port}")
+    Repository(load_settings().repo_url, create=True)  # a query needs an existing repository
     result = run_cli("gluon", "query", "SELECT 1")
     assert result.exit_code == 1
     (line,) = error_lines(result)

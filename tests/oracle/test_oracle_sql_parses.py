@@ -116,6 +116,9 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     },
     "extract_utc": {"zoned": {"column": "ZONED_AT"}},
     "object_exists": {"object_exists": {}},
+    "object_marker": {"object_marker": {}},
+    "object_columns": {"object_columns": {}},
+    "capture_trigger_state": {"capture_trigger_state": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "read_changes": {
