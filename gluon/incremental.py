@@ -318,7 +318,12 @@ def enable_incremental(
     """
     if not options.execute:
         return _enable_incremental(settings, options, offload, progress)
-    with lifecycle_lock(settings, options.table.key, "offload --incremental-updates-enabled"):
+    with lifecycle_lock(
+        settings,
+        options.table.key,
+        "offload --incremental-updates-enabled",
+        create_repository=offload is not None,
+    ):
         return _enable_incremental(settings, options, offload, progress)
 
 

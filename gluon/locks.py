@@ -87,15 +87,19 @@ def lock_path(settings: Settings, table_key: str, lock_name: str) -> Path:
 
 
 @contextmanager
-def lifecycle_lock(settings: Settings, table_key: str, command: str) -> Iterator[None]:
+def lifecycle_lock(
+    settings: Settings, table_key: str, command: str, *, create_repository: bool = False
+) -> Iterator[None]:
     """Hold both locks of ``table_key``: nothing else may run on the table meanwhile.
+
+    ``create_repository``: the command is an offload, which may start a new repository.
 
     Raises:
         LockHeldError: another command holds either lock (exit code 3).
     """
     with (
-        table_lock(settings, table_key, LIFECYCLE, command),
-        table_lock(settings, table_key, EXTRACTION, command),
+        table_lock(settings, table_key, LIFECYCLE, command, create_repository),
+        table_lock(settings, table_key, EXTRACTION, command, create_repository),
     ):
         fault_point("lock.lifecycle_held")
         yield
@@ -116,7 +120,13 @@ def extraction_lock(settings: Settings, table_key: str) -> Iterator[None]:
 
 
 @contextmanager
-def table_lock(settings: Settings, table_key: str, lock_name: str, command: str) -> Iterator[None]:
+def table_lock(
+    settings: Settings,
+    table_key: str,
+    lock_name: str,
+    command: str,
+    create_repository: bool = False,
+) -> Iterator[None]:
     """Hold the ``lock_name`` lock of ``table_key`` as ``command``; fail at once if taken.
 
     Raises:
@@ -142,11 +152,12 @@ def table_lock(settings: Settings, table_key: str, lock_name: str, command: str)
         os.ftruncate(fd, 0)
         os.pwrite(fd, _holder_text(holder).encode(), 0)
         try:
-            _claim_in_repository(settings, table_key, lock_name, holder)
+            repo = Repository(settings.repo_url, create=create_repository)
+            _claim_in_repository(repo, table_key, lock_name, holder)
             try:
                 yield
             finally:
-                Repository(settings.repo_url).locks.release(table_key, lock_name, holder)
+                repo.locks.release(table_key, lock_name, holder)
         finally:
             os.ftruncate(fd, 0)  # an empty file: nobody holds it (status reads this)
             fcntl.flock(fd, fcntl.LOCK_UN)
@@ -155,9 +166,9 @@ def table_lock(settings: Settings, table_key: str, lock_name: str, command: str)
 
 
 def _claim_in_repository(
-    settings: Settings, table_key: str, lock_name: str, holder: LockRecord
+    repo: Repository, table_key: str, lock_name: str, holder: LockRecord
 ) -> None:
-    blocking = Repository(settings.repo_url).locks.claim(table_key, lock_name, holder, stale=_stale)
+    blocking = repo.locks.claim(table_key, lock_name, holder, stale=_stale)
     if blocking is None:
         return
     if blocking.host != holder.host:

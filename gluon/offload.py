@@ -282,7 +282,7 @@ def offload_table(
     """
     if not options.execute:
         return _offload_table(settings, options, progress)
-    with lifecycle_lock(settings, options.table.key, _command(options)):
+    with lifecycle_lock(settings, options.table.key, _command(options), create_repository=True):
         return _offload_table(settings, options, progress)
 
 

@@ -298,6 +298,7 @@ def test_repository_lock_of_a_dead_process_here_is_taken_over(
 
 def test_lock_file_names_its_holder(offload_home: Path) -> None:
     settings = load_settings()
+    Repository(settings.repo_url, create=True)  # as the table's first offload made it
     with locks.compaction_lock(settings, KEY):
         text = locks.lock_path(settings, KEY, locks.LIFECYCLE).read_text()
         assert f'"pid": {os.getpid()}' in text and '"command": "compaction"' in text
