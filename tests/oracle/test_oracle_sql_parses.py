@@ -118,6 +118,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "object_exists": {"object_exists": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
+    "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
     "read_changes": {
         "all rows": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": None},
         "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},
