@@ -36,6 +36,7 @@ from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState, now
+from gluon.schema_changes import carry_changes
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ def run_extraction(
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url())
+        record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
             state.requested_partition is not None
