@@ -51,7 +51,7 @@ def object_records(objects: list[capture.SourceObjectRef]) -> tuple[SourceObject
 
 
 REBUILD_HINT = (
-    "rebuild the lake copy from the table (docs/incremental.md, 'Changelog sequence reset')"
+    "rebuild the lake copy from the table (docs/operations.md, 'Changelog sequence reset')"
 )
 """The way out once changes cannot be ordered: start the lake copy again from the table."""
 

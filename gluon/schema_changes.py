@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -33,8 +34,6 @@ from gluon import capture
 from gluon.config import Settings
 from gluon.errors import StateError
 from gluon.feeds import capture_objects
-from gluon.lake import tables
-from gluon.lake.session import LakeSession, open_session
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject, ViewKind
 from gluon.naming import TableRef
@@ -42,6 +41,9 @@ from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
 from gluon.schema import Column, TableSpec, arrow_type
 from gluon.source.base import SourceDialect
+
+if TYPE_CHECKING:
+    from gluon.lake.session import LakeSession
 
 log = logging.getLogger(__name__)
 
@@ -191,6 +193,8 @@ def carry_changes(
     method = get_method(state.method)
     capture.create_source_objects(source, spec, method, objects, state.key_columns)
     if changes.carried:
+        from gluon.lake.session import open_session  # status reads changes without Spark
+
         changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
         # Insert-only methods show every recorded insert: images would duplicate rows.
         if changelog is not None and method.view_kind is ViewKind.MERGE:
@@ -234,6 +238,8 @@ def evolve_delta_table(
     """
     from deltalake import DeltaTable
     from deltalake import Schema as DeltaSchema
+
+    from gluon.lake import tables
 
     table = DeltaTable(location)
     present = {field.name for field in table.schema().fields}

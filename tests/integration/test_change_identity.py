@@ -98,7 +98,7 @@ def test_sequence_reset_below_shipped_is_refused(
 
     assert result.exit_code == 1, result.stdout
     lines = error_lines(result)
-    assert len(lines) == 1 and "was reset" in lines[0] and "--reset-backend-table" in lines[0]
+    assert len(lines) == 1 and "was reset" in lines[0] and "Changelog sequence reset" in lines[0]
     assert _changelog_rows(source, workload) == waiting, "the new changes left the changelog"
 
 

@@ -10,6 +10,8 @@ Sail engine and Delta tables.
 from __future__ import annotations
 
 import decimal
+import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,10 +31,13 @@ from support.incremental import (
     sqlite_source,
     workload_for,
 )
+from support.tables import status_json, status_text
 from support.workload import Workload
 
 from gluon.config import load_settings
 from gluon.repo import Repository
+
+SCHEMA_CODES = {"schema_changed", "schema_refused"}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -207,3 +212,39 @@ def test_changed_type_is_refused(
     lines = error_lines(result)
     assert len(lines) == 1 and "amount changed from numeric(12,2) to integer" in lines[0], lines
     assert _lake_view(source) == before
+
+
+def _report_findings(run_cli: Callable[..., Result], out: Path) -> set[tuple[str, str]]:
+    result = run_cli("offload_status_report", "--output-format=json", f"--output-dir={out}")
+    assert result.exit_code == 0, result.stderr
+    saved = [line for line in result.stdout.splitlines() if line.startswith("Report saved to ")]
+    document = json.loads(Path(saved[0].removeprefix("Report saved to ")).read_text())
+    return {(finding["code"], finding["message"]) for finding in document["findings"]}
+
+
+def test_status_and_report_show_schema_changes(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    _enabled(source, run_cli, monkeypatch)
+    table = source.table.upper()
+    assert status_json(run_cli, table)["schema_drift"] is None
+    assert not {code for code, _ in _report_findings(run_cli, tmp_path)} & SCHEMA_CODES
+
+    _run(source, f"ALTER TABLE {source.table} ADD COLUMN extra INTEGER")
+    drift = status_json(run_cli, table)["schema_drift"]
+    assert drift["summary"].lower() == "added extra integer" and drift["refused"] is False
+    assert re.search(r"Source schema changes:\s+added extra", status_text(run_cli, table), re.I)
+    codes = {code for code, _ in _report_findings(run_cli, tmp_path)}
+    assert "schema_changed" in codes
+
+    extract(run_cli, source)
+    assert status_json(run_cli, table)["schema_drift"] is None
+
+    _drop_name_column(source)
+    drift = status_json(run_cli, table)["schema_drift"]
+    assert drift["refused"] and "column name was dropped" in drift["summary"]
+    assert "schema_refused" in {code for code, _ in _report_findings(run_cli, tmp_path)}
