@@ -33,6 +33,7 @@ import pyarrow as pa
 from gluon import capture
 from gluon.config import Settings
 from gluon.errors import StateError
+from gluon.faults import fault_point
 from gluon.feeds import capture_objects
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject, ViewKind
@@ -192,6 +193,7 @@ def carry_changes(
     _alter_capture_tables(source, objects, changes)
     method = get_method(state.method)
     capture.create_source_objects(source, spec, method, objects, state.key_columns)
+    fault_point("schema.after_capture_objects")
     if changes.carried:
         from gluon.lake.session import open_session  # status reads changes without Spark
 
@@ -200,12 +202,14 @@ def carry_changes(
         if changelog is not None and method.view_kind is ViewKind.MERGE:
             context = capture.script_context(source, spec, method, objects, state.key_columns)
             source.execute_script("record_table_images", **context)
+            fault_point("schema.after_row_images")
         with open_session(settings) as session:
             for location, name in (
                 (record.base_path, record.base_table),
                 (state.delta_path, state.delta_table),
             ):
                 evolve_delta_table(session, name, location, changes)
+                fault_point("schema.after_delta_evolution")
     updated = replace(record, columns=changes.columns)
     repo.save_table(updated)
     return updated

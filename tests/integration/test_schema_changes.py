@@ -28,6 +28,7 @@ from support.incremental import (
     lake_rows,
     lake_state,
     postgres_source,
+    run_offload_process,
     sqlite_source,
     workload_for,
 )
@@ -35,6 +36,7 @@ from support.tables import status_json, status_text
 from support.workload import Workload
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 
 SCHEMA_CODES = {"schema_changed", "schema_refused"}
@@ -248,3 +250,32 @@ def test_status_and_report_show_schema_changes(
     drift = status_json(run_cli, table)["schema_drift"]
     assert drift["refused"] and "column name was dropped" in drift["summary"]
     assert "schema_refused" in {code for code, _ in _report_findings(run_cli, tmp_path)}
+
+
+SCHEMA_FAULT_POINTS = (
+    "schema.after_capture_objects",
+    "schema.after_row_images",
+    "schema.after_delta_evolution",
+)
+
+
+def test_crash_while_carrying_a_change_is_completed_by_the_next_run(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _enabled(source, run_cli, monkeypatch)
+    for index, point in enumerate(SCHEMA_FAULT_POINTS):
+        _run(
+            source,
+            f"ALTER TABLE {source.table} ADD COLUMN extra_{index} INTEGER DEFAULT {index + 7}",
+            f"UPDATE {source.table} SET extra_{index} = id WHERE id % 2 = 0",
+        )
+        crashed = run_offload_process(
+            "-t", source.table, "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
+        )
+        assert crashed.returncode == FAULT_EXIT_CODE, (point, crashed.stderr)
+        _run(source, f"UPDATE {source.table} SET name = 'after {index}' WHERE id % 3 = 0")
+        extract(run_cli, source)
+        assert _lake_view(source) == _source_rows(source), f"after a crash at {point}"
