@@ -198,8 +198,11 @@ def carry_changes(
         from gluon.lake.session import open_session  # status reads changes without Spark
 
         changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
-        # Insert-only methods show every recorded insert: images would duplicate rows.
-        if changelog is not None and method.view_kind is ViewKind.MERGE:
+        # Only where the lake follows the application table's rows, and merges them:
+        # insert-only methods would show each image as one more row, and the UPDATABLE
+        # method's lake follows its view's patches, not the application table.
+        follows_table = method.has_object(SourceObject.CHANGELOG_TRIGGER)
+        if changelog is not None and follows_table and method.view_kind is ViewKind.MERGE:
             context = capture.script_context(source, spec, method, objects, state.key_columns)
             source.execute_script("record_table_images", **context)
             fault_point("schema.after_row_images")

@@ -75,12 +75,15 @@ def _lake_view(source: Source) -> list[tuple[Any, ...]]:
 
 
 def _enabled(
-    source: Source, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+    source: Source,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str = "CHANGELOG",
 ) -> Workload:
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
-    workload = workload_for(source, "CHANGELOG", SEED)
+    workload = workload_for(source, method, SEED)
     workload.create()
-    enable(run_cli, source, "CHANGELOG")
+    enable(run_cli, source, method)
     workload.round(8)
     extract(run_cli, source)
     assert lake_state(source.schema) == workload.expected
@@ -99,13 +102,15 @@ def _recorded_columns(source: Source) -> list[str]:
     return [column.name.lower() for column in record.columns]
 
 
+@pytest.mark.parametrize("method", ["CHANGELOG", "UPDATABLE_CHANGELOG"])
 def test_added_column_with_a_default_reaches_every_lake_row(
     source: Source,
+    method: str,
     offload_home: Path,
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _enabled(source, run_cli, monkeypatch)
+    _enabled(source, run_cli, monkeypatch, method)
     table = source.table
     _run(
         source,
