@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from gluon import capture
 from gluon.config import Settings
-from gluon.errors import StateError
+from gluon.errors import NotFoundError, StateError
 from gluon.faults import fault_point
 from gluon.feeds import capture_objects
 from gluon.methods import get_method
@@ -170,7 +170,13 @@ def carry_changes(
     Raises:
         StateError: a change the lake cannot follow (nothing is changed).
     """
-    changes = source_changes(source, record)
+    try:
+        changes = source_changes(source, record)
+    except NotFoundError as exc:
+        # The changes already captured can still be shipped; the table's absence is
+        # for the capture objects' checks to report.
+        log.warning("cannot compare the columns of %s: %s", record.table_key, exc)
+        return record
     if not changes.changed:
         return record
     if changes.refused:
