@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -32,9 +33,10 @@ import pyarrow as pa
 
 from gluon import capture
 from gluon.config import Settings
-from gluon.errors import NotFoundError, StateError
+from gluon.errors import LockHeldError, NotFoundError, StateError
 from gluon.faults import fault_point
 from gluon.feeds import capture_objects
+from gluon.locks import table_lock
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject, ViewKind
 from gluon.naming import TableRef
@@ -181,13 +183,36 @@ def carry_changes(
         return record
     if changes.refused:
         raise refusal(record.table_key, changes)
-    if changes.carried and repo.compaction.open_run(record.table_key) is not None:
-        log.warning(
-            "%s changed in the source (%s): carried to the lake after the compaction under way",
-            record.table_key,
-            changes.summary(),
-        )
-        return record
+    if not changes.carried:  # the capture tables and the record only
+        return _carry(settings, source, repo, record, state, changes)
+    with ExitStack() as stack:
+        try:
+            # A compaction rewrites the base with the columns it read at its start.
+            stack.enter_context(table_lock(settings, record.table_key, "compaction"))
+        except LockHeldError:
+            return _postponed(record, changes)
+        if repo.compaction.open_run(record.table_key) is not None:
+            return _postponed(record, changes)
+        return _carry(settings, source, repo, record, state, changes)
+
+
+def _postponed(record: OffloadedTable, changes: SchemaChanges) -> OffloadedTable:
+    log.warning(
+        "%s changed in the source (%s): carried to the lake after the compaction under way",
+        record.table_key,
+        changes.summary(),
+    )
+    return record
+
+
+def _carry(
+    settings: Settings,
+    source: SourceDialect,
+    repo: Repository,
+    record: OffloadedTable,
+    state: IncrementalState,
+    changes: SchemaChanges,
+) -> OffloadedTable:
     log.info("carrying source schema changes of %s: %s", record.table_key, changes.summary())
     spec = TableSpec(
         schema=record.source_schema,
@@ -219,9 +244,8 @@ def carry_changes(
             ):
                 evolve_delta_table(session, name, location, changes)
                 fault_point("schema.after_delta_evolution")
-    updated = replace(record, columns=changes.columns)
-    repo.save_table(updated)
-    return updated
+    repo.update_columns(record.table_key, changes.columns)
+    return replace(record, columns=changes.columns)
 
 
 def _alter_capture_tables(

@@ -284,3 +284,27 @@ def test_crash_while_carrying_a_change_is_completed_by_the_next_run(
         _run(source, f"UPDATE {source.table} SET name = 'after {index}' WHERE id % 3 = 0")
         extract(run_cli, source)
         assert _lake_view(source) == _source_rows(source), f"after a crash at {point}"
+
+
+def test_added_column_waits_for_a_compaction_under_way(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compaction rewrites the base with the columns it read at its start: carry after it."""
+    source = sqlite_source(tmp_path / "app.db")
+    _enabled(source, run_cli, monkeypatch)
+    compact = ("offload", "-t", source.table, "-x", "--incremental-run-compaction")
+    stopped = run_cli(*compact, "--incremental-wait-time=0", "--incremental-terminate-compaction")
+    assert stopped.exit_code == 0 and "stopped at the acknowledgement step" in stopped.stdout
+    _run(source, f"ALTER TABLE {source.table} ADD COLUMN extra INTEGER DEFAULT 5")
+
+    extract(run_cli, source)  # acknowledges the diversion; the column waits
+    assert "extra" not in _recorded_columns(source)
+    finished = run_cli(*compact, "--incremental-wait-time=0")
+    assert finished.exit_code == 0 and "complete" in finished.stdout, finished.stderr
+
+    extract(run_cli, source)
+    assert "extra" in _recorded_columns(source)
+    assert _lake_view(source) == _source_rows(source)
