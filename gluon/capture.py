@@ -538,6 +538,28 @@ def count_changes(source: SourceDialect, objects: list[SourceObjectRef]) -> int:
     return int(rows[0][0])
 
 
+def sequence_position(source: SourceDialect, objects: list[SourceObjectRef]) -> int | None:
+    """The last ``gl_seq`` the changelog's sequence handed out (None: no changelog).
+
+    SQLite has no sequence object: AUTOINCREMENT keeps its position in
+    ``sqlite_sequence`` under the changelog's name.
+
+    Raises:
+        SourceError: the sequence cannot be read.
+    """
+    changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
+    if changelog is None:
+        return None
+    sequence = _find(objects, SourceObject.CHANGELOG_SEQUENCE) or changelog
+    rows = source.run_query(
+        "sequence_position",
+        {"schema": sequence.schema, "name": sequence.name},
+        schema=sequence.schema,
+        table=sequence.name,
+    )
+    return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
 def read_changes(
     source: SourceDialect,
     spec: TableSpec,
@@ -635,4 +657,5 @@ __all__ = [
     "plan_source_objects",
     "read_changes",
     "script_context",
+    "sequence_position",
 ]

@@ -27,9 +27,9 @@ from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError
 from gluon.faults import fault_point
-from gluon.feeds import FEEDS, ChangeFeed, capture_objects
+from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.lake import tables
-from gluon.lake.changes import append_changes, present_sequences
+from gluon.lake.changes import append_changes, present_changes
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
@@ -37,6 +37,7 @@ from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState, now
+from gluon.schema_changes import carry_changes
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ def run_extraction(
         problems = capture.capture_problems(source, record.spec(), capture_objects(state))
         if any(problem.startswith("changelog table") for problem in problems):
             raise CaptureBrokenError("; ".join(problems))
+        record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
             state.requested_partition is not None
@@ -150,6 +152,7 @@ def _ship(
     batch_size: int,
     progress: Progress,
 ) -> None:
+    feed.verify()
     pending = feed.pending()
     if pending == 0:
         log.info("no changes to extract for %s", record.table_key)
@@ -198,6 +201,8 @@ def _append(
     that raced a compaction's delete may have landed before its error came back.
     """
     fresh = _without_shipped(session, feed, state, changes)
+    if fresh.num_rows:
+        feed.shipping(fresh)
     fault_point("extract.before_delta_commit")
     if fresh.num_rows:
         append_changes(
@@ -214,15 +219,37 @@ def _append(
 def _without_shipped(
     session: LakeSession, feed: ChangeFeed, state: IncrementalState, changes: pa.Table
 ) -> pa.Table:
-    """``changes`` less those a previous, interrupted run already committed to the lake."""
+    """``changes`` less those a previous, interrupted run already committed to the lake.
+
+    A change is recognised by its ``gl_seq`` together with the run that shipped
+    it: only runs that may have left their shipped changes in the changelog
+    count (see ``unconfirmed_extractions``). The same ``gl_seq`` shipped by a
+    run that completed means the changelog handed a value out twice (its
+    sequence was reset, or another table writes to it): refused, never skipped.
+
+    Raises:
+        StateError: a change reuses the ``gl_seq`` of a change already shipped.
+    """
     if not feed.sequences_are_unique:
         return changes
     seqs = changes.column("gl_seq")
     low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-    present = present_sequences(
+    present = present_changes(
         session, state.delta_table, low=low, high=high, min_partition=state.view_min_partition
     )
     if not present:
         return changes
-    keep = pc.invert(pc.is_in(seqs, value_set=pa.array(sorted(present), pa.int64())))
+    unconfirmed = feed.repo.incremental.unconfirmed_extractions(state.table_key)
+    resent = {seq for seq, run in present if run in unconfirmed}
+    reused = sorted({seq for seq, run in present if run not in unconfirmed} & set(seqs.to_pylist()))
+    if reused:
+        raise StateError(
+            f"the changelog of {state.table_key} holds {len(reused)} changes whose gl_seq "
+            f"(first {reused[0]}) belongs to a change already shipped: its sequence was reset "
+            "or another table writes to it; extraction stopped before them. Restart the "
+            f"sequence above {state.shipped_seq or reused[-1]} and {REBUILD_HINT}"
+        )
+    if not resent:
+        return changes
+    keep = pc.invert(pc.is_in(seqs, value_set=pa.array(sorted(resent), pa.int64())))
     return changes.filter(keep)

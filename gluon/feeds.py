@@ -19,6 +19,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon import capture
+from gluon.errors import StateError
 from gluon.faults import fault_point
 from gluon.methods.base import ChangeReader, SourceObject
 from gluon.repo import OffloadedTable, Repository
@@ -49,11 +50,22 @@ def object_records(objects: list[capture.SourceObjectRef]) -> tuple[SourceObject
     )
 
 
+REBUILD_HINT = (
+    "rebuild the lake copy from the table (docs/operations.md, 'Changelog sequence reset')"
+)
+"""The way out once changes cannot be ordered: start the lake copy again from the table."""
+
+
 class ChangeFeed(Protocol):
     """Where an extraction reads changes from, and how it marks them done."""
 
+    repo: Repository
     sequences_are_unique: bool
     """Each change has its own ``gl_seq`` (so a re-shipped change can be recognised)."""
+
+    def verify(self) -> None:
+        """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
+        ...
 
     def pending(self) -> int | None:
         """Changes waiting (None: unknown without reading them)."""
@@ -61,6 +73,10 @@ class ChangeFeed(Protocol):
 
     def read(self, limit: int) -> pa.Table:
         """Up to ``limit`` changes, lowest ``gl_seq`` first (empty: nothing left)."""
+        ...
+
+    def shipping(self, changes: pa.Table) -> None:
+        """Record that ``changes`` are about to be committed to the lake."""
         ...
 
     def done(self, changes: pa.Table) -> None:
@@ -80,12 +96,41 @@ class ChangelogFeed:
     def initial_position(source: SourceDialect) -> int | None:
         return None
 
+    def verify(self) -> None:
+        """Refuse a changelog whose sequence is below the highest ``gl_seq`` already shipped.
+
+        New changes would then reuse values of shipped ones; they cannot be told
+        apart from them, and the merging view would order them wrongly.
+        """
+        shipped = self.state.shipped_seq
+        if shipped is None:
+            return
+        objects = capture_objects(self.state)
+        position = capture.sequence_position(self.source, objects)
+        if position is None or position >= shipped:
+            return
+        sequence = next(
+            (o for o in objects if o.kind is SourceObject.CHANGELOG_SEQUENCE),
+            next(o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE),
+        )
+        raise StateError(
+            f"the changelog sequence {sequence.schema}.{sequence.name} of "
+            f"{self.state.table_key} is at {position}, below {shipped}, the highest change "
+            "already shipped: it was reset, so new changes cannot be told from shipped ones; "
+            f"nothing was extracted. Restart it above {shipped} and {REBUILD_HINT}"
+        )
+
     def pending(self) -> int | None:
         return capture.count_changes(self.source, capture_objects(self.state))
 
     def read(self, limit: int) -> pa.Table:
         objects = capture_objects(self.state)
         return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
+
+    def shipping(self, changes: pa.Table) -> None:
+        # Before the Delta commit: a crash right after it must not leave the mark behind.
+        highest = max(changes.column("gl_seq").to_pylist())
+        self.repo.incremental.record_shipping(self.state.table_key, int(highest))
 
     def done(self, changes: pa.Table) -> None:
         seqs = changes.column("gl_seq").to_pylist()
@@ -109,6 +154,9 @@ class RowscnFeed:
         """The SCN to extract from, captured when incremental update is enabled."""
         return int(source.run_query("current_scn")[0][0])
 
+    def verify(self) -> None:
+        return None
+
     def pending(self) -> int | None:
         return None
 
@@ -131,6 +179,9 @@ class RowscnFeed:
         )
         self._finished = True
         return pa.Table.from_batches(list(batches), schema=schema)
+
+    def shipping(self, changes: pa.Table) -> None:
+        return None
 
     def done(self, changes: pa.Table) -> None:
         self.repo.incremental.update_state(self.state.table_key, last_scn=self._upto)

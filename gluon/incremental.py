@@ -23,7 +23,7 @@ from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject
+from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject, ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -118,6 +118,34 @@ def _verify_unique(
         )
 
 
+def _verify_key_identifies_rows(
+    source: SourceDialect,
+    spec: TableSpec,
+    method: type[ExtractionMethod],
+    keys: tuple[str, ...],
+    options: EnableOptions,
+) -> None:
+    """Merging methods keep one row per key: key columns shared by rows would lose rows.
+
+    The primary key needs no check (the database enforces it); other key
+    columns are checked against the data.
+    """
+    if method.view_kind is not ViewKind.MERGE or options.no_verify_primary_key:
+        return
+    if spec.primary_key and set(keys) == set(spec.primary_key):
+        return
+    duplicates = source.run_query(
+        "count_duplicate_keys", schema=spec.schema, table=spec.name, keys=list(keys)
+    )[0][0]
+    if duplicates:
+        raise UnsupportedError(
+            f"{method.name} keeps one row per key but {spec.name} has {duplicates} duplicated "
+            f"values of ({', '.join(keys)}), so the lake would lose rows: name columns that "
+            "identify a row with --incremental-key-columns, or add "
+            "--incremental-no-verify-primary-key if the application guarantees them unique"
+        )
+
+
 @dataclass(slots=True)
 class _EnablePlan:
     settings: Settings
@@ -178,6 +206,7 @@ def _plan_enable(
     method.validate(spec)
     keys = _key_columns(spec, options.key_columns)
     _verify_unique(source, spec, method, keys, options)
+    _verify_key_identifies_rows(source, spec, method, keys, options)
     objects = (
         capture_objects(existing)
         if resume and existing

@@ -151,7 +151,7 @@ def offload(
         bool,
         typer.Option(
             "--incremental-no-verify-primary-key",
-            help="*_INSERT methods: skip checking that the key is unique (you guarantee it).",
+            help="Skip checking that --incremental-key-columns are unique (you guarantee it).",
         ),
     ] = False,
     changelog_table: Annotated[

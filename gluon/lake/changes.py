@@ -62,16 +62,17 @@ def append_changes(
     session.write(frame, location, mode="append", partition_by=[PARTITION_COLUMN])
 
 
-def present_sequences(
+def present_changes(
     session: LakeSession, delta_table: str, *, low: int, high: int, min_partition: int
-) -> set[int]:
-    """``gl_seq`` values in [low, high] already in the delta table's live partitions."""
+) -> set[tuple[int, int]]:
+    """``(gl_seq, gl_extraction_id)`` of the changes with ``gl_seq`` in [low, high] in the
+    delta table's live partitions."""
     rows = session.sql(
-        f"SELECT gl_seq FROM {tables.quote(delta_table)} "
+        f"SELECT gl_seq, gl_extraction_id FROM {tables.quote(delta_table)} "
         f"WHERE {PARTITION_COLUMN} >= {int(min_partition)} "
         f"AND gl_seq BETWEEN {int(low)} AND {int(high)}"
     ).collect()
-    return {int(row[0]) for row in rows}
+    return {(int(row[0]), int(row[1])) for row in rows}
 
 
 def view_sql(

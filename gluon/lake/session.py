@@ -150,6 +150,7 @@ class LakeSession:
         mode: str,
         partition_by: list[str] | tuple[str, ...] = (),
         replace_where: str | None = None,
+        overwrite_schema: bool = False,
     ) -> None:
         """Write ``frame`` to the Delta table at ``location`` in one commit (recorded).
 
@@ -160,6 +161,8 @@ class LakeSession:
         writer = frame.write.format("delta").mode(mode)
         if replace_where:
             writer = writer.option("replaceWhere", replace_where)
+        if overwrite_schema:  # an overwrite that changes column types (schema evolution)
+            writer = writer.option("overwriteSchema", "true")
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         sqllog.record(

@@ -182,6 +182,19 @@ class Repository:
         """Insert or replace the record of ``record.table_key``."""
         upsert(self.engine, models.offloaded_tables, record.table_key, _to_row(record))
 
+    def update_columns(self, table_key: str, columns: tuple[Column, ...]) -> None:
+        """Record the table's columns after a source schema change (nothing else changes)."""
+        table = models.offloaded_tables
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.table_key == table_key)
+                .values(
+                    columns_json=json.dumps([asdict(column) for column in columns]),
+                    updated_at=now(),
+                )
+            )
+
     def switch_generation(
         self,
         table_key: str,

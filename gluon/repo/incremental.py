@@ -48,6 +48,8 @@ class IncrementalState:
     acknowledged_at: dt.datetime | None = None
     last_scn: int | None = None
     enabled_at: dt.datetime | None = None
+    shipped_seq: int | None = None
+    """The highest ``gl_seq`` sent to the lake (recorded before its Delta commit)."""
 
     def with_changes(self, **changes: Any) -> IncrementalState:
         return replace(self, **changes)
@@ -89,6 +91,7 @@ def _state_row(state: IncrementalState) -> dict[str, Any]:
         "acknowledged_at": state.acknowledged_at,
         "last_scn": state.last_scn,
         "enabled_at": state.enabled_at,
+        "shipped_seq": state.shipped_seq,
         "updated_at": now(),
     }
 
@@ -113,6 +116,7 @@ def _state(row: sa.RowMapping) -> IncrementalState:
         acknowledged_at=row["acknowledged_at"],
         last_scn=row["last_scn"],
         enabled_at=row["enabled_at"],
+        shipped_seq=row["shipped_seq"],
     )
 
 
@@ -149,6 +153,19 @@ class IncrementalRepository:
                 .values(**fields, updated_at=now())
             )
 
+    def record_shipping(self, table_key: str, highest_seq: int) -> None:
+        """Raise the table's ``shipped_seq`` to ``highest_seq`` (never lowers it)."""
+        table = models.incremental_state
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(
+                    table.c.table_key == table_key,
+                    sa.or_(table.c.shipped_seq.is_(None), table.c.shipped_seq < highest_seq),
+                )
+                .values(shipped_seq=highest_seq, updated_at=now())
+            )
+
     def delete_state(self, table_key: str) -> None:
         table = models.incremental_state
         with self.engine.begin() as connection:
@@ -180,6 +197,29 @@ class IncrementalRepository:
                 .where(table.c.id == run_id)
                 .values(status=status, finished_at=now(), **values)
             )
+
+    def unconfirmed_extractions(self, table_key: str) -> set[int]:
+        """Runs whose shipped changes may still be in the changelog.
+
+        A run that succeeded deleted every change it shipped, and read the
+        changelog until it was empty, so the leftovers of every run before it
+        are gone too. Only the runs after the last success (failed, interrupted
+        or the running one) may have committed changes to the lake without
+        deleting them from the changelog.
+        """
+        table = models.extraction_runs
+        with self.engine.connect() as connection:
+            last_success = connection.execute(
+                sa.select(sa.func.max(table.c.id)).where(
+                    table.c.table_key == table_key, table.c.status == "success"
+                )
+            ).scalar()
+            rows = connection.execute(
+                sa.select(table.c.id).where(
+                    table.c.table_key == table_key, table.c.id > (last_success or 0)
+                )
+            )
+            return {int(row[0]) for row in rows}
 
     def extraction_runs(self, table_key: str, limit: int = 50) -> list[ExtractionRun]:
         table = models.extraction_runs

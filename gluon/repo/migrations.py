@@ -36,6 +36,24 @@ def _create_installation(connection: sa.Connection) -> None:
     )
 
 
+def _add_missing_columns(connection: sa.Connection, table: sa.Table, *names: str) -> None:
+    """Add ``names`` (as ``models`` declares them) to an existing ``table``.
+
+    A repository created after the column was declared already has it: table
+    creation in an earlier migration uses the current model.
+    """
+    present = {column["name"] for column in sa.inspect(connection).get_columns(table.name)}
+    for name in names:
+        if name in present:
+            continue
+        column_type = table.c[name].type.compile(dialect=connection.dialect)
+        connection.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {name} {column_type}"))
+
+
+def _add_shipped_seq(connection: sa.Connection) -> None:
+    _add_missing_columns(connection, models.incremental_state, "shipped_seq")
+
+
 MIGRATIONS: list[Migration] = [
     (1, "offloaded tables", _create(models.offloaded_tables)),
     (
@@ -51,6 +69,7 @@ MIGRATIONS: list[Migration] = [
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
     (5, "table locks held by running commands", _create(models.table_locks)),
     (8, "installation id that marks what gluon creates", _create_installation),
+    (9, "highest change sequence shipped per enablement", _add_shipped_seq),
 ]
 
 

@@ -56,6 +56,9 @@ incremental_state = sa.Table(
     sa.Column("last_scn", sa.BigInteger),
     sa.Column("enabled_at", sa.DateTime),
     sa.Column("updated_at", sa.DateTime, nullable=False),
+    # Migration 9: the highest gl_seq ever sent to the lake for this enablement (recorded
+    # before each Delta commit), so a changelog sequence that goes below it is caught.
+    sa.Column("shipped_seq", sa.BigInteger),
 )
 
 extraction_runs = sa.Table(

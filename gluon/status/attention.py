@@ -179,6 +179,30 @@ def _half_enabled(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
     ]
 
 
+def _schema_drift(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    drift = status.schema_drift
+    if drift is None:
+        return []
+    if drift.refused:
+        return [
+            Finding(
+                status.table_key,
+                ERROR,
+                "schema_refused",
+                f"the source table changed in a way the lake cannot follow ({drift.summary}): "
+                "extractions stop until the column is restored or the lake copy is rebuilt",
+            )
+        ]
+    return [
+        Finding(
+            status.table_key,
+            WARNING,
+            "schema_changed",
+            f"the source table changed ({drift.summary}): the next extraction carries it",
+        )
+    ]
+
+
 RULES: tuple[Rule, ...] = (
     _half_enabled,
     _capture_broken,
@@ -189,6 +213,7 @@ RULES: tuple[Rule, ...] = (
     _extraction_interrupted,
     _changelog_backlog,
     _delta_backlog,
+    _schema_drift,
 )
 
 

@@ -28,6 +28,7 @@ from gluon.repo.incremental import (
     SourceObjectRecord,
     now,
 )
+from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.status import queries
 from gluon.status.compaction_status import compaction_status
@@ -44,6 +45,7 @@ from gluon.status.model import (
     LakeTableStats,
     ObjectInfo,
     OffloadInfo,
+    SchemaDrift,
     TableStatus,
 )
 
@@ -115,6 +117,19 @@ class ChangelogCounter:
             return Backlog(name, capture.count_changes(source, objects), None, problems)
         except GluonError as exc:
             return Backlog(name, None, str(exc))
+
+    def schema_drift(self, record: OffloadedTable) -> SchemaDrift | None:
+        """How the source's columns differ from the recorded ones (None: same, or unknown)."""
+        try:
+            source = self._dialect()
+            if source.name != record.source_dialect:
+                return None
+            changes = source_changes(source, record)
+        except GluonError:
+            return None  # the backlog line already says why the source cannot be read
+        if not changes.changed:
+            return None
+        return SchemaDrift(changes.summary(), refused=bool(changes.refused))
 
 
 def table_status(settings: Settings, ref: TableRef) -> TableStatus:
@@ -190,6 +205,7 @@ def collect_status(
             repo, state, delta, compaction, method.change_reader, history
         ),
         changelog=counter.backlog(record, state),
+        schema_drift=counter.schema_drift(record),
         ingestion=_ingestion_status(state, delta, compaction.ongoing),
         compaction=compaction,
         objects=objects,

@@ -86,6 +86,15 @@ class Backlog:
 
 
 @dataclass(frozen=True, slots=True)
+class SchemaDrift:
+    """Source columns that differ from the recorded ones (``gluon.schema_changes``)."""
+
+    summary: str
+    refused: bool
+    """The lake cannot follow (a dropped column, a type it cannot widen to)."""
+
+
+@dataclass(frozen=True, slots=True)
 class IngestionLocation:
     partition: int
     location: str
@@ -223,6 +232,8 @@ class TableStatus:
     offload: OffloadInfo
     extraction: ExtractionStatus | None = None
     changelog: Backlog | None = None
+    schema_drift: SchemaDrift | None = None
+    """None: the source's columns are the recorded ones (or the source could not be read)."""
     ingestion: IngestionStatus | None = None
     compaction: CompactionStatus | None = None
     objects: LakeObjects | None = None

@@ -83,6 +83,7 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
             ("Capture stopped", problem)
             for problem in (backlog.capture_problems if backlog else ())
         ],
+        ("Source schema changes", _drift(status)),
         (
             "Extraction runs",
             f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
@@ -97,6 +98,15 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         extra = ["", "Recent extraction runs (newest first):"]
         extra += [f"  {_extraction_run(run)}" for run in extraction.recent_runs]
     return _section("Change extraction status", pairs, extra)
+
+
+def _drift(status: TableStatus) -> str:
+    drift = status.schema_drift
+    if drift is None:
+        return "none"
+    if drift.refused:
+        return f"{drift.summary} (the lake cannot follow: extractions stop)"
+    return f"{drift.summary} (the next extraction carries them)"
 
 
 def _extraction_run(run: ExtractionRunInfo) -> str:

@@ -35,6 +35,7 @@ TOP_LEVEL_KEYS = [
     "offload",
     "extraction",
     "changelog",
+    "schema_drift",
     "ingestion",
     "compaction",
     "objects",

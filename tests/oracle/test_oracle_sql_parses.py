@@ -82,8 +82,20 @@ def _capture_cases() -> dict[str, dict[str, dict[str, Any]]]:
     return cases
 
 
-CAPTURE_CASES = _capture_cases()
-SCRIPTS = frozenset(CAPTURE_CASES)
+def _image_cases() -> dict[str, dict[str, Any]]:
+    naming = connect(URL)
+    method = registered_methods()["CHANGELOG"]
+    objects = capture.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
+    context = capture.script_context(
+        naming, CAPTURED_TABLE, method, objects, CAPTURED_TABLE.primary_key
+    )
+    naming.engine.dispose()
+    return {"record_table_images": {"CHANGELOG": context}}
+
+
+CHANGELOG = capture.SourceObjectRef(SourceObject.CHANGELOG_TABLE, "APP_H", "ORDERS_LOG", "TABLE")
+CAPTURE_CASES = {**_capture_cases(), **_image_cases()}
+SCRIPTS = frozenset(CAPTURE_CASES) | {"alter_add_column", "alter_column_type"}
 
 # template -> case name -> render context. Templates that render an expression (not a
 # statement) are listed in EXPRESSIONS and parsed inside "SELECT <expression> FROM ...".
@@ -121,6 +133,14 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "capture_trigger_state": {"capture_trigger_state": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
+    "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
+    # Source schema changes carried to the capture objects (gluon.schema_changes).
+    "alter_add_column": {
+        "changelog": {"object": CHANGELOG, "column": Column("NEW_COL", "VARCHAR2(20)", "string")}
+    },
+    "alter_column_type": {
+        "changelog": {"object": CHANGELOG, "column": Column("AMOUNT", "NUMBER(20,2)", "string")}
+    },
     "read_changes": {
         "all rows": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": None},
         "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},

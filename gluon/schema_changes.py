@@ -1,0 +1,316 @@
+"""Source schema changes: found at each extraction and in status, carried to the lake when it can.
+
+The repository records the columns a table had when it was offloaded
+(``OffloadedTable.columns``); ``source.describe_table`` gives them now.
+
+- **Added columns** and **widened types** (a lake type that holds every old
+  value: ``int`` -> ``bigint``, ``float`` -> ``double``, a decimal with more
+  digits on either side of the point) are carried: the capture tables get the
+  column or the type, the capture triggers are re-created, every row's current
+  image is recorded once as an update (an ``ADD COLUMN ... DEFAULT`` fills
+  every row, and the old trigger did not see the column), the base and delta
+  tables gain the column (a Delta metadata change) or are rewritten with the
+  wider type, and the repository records the new columns.
+- A changed source type whose lake type stays the same (``varchar(10)`` ->
+  ``varchar(50)``) needs only the capture tables' type and the record.
+- **Dropped columns** and types the lake cannot widen to are refused: the
+  extraction stops in one line that says what changed and the way forward.
+
+Every step is idempotent and the record is written last, so a run that dies
+halfway does the whole change again (recording the images twice is harmless:
+they are the rows' latest state).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from contextlib import ExitStack
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from gluon import capture, ownership
+from gluon.config import Settings
+from gluon.errors import LockHeldError, NotFoundError, StateError
+from gluon.faults import fault_point
+from gluon.feeds import capture_objects
+from gluon.locks import LIFECYCLE, table_lock
+from gluon.methods import get_method
+from gluon.methods.base import SourceObject, ViewKind
+from gluon.naming import TableRef
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.incremental import IncrementalState
+from gluon.schema import Column, TableSpec, arrow_type
+from gluon.source.base import SourceDialect
+
+if TYPE_CHECKING:
+    from gluon.lake.session import LakeSession
+
+log = logging.getLogger(__name__)
+
+INTEGER_RANK = {"tinyint": 1, "smallint": 2, "int": 3, "bigint": 4}
+_DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
+
+CAPTURE_TABLES = (SourceObject.CHANGELOG_TABLE, SourceObject.LAKE_ROWS_TABLE)
+"""Capture objects that hold the table's columns."""
+
+
+def is_widening(old: str, new: str) -> bool:
+    """True when lake type ``new`` holds every value of ``old`` exactly."""
+    if old in INTEGER_RANK and new in INTEGER_RANK:
+        return INTEGER_RANK[new] > INTEGER_RANK[old]
+    if (old, new) == ("float", "double"):
+        return True
+    before, after = _DECIMAL.match(old), _DECIMAL.match(new)
+    if before and after:
+        precision, scale = int(before.group(1)), int(before.group(2))
+        new_precision, new_scale = int(after.group(1)), int(after.group(2))
+        return new_scale >= scale and new_precision - new_scale >= precision - scale
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaChanges:
+    """How a source table's columns differ from the recorded ones."""
+
+    columns: tuple[Column, ...]
+    """The columns to record: the recorded ones (updated) in their order, then the added."""
+    added: tuple[Column, ...] = ()
+    widened: tuple[Column, ...] = ()
+    """Columns whose lake type widens (their new description)."""
+    retyped: tuple[Column, ...] = ()
+    """Columns whose source description changed, lake type unchanged."""
+    refused: tuple[str, ...] = ()
+    """What the lake cannot follow, one phrase each."""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.widened or self.retyped or self.refused)
+
+    @property
+    def carried(self) -> bool:
+        """The lake follows: the capture tables and the lake tables change."""
+        return bool(self.added or self.widened)
+
+    def summary(self) -> str:
+        """The changes in a few words, for logs and status."""
+        parts = [f"added {c.name} {c.source_type}" for c in self.added]
+        parts += [f"widened {c.name} to {c.source_type}" for c in self.widened]
+        parts += [f"{c.name} is now {c.source_type}" for c in self.retyped]
+        return "; ".join([*parts, *self.refused])
+
+
+def compare(recorded: tuple[Column, ...], current: tuple[Column, ...]) -> SchemaChanges:
+    """The difference between the recorded columns and the source's columns now."""
+    now = {column.name.lower(): column for column in current}
+    kept: list[Column] = []
+    widened: list[Column] = []
+    retyped: list[Column] = []
+    refused: list[str] = []
+    for old in recorded:
+        new = now.get(old.name.lower())
+        if new is None:
+            refused.append(f"column {old.name} was dropped")
+            kept.append(old)
+        elif new == old:
+            kept.append(old)
+        elif new.lake_type == old.lake_type:
+            retyped.append(new)
+            kept.append(new)
+        elif is_widening(old.lake_type, new.lake_type):
+            widened.append(new)
+            kept.append(new)
+        else:
+            refused.append(f"column {old.name} changed from {old.source_type} to {new.source_type}")
+            kept.append(old)
+    names = {column.name.lower() for column in recorded}
+    added = tuple(column for column in current if column.name.lower() not in names)
+    return SchemaChanges(
+        columns=(*kept, *added),
+        added=added,
+        widened=tuple(widened),
+        retyped=tuple(retyped),
+        refused=tuple(refused),
+    )
+
+
+def source_changes(source: SourceDialect, record: OffloadedTable) -> SchemaChanges:
+    """How ``record``'s source table differs from what the repository recorded.
+
+    Raises:
+        SourceError, NotFoundError: the table cannot be described.
+    """
+    spec = source.describe_table(TableRef(record.source_schema, record.source_table))
+    return compare(record.columns, spec.columns)
+
+
+def refusal(table_key: str, changes: SchemaChanges) -> StateError:
+    """The one line that stops an extraction over a change the lake cannot follow."""
+    return StateError(
+        f"{table_key} changed in the source in a way the lake cannot follow "
+        f"({'; '.join(changes.refused)}); nothing was extracted: restore the column to go on, "
+        "or rebuild the lake copy (docs/operations.md, 'Source schema changes')"
+    )
+
+
+def carry_changes(
+    settings: Settings,
+    source: SourceDialect,
+    repo: Repository,
+    record: OffloadedTable,
+    state: IncrementalState,
+) -> OffloadedTable:
+    """Bring the capture objects, the lake tables and the record up to the source's columns.
+
+    Called by an extraction, under its lock, before reading changes.
+
+    Returns:
+        The table's record, updated when the lake followed a change.
+
+    Raises:
+        StateError: a change the lake cannot follow (nothing is changed).
+    """
+    try:
+        changes = source_changes(source, record)
+    except NotFoundError as exc:
+        # The changes already captured can still be shipped; the table's absence is
+        # for the capture objects' checks to report.
+        log.warning("cannot compare the columns of %s: %s", record.table_key, exc)
+        return record
+    if not changes.changed:
+        return record
+    if changes.refused:
+        raise refusal(record.table_key, changes)
+    if not changes.carried:  # the capture tables and the record only
+        return _carry(settings, source, repo, record, state, changes)
+    with ExitStack() as stack:
+        try:
+            # A compaction rewrites the base with the columns it read at its start.
+            # Under the extraction lock only a compaction can hold the lifecycle lock.
+            stack.enter_context(
+                table_lock(
+                    settings,
+                    record.table_key,
+                    LIFECYCLE,
+                    "offload --incremental-run-extraction (carrying a source schema change)",
+                )
+            )
+        except LockHeldError:
+            return _postponed(record, changes)
+        if repo.compaction.open_run(record.table_key) is not None:
+            return _postponed(record, changes)
+        return _carry(settings, source, repo, record, state, changes)
+
+
+def _postponed(record: OffloadedTable, changes: SchemaChanges) -> OffloadedTable:
+    log.warning(
+        "%s changed in the source (%s): carried to the lake after the compaction under way",
+        record.table_key,
+        changes.summary(),
+    )
+    return record
+
+
+def _carry(
+    settings: Settings,
+    source: SourceDialect,
+    repo: Repository,
+    record: OffloadedTable,
+    state: IncrementalState,
+    changes: SchemaChanges,
+) -> OffloadedTable:
+    log.info("carrying source schema changes of %s: %s", record.table_key, changes.summary())
+    spec = TableSpec(
+        schema=record.source_schema,
+        name=record.source_table,
+        columns=changes.columns,
+        primary_key=record.primary_key,
+    )
+    objects = capture_objects(state)
+    _alter_capture_tables(source, objects, changes)
+    method = get_method(state.method)
+    marker = ownership.Marker(repo.installation_id, record.table_key)
+    capture.create_source_objects(source, spec, method, objects, state.key_columns, marker)
+    fault_point("schema.after_capture_objects")
+    if changes.carried:
+        from gluon.lake.session import open_session  # status reads changes without Spark
+
+        changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
+        # Only where the lake follows the application table's rows, and merges them:
+        # insert-only methods would show each image as one more row, and the UPDATABLE
+        # method's lake follows its view's patches, not the application table.
+        follows_table = method.has_object(SourceObject.CHANGELOG_TRIGGER)
+        if changelog is not None and follows_table and method.view_kind is ViewKind.MERGE:
+            context = capture.script_context(source, spec, method, objects, state.key_columns)
+            source.execute_script("record_table_images", **context)
+            fault_point("schema.after_row_images")
+        with open_session(settings) as session:
+            for location, name in (
+                (record.base_path, record.base_table),
+                (state.delta_path, state.delta_table),
+            ):
+                evolve_delta_table(session, name, location, changes)
+                fault_point("schema.after_delta_evolution")
+    repo.update_columns(record.table_key, changes.columns)
+    return replace(record, columns=changes.columns)
+
+
+def _alter_capture_tables(
+    source: SourceDialect, objects: list[capture.SourceObjectRef], changes: SchemaChanges
+) -> None:
+    for item in objects:
+        if item.kind not in CAPTURE_TABLES:
+            continue
+        present = source.describe_table(TableRef(item.schema, item.name))
+        for column in changes.added:
+            if not present.has_column(column.name):
+                source.execute_script("alter_add_column", object=item, column=column)
+        for column in (*changes.widened, *changes.retyped):
+            if present.column(column.name).source_type != column.source_type:
+                source.execute_script("alter_column_type", object=item, column=column)
+
+
+def evolve_delta_table(
+    session: LakeSession, name: str, location: str, changes: SchemaChanges
+) -> None:
+    """Give the Delta table at ``location`` the added columns and the widened types.
+
+    Added columns are a metadata change (deltalake's ``alter.add_columns``: Sail
+    has no ``ALTER TABLE ADD COLUMNS``); existing rows read them as NULL until
+    their recorded images arrive. A widened type rewrites the table once, in
+    one commit (Delta tables here have no type-widening feature).
+    """
+    from deltalake import DeltaTable
+    from deltalake import Schema as DeltaSchema
+
+    from gluon.lake import tables
+
+    table = DeltaTable(location)
+    present = {field.name for field in table.schema().fields}
+    missing = [c for c in changes.added if c.lake_name not in present]
+    if missing:
+        fields = pa.schema([pa.field(c.lake_name, arrow_type(c.lake_type)) for c in missing])
+        table.alter.add_columns(DeltaSchema.from_arrow(fields).fields)
+        table = DeltaTable(location)
+    current = pa.schema(table.schema().to_arrow())
+    widen = {
+        c.lake_name: c.lake_type
+        for c in changes.widened
+        if c.lake_name in current.names
+        and current.field(c.lake_name).type != arrow_type(c.lake_type)
+    }
+    if not widen:
+        return
+    tables.register_table(session, name, location)
+    listed = [
+        f"CAST({tables.quote(field)} AS {widen[field]}) AS {tables.quote(field)}"
+        if field in widen
+        else tables.quote(field)
+        for field in current.names
+    ]
+    frame = session.sql(f"SELECT {', '.join(listed)} FROM {tables.quote(name)}")
+    partitions = list(table.metadata().partition_columns)
+    session.write(frame, location, mode="overwrite", partition_by=partitions, overwrite_schema=True)
+    log.info("rewrote %s with wider types: %s", name, ", ".join(sorted(widen)))

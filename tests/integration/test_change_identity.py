@@ -1,0 +1,122 @@
+"""Shipped changes are identified exactly (issue 12, reproduction 3).
+
+A changelog sequence that is reset hands out ``gl_seq`` values of changes
+already in the lake. Extraction must never take the new changes for shipped
+ones (and delete them from the changelog): it refuses, in one line, and the
+changes stay in the changelog. Real PostgreSQL and SQLite sources, the real
+embedded Sail engine and Delta tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from click.testing import Result
+from support.cli import error_lines
+from support.incremental import (
+    SEED,
+    Source,
+    enable,
+    extract,
+    lake_state,
+    postgres_source,
+    sqlite_source,
+    workload_for,
+)
+from support.workload import Workload
+
+from gluon.config import load_settings
+from gluon.methods.base import SourceObject
+from gluon.repo import Repository
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
+    if request.param == "sqlite":
+        return sqlite_source(tmp_path / "app.db")
+    return postgres_source(request.getfixturevalue("pg_url"))
+
+
+def _object(source: Source, kind: SourceObject) -> str:
+    state = Repository(load_settings().repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    item = next(o for o in state.source_objects if o.kind == kind.value)
+    return f"{item.schema}.{item.name}" if source.dialect == "postgresql" else item.name
+
+
+def _changelog_rows(source: Source, workload: Workload) -> int:
+    changelog = _object(source, SourceObject.CHANGELOG_TABLE)
+    if source.dialect == "sqlite":
+        changelog = f"{source.schema}.{changelog}"
+    with workload.engine.connect() as db:
+        return int(db.execute(sa.text(f"SELECT COUNT(*) FROM {changelog}")).scalar_one())
+
+
+def _reset_sequence(source: Source, workload: Workload) -> None:
+    """What a DBA's ``RESTART WITH 1`` does (SQLite: rewinding ``sqlite_sequence``)."""
+    with workload.engine.begin() as db:
+        if source.dialect == "postgresql":
+            sequence = _object(source, SourceObject.CHANGELOG_SEQUENCE)
+            db.execute(sa.text(f"ALTER SEQUENCE {sequence} RESTART WITH 1"))
+        else:
+            changelog = _object(source, SourceObject.CHANGELOG_TABLE)
+            db.execute(
+                sa.text("UPDATE sqlite_sequence SET seq = 0 WHERE name = :name"),
+                {"name": changelog},
+            )
+
+
+def _enabled_workload(
+    source: Source, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> Workload:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG")
+    workload.round(12)
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.expected
+    return workload
+
+
+def test_sequence_reset_below_shipped_is_refused(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    workload = _enabled_workload(source, run_cli, monkeypatch)
+    _reset_sequence(source, workload)
+    workload.round(5)
+    waiting = _changelog_rows(source, workload)
+    assert waiting >= 5
+
+    result = run_cli("offload", "-t", source.table, "-x", "--incremental-run-extraction")
+
+    assert result.exit_code == 1, result.stdout
+    lines = error_lines(result)
+    assert len(lines) == 1 and "was reset" in lines[0] and "Changelog sequence reset" in lines[0]
+    assert _changelog_rows(source, workload) == waiting, "the new changes left the changelog"
+
+
+def test_reused_sequence_values_are_never_taken_for_shipped_ones(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The sequence was reset and has since climbed past what was shipped: still refused."""
+    workload = _enabled_workload(source, run_cli, monkeypatch)
+    _reset_sequence(source, workload)
+    workload.round(40)
+    waiting = _changelog_rows(source, workload)
+
+    result = run_cli("offload", "-t", source.table, "-x", "--incremental-run-extraction")
+
+    assert result.exit_code == 1, result.stdout
+    lines = error_lines(result)
+    assert len(lines) == 1 and "already shipped" in lines[0], lines
+    assert _changelog_rows(source, workload) == waiting, "the new changes left the changelog"

@@ -1,0 +1,310 @@
+"""Source schema changes reach the lake or are refused (issue 12, reproduction 5, lake side).
+
+Added columns and widened types are carried at the next extraction: the user
+view then equals the source row for row, the added column's values included.
+Dropped columns and types the lake cannot widen to stop the extraction in one
+line and change nothing. Real PostgreSQL and SQLite sources, the real embedded
+Sail engine and Delta tables.
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from click.testing import Result
+from support.cli import error_lines
+from support.incremental import (
+    SEED,
+    Source,
+    enable,
+    extract,
+    lake_rows,
+    lake_state,
+    postgres_source,
+    run_offload_process,
+    sqlite_source,
+    workload_for,
+)
+from support.tables import status_json, status_text
+from support.workload import Workload
+
+from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
+from gluon.repo import Repository
+
+SCHEMA_CODES = {"schema_changed", "schema_refused"}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
+    if request.param == "sqlite":
+        return sqlite_source(tmp_path / "app.db")
+    return postgres_source(request.getfixturevalue("pg_url"))
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, float | decimal.Decimal):
+        return str(decimal.Decimal(repr(value) if isinstance(value, float) else value).normalize())
+    if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-":
+        return value.replace(" ", "T")  # SQLite timestamps come back as text
+    if hasattr(value, "isoformat"):
+        return value.replace(tzinfo=None).isoformat()
+    return value
+
+
+def _rows(rows: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    normalised = [{key.lower(): _value(v) for key, v in row.items()} for row in rows]
+    return sorted((tuple(sorted(row.items())) for row in normalised), key=repr)
+
+
+def _source_rows(source: Source) -> list[tuple[Any, ...]]:
+    with source.engine.connect() as db:
+        result = db.execute(sa.text(f"SELECT * FROM {source.table}"))
+        return _rows([dict(row._mapping) for row in result])
+
+
+def _lake_view(source: Source) -> list[tuple[Any, ...]]:
+    return _rows(lake_rows(f"SELECT * FROM {source.schema}.items"))
+
+
+def _enabled(
+    source: Source,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str = "CHANGELOG",
+) -> Workload:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, method, SEED)
+    workload.create()
+    enable(run_cli, source, method)
+    workload.round(8)
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.expected
+    return workload
+
+
+def _run(source: Source, *statements: str) -> None:
+    with source.engine.begin() as db:
+        for statement in statements:
+            db.execute(sa.text(statement))
+
+
+def _recorded_columns(source: Source) -> list[str]:
+    record = Repository(load_settings().repo_url).get_table(source.table.upper())
+    assert record is not None
+    return [column.name.lower() for column in record.columns]
+
+
+@pytest.mark.parametrize("method", ["CHANGELOG", "UPDATABLE_CHANGELOG"])
+def test_added_column_with_a_default_reaches_every_lake_row(
+    source: Source,
+    method: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _enabled(source, run_cli, monkeypatch, method)
+    table = source.table
+    _run(
+        source,
+        f"ALTER TABLE {table} ADD COLUMN extra VARCHAR(20) DEFAULT 'preset'",
+        f"UPDATE {table} SET extra = 'set before' WHERE id % 3 = 0",
+    )
+    extract(run_cli, source)
+    assert "extra" in _recorded_columns(source)
+    assert _lake_view(source) == _source_rows(source)
+
+    _run(
+        source,
+        f"INSERT INTO {table} (id, name, extra) VALUES (100001, 'new', 'after')",
+        f"UPDATE {table} SET extra = 'changed' WHERE id % 4 = 1",
+        f"UPDATE {table} SET name = 'renamed' WHERE id % 5 = 2",
+        f"DELETE FROM {table} WHERE id % 7 = 3",
+    )
+    extract(run_cli, source)
+    assert _lake_view(source) == _source_rows(source)
+
+
+def test_widened_types_reach_the_lake(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL: varchar longer, int -> bigint (the key), numeric with more digits.
+
+    (SQLite cannot change a column's type.)
+    """
+    source = postgres_source(pg_url)
+    _enabled(source, run_cli, monkeypatch)
+    table = source.table
+    _run(
+        source,
+        f"ALTER TABLE {table} ALTER COLUMN name TYPE VARCHAR(80)",
+        f"ALTER TABLE {table} ALTER COLUMN id TYPE BIGINT",
+        f"ALTER TABLE {table} ALTER COLUMN amount TYPE NUMERIC(20,2)",
+    )
+    extract(run_cli, source)
+    assert _lake_view(source) == _source_rows(source)
+
+    _run(
+        source,
+        f"INSERT INTO {table} (id, name, amount) "
+        f"VALUES (3000000000, '{'w' * 70}', 123456789012345.67)",
+        f"UPDATE {table} SET amount = 99999999999999.99 WHERE id % 3 = 0",
+    )
+    extract(run_cli, source)
+    assert _lake_view(source) == _source_rows(source)
+    with source.engine.connect() as db:
+        assert db.execute(sa.text(f"SELECT COUNT(*) FROM {table}")).scalar_one() > 1
+
+
+def _drop_name_column(source: Source) -> None:
+    if source.dialect == "postgresql":
+        _run(source, f"ALTER TABLE {source.table} DROP COLUMN name")
+        return
+    # SQLite refuses DROP COLUMN while a trigger names it: a DBA rebuilds the table instead.
+    _run(
+        source,
+        "CREATE TABLE main.items_new (id INTEGER PRIMARY KEY, amount NUMERIC(12,2), "
+        "updated TIMESTAMP)",
+        "INSERT INTO main.items_new SELECT id, amount, updated FROM main.items",
+        "DROP TABLE main.items",
+        "ALTER TABLE main.items_new RENAME TO items",
+    )
+
+
+def test_dropped_column_is_refused(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _enabled(source, run_cli, monkeypatch)
+    before = _lake_view(source)
+    _drop_name_column(source)
+
+    result = run_cli("offload", "-t", source.table, "-x", "--incremental-run-extraction")
+
+    assert result.exit_code == 1, result.stdout
+    lines = error_lines(result)
+    assert len(lines) == 1 and "column name was dropped" in lines[0], lines
+    assert "Source schema changes" in lines[0]
+    assert _lake_view(source) == before
+    assert "name" in _recorded_columns(source)
+
+
+def test_changed_type_is_refused(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """numeric(12,2) -> integer loses the fraction: the lake cannot follow."""
+    source = postgres_source(pg_url)
+    _enabled(source, run_cli, monkeypatch)
+    before = _lake_view(source)
+    _run(source, f"ALTER TABLE {source.table} ALTER COLUMN amount TYPE INTEGER")
+
+    result = run_cli("offload", "-t", source.table, "-x", "--incremental-run-extraction")
+
+    assert result.exit_code == 1, result.stdout
+    lines = error_lines(result)
+    assert len(lines) == 1 and "amount changed from numeric(12,2) to integer" in lines[0], lines
+    assert _lake_view(source) == before
+
+
+def _report_findings(run_cli: Callable[..., Result], out: Path) -> set[tuple[str, str]]:
+    result = run_cli("offload_status_report", "--output-format=json", f"--output-dir={out}")
+    assert result.exit_code == 0, result.stderr
+    saved = [line for line in result.stdout.splitlines() if line.startswith("Report saved to ")]
+    document = json.loads(Path(saved[0].removeprefix("Report saved to ")).read_text())
+    return {(finding["code"], finding["message"]) for finding in document["findings"]}
+
+
+def test_status_and_report_show_schema_changes(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+) -> None:
+    _enabled(source, run_cli, monkeypatch)
+    table = source.table.upper()
+    assert status_json(run_cli, table)["schema_drift"] is None
+    assert not {code for code, _ in _report_findings(run_cli, tmp_path)} & SCHEMA_CODES
+
+    _run(source, f"ALTER TABLE {source.table} ADD COLUMN extra INTEGER")
+    drift = status_json(run_cli, table)["schema_drift"]
+    assert drift["summary"].lower() == "added extra integer" and drift["refused"] is False
+    assert re.search(r"Source schema changes:\s+added extra", status_text(run_cli, table), re.I)
+    codes = {code for code, _ in _report_findings(run_cli, tmp_path)}
+    assert "schema_changed" in codes
+
+    extract(run_cli, source)
+    assert status_json(run_cli, table)["schema_drift"] is None
+
+    _drop_name_column(source)
+    drift = status_json(run_cli, table)["schema_drift"]
+    assert drift["refused"] and "column name was dropped" in drift["summary"]
+    assert "schema_refused" in {code for code, _ in _report_findings(run_cli, tmp_path)}
+
+
+SCHEMA_FAULT_POINTS = (
+    "schema.after_capture_objects",
+    "schema.after_row_images",
+    "schema.after_delta_evolution",
+)
+
+
+def test_crash_while_carrying_a_change_is_completed_by_the_next_run(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _enabled(source, run_cli, monkeypatch)
+    for index, point in enumerate(SCHEMA_FAULT_POINTS):
+        _run(
+            source,
+            f"ALTER TABLE {source.table} ADD COLUMN extra_{index} INTEGER DEFAULT {index + 7}",
+            f"UPDATE {source.table} SET extra_{index} = id WHERE id % 2 = 0",
+        )
+        crashed = run_offload_process(
+            "-t", source.table, "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
+        )
+        assert crashed.returncode == FAULT_EXIT_CODE, (point, crashed.stderr)
+        _run(source, f"UPDATE {source.table} SET name = 'after {index}' WHERE id % 3 = 0")
+        extract(run_cli, source)
+        assert _lake_view(source) == _source_rows(source), f"after a crash at {point}"
+
+
+def test_added_column_waits_for_a_compaction_under_way(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compaction rewrites the base with the columns it read at its start: carry after it."""
+    source = sqlite_source(tmp_path / "app.db")
+    _enabled(source, run_cli, monkeypatch)
+    compact = ("offload", "-t", source.table, "-x", "--incremental-run-compaction")
+    stopped = run_cli(*compact, "--incremental-wait-time=0", "--incremental-terminate-compaction")
+    assert stopped.exit_code == 0 and "stopped at the acknowledgement step" in stopped.stdout
+    _run(source, f"ALTER TABLE {source.table} ADD COLUMN extra INTEGER DEFAULT 5")
+
+    extract(run_cli, source)  # acknowledges the diversion; the column waits
+    assert "extra" not in _recorded_columns(source)
+    finished = run_cli(*compact, "--incremental-wait-time=0")
+    assert finished.exit_code == 0 and "complete" in finished.stdout, finished.stderr
+
+    extract(run_cli, source)
+    assert "extra" in _recorded_columns(source)
+    assert _lake_view(source) == _source_rows(source)

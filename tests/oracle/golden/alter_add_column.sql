@@ -1,0 +1,2 @@
+-- case: changelog
+ALTER TABLE APP_H.ORDERS_LOG ADD (NEW_COL VARCHAR2(20))
