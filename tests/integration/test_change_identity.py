@@ -31,6 +31,7 @@ from support.workload import Workload
 from gluon.config import load_settings
 from gluon.methods.base import SourceObject
 from gluon.repo import Repository
+from gluon.repo.incremental import IncrementalState
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -120,3 +121,40 @@ def test_reused_sequence_values_are_never_taken_for_shipped_ones(
     lines = error_lines(result)
     assert len(lines) == 1 and "already shipped" in lines[0], lines
     assert _changelog_rows(source, workload) == waiting, "the new changes left the changelog"
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_migration_9_adds_shipped_seq_to_an_existing_repository(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A repository made before migration 9 gains the column and keeps its rows."""
+    url = (
+        f"sqlite:///{tmp_path / 'repo.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    repo = Repository(url)
+    state = IncrementalState(
+        table_key="APP.T",
+        method="CHANGELOG",
+        status="enabled",
+        key_columns=("ID",),
+        source_objects=(),
+        delta_table="app_load.t_changes",
+        delta_path="/lake/t_changes",
+    )
+    repo.incremental.save_state(state)
+    with repo.engine.begin() as db:  # back to the repository as version 4 left it
+        db.execute(sa.text("ALTER TABLE incremental_state DROP COLUMN shipped_seq"))
+        db.execute(sa.text("DELETE FROM gluon_schema_version WHERE version = 9"))
+    repo.engine.dispose()
+
+    migrated = Repository(url)
+
+    assert migrated.version == 9
+    assert migrated.incremental.get_state("APP.T") == state
+    migrated.incremental.record_shipping("APP.T", 41)
+    migrated.incremental.record_shipping("APP.T", 7)  # never lowered
+    recorded = migrated.incremental.get_state("APP.T")
+    assert recorded is not None and recorded.shipped_seq == 41
+    migrated.engine.dispose()

@@ -482,6 +482,7 @@ def test_changelog_methods_have_no_lake_rows_to_stage(
     sales = SalesTable("sqlite", f"sqlite:///{tmp_path / 'app.db'}", "main")
     monkeypatch.setenv("GLUON_SOURCE_URL", sales.url)
     sales.create(sales_rows(random.Random(SEED), 5))
+    assert run_cli("offload", "-t", sales.table, "-x").exit_code == 0  # creates the repository
     result = run_cli("offload", "-t", sales.table, "-x", f"--incremental-stage-lake-rows={JANUARY}")
     assert_one_error(result, 1, "not enabled")
     sales.enable(run_cli, "CHANGELOG")
