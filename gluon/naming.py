@@ -14,6 +14,8 @@ from gluon.errors import UsageError
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
 HASH_LENGTH = 8
+MAX_NAME_LENGTH = 128
+"""The longest schema or table name any supported source allows (Oracle 12.2+)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +36,12 @@ class TableRef:
         if len(parts) != 2 or not all(_IDENTIFIER.match(part) for part in parts):
             raise UsageError(
                 f"-t expects SCHEMA.TABLE (two plain identifiers joined by a dot), found {text!r}"
+            )
+        too_long = [part for part in parts if len(part) > MAX_NAME_LENGTH]
+        if too_long:
+            raise UsageError(
+                f"-t: the name {too_long[0][:30]!r}... ({len(too_long[0])} characters) is longer "
+                f"than the {MAX_NAME_LENGTH} characters any supported database allows"
             )
         return cls(parts[0], parts[1])
 

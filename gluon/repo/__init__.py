@@ -14,6 +14,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.config import parse_database_url
 from gluon.errors import ConfigError, GluonError
 from gluon.repo import migrations, models
 from gluon.repo.common import now, upsert
@@ -62,10 +63,7 @@ class OffloadedTable:
 
 
 def _engine(url: str) -> sa.Engine:
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise ConfigError(f"GLUON_REPO_URL is not a valid SQLAlchemy URL: {exc}") from None
+    parsed = parse_database_url(url, "GLUON_REPO_URL")
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         if parsed.database:
@@ -79,6 +77,11 @@ def _engine(url: str) -> sa.Engine:
     return sa.create_engine(parsed, **options)
 
 
+def _shown(url: str) -> str:
+    """``url`` as messages show it: the password hidden."""
+    return parse_database_url(url, "GLUON_REPO_URL").render_as_string(hide_password=True)
+
+
 class Repository:
     """Reads and writes repository records; migrates the schema on first use."""
 
@@ -90,7 +93,9 @@ class Repository:
                     connection.exec_driver_sql("PRAGMA journal_mode=WAL")
             self.version = migrations.migrate(self.engine)
         except sa.exc.DBAPIError as exc:
-            raise RepositoryError(f"cannot open the repository ({url}): {exc.orig}") from None
+            raise RepositoryError(
+                f"cannot open the repository ({_shown(url)}): {exc.orig}"
+            ) from None
         self.incremental = IncrementalRepository(self.engine)
         self.compaction = CompactionRepository(self.engine)
         self.increments = IncrementRepository(self.engine)

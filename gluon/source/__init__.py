@@ -25,6 +25,7 @@ import importlib
 
 import sqlalchemy as sa
 
+from gluon.config import parse_database_url
 from gluon.errors import ConfigError, UnsupportedError
 from gluon.source.base import SourceDialect, registered_dialects
 
@@ -57,11 +58,11 @@ def connect(url: str) -> SourceDialect:
     Raises:
         ConfigError: the URL is malformed or its driver is missing.
     """
+    parsed = parse_database_url(url, "GLUON_SOURCE_URL")
     try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise ConfigError(f"GLUON_SOURCE_URL is not a valid SQLAlchemy URL: {exc}") from None
-    cls = dialect_class(parsed.get_backend_name())
+        cls = dialect_class(parsed.get_backend_name())
+    except UnsupportedError as exc:  # a setting to correct: a usage error (exit 2)
+        raise ConfigError(f"GLUON_SOURCE_URL: {exc}") from None
     try:
         engine = sa.create_engine(parsed, **cls.engine_options())
     except (sa.exc.ArgumentError, ImportError) as exc:
