@@ -84,6 +84,17 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR, *, program: str) -> NoRe
     raise typer.Exit(int(code))
 
 
+def _detach_command_handlers() -> None:
+    root = logging.getLogger("gluon")
+    for handler in [
+        h
+        for h in root.handlers
+        if isinstance(h, logging.FileHandler) or getattr(h, "_gluon_console", False)
+    ]:
+        root.removeHandler(handler)
+        handler.close()
+
+
 def _print_traceback() -> None:
     """``--debug``: the traceback on stderr, with secrets hidden like everywhere else."""
     print(redact(traceback.format_exc()), end="", file=sys.stderr)
@@ -105,6 +116,7 @@ def run_command(
     """
     debug = debug or bool(os.environ.get("GLUON_DEBUG"))
     log_path: Path | None = None
+    _detach_command_handlers()  # an earlier command in this process must not get our records
     try:
         if validate is not None:
             validate()
