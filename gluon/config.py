@@ -6,6 +6,7 @@ override one setting without editing the file.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -33,6 +34,48 @@ class EngineKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class SourceTimeouts:
+    """Bounds on every wait toward the source database, in seconds (0: no bound).
+
+    Bulk reads are streamed in fetches, each its own statement or round trip, so the
+    statement bound applies per fetch and a long offload is never cut short by it.
+    """
+
+    connect_seconds: float = 30.0
+    """Connecting, including the server's first answer (GLUON_SOURCE_CONNECT_TIMEOUT)."""
+    statement_seconds: float = 3600.0
+    """One statement or round trip (GLUON_SOURCE_STATEMENT_TIMEOUT)."""
+    lock_seconds: float = 30.0
+    """Waiting for a lock the application holds (GLUON_SOURCE_LOCK_TIMEOUT); bounds how long
+    application writers can queue behind gluon's DDL."""
+
+
+TIMEOUT_VARIABLES = {
+    "GLUON_SOURCE_CONNECT_TIMEOUT": "connect_seconds",
+    "GLUON_SOURCE_STATEMENT_TIMEOUT": "statement_seconds",
+    "GLUON_SOURCE_LOCK_TIMEOUT": "lock_seconds",
+}
+
+
+def _source_timeouts(env: Mapping[str, str]) -> SourceTimeouts:
+    values: dict[str, float] = {}
+    for variable, field_name in TIMEOUT_VARIABLES.items():
+        text = env.get(variable)
+        if not text:
+            continue
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ConfigError(
+                f"{variable} must be a number of seconds (0 for no limit), found {text!r}"
+            )
+        values[field_name] = seconds
+    return SourceTimeouts(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a command needs to know about its environment."""
 
@@ -44,6 +87,7 @@ class Settings:
     spark_remote: str | None
     spark_master: str | None
     log_dir: Path
+    source_timeouts: SourceTimeouts = SourceTimeouts()
 
     @property
     def run_dir(self) -> Path:
@@ -184,4 +228,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         spark_remote=spark_remote,
         spark_master=spark_master,
         log_dir=log_dir,
+        source_timeouts=_source_timeouts(env),
     )

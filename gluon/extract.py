@@ -85,7 +85,7 @@ def run_extraction(
     with table_lock(settings, ref.key, "extraction"):
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
-        source = sources.connect(settings.require_source_url())
+        source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
             state.requested_partition is not None

@@ -156,7 +156,7 @@ def _plan_enable(
         use_case = OFFLOAD_USE_CASES[offload_context.record.offload_type]
     else:
         assert record is not None
-        source = sources.connect(settings.require_source_url())
+        source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         source.check_connection()
         spec = source.describe_table(ref)
         use_case = OFFLOAD_USE_CASES[record.offload_type]
@@ -278,7 +278,7 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
     record = repo.get_table(ref.key)
     if state is None or record is None:
         raise StateError(f"incremental update is not enabled for {ref.key}")
-    source = sources.connect(settings.require_source_url())
+    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
     source.check_connection()
     objects = capture_objects(state)
     if state.status == ENABLED:
