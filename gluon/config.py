@@ -6,6 +6,7 @@ override one setting without editing the file.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -15,7 +16,10 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import quote
 
+import sqlalchemy as sa
+
 from gluon.errors import ConfigError
+from gluon.logs import remember_secret, secrets_of_url
 
 ENV_FILE = Path("conf") / "offload.env"
 _ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
@@ -30,6 +34,48 @@ class EngineKind(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class SourceTimeouts:
+    """Bounds on every wait toward the source database, in seconds (0: no bound).
+
+    Bulk reads are streamed in fetches, each its own statement or round trip, so the
+    statement bound applies per fetch and a long offload is never cut short by it.
+    """
+
+    connect_seconds: float = 30.0
+    """Connecting, including the server's first answer (GLUON_SOURCE_CONNECT_TIMEOUT)."""
+    statement_seconds: float = 3600.0
+    """One statement or round trip (GLUON_SOURCE_STATEMENT_TIMEOUT)."""
+    lock_seconds: float = 30.0
+    """Waiting for a lock the application holds (GLUON_SOURCE_LOCK_TIMEOUT); bounds how long
+    application writers can queue behind gluon's DDL."""
+
+
+TIMEOUT_VARIABLES = {
+    "GLUON_SOURCE_CONNECT_TIMEOUT": "connect_seconds",
+    "GLUON_SOURCE_STATEMENT_TIMEOUT": "statement_seconds",
+    "GLUON_SOURCE_LOCK_TIMEOUT": "lock_seconds",
+}
+
+
+def _source_timeouts(env: Mapping[str, str]) -> SourceTimeouts:
+    values: dict[str, float] = {}
+    for variable, field_name in TIMEOUT_VARIABLES.items():
+        text = env.get(variable)
+        if not text:
+            continue
+        try:
+            seconds = float(text)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds >= 0):
+            raise ConfigError(
+                f"{variable} must be a number of seconds (0 for no limit), found {text!r}"
+            )
+        values[field_name] = seconds
+    return SourceTimeouts(**values)
+
+
+@dataclass(frozen=True, slots=True)
 class Settings:
     """Everything a command needs to know about its environment."""
 
@@ -41,6 +87,7 @@ class Settings:
     spark_remote: str | None
     spark_master: str | None
     log_dir: Path
+    source_timeouts: SourceTimeouts = SourceTimeouts()
 
     @property
     def run_dir(self) -> Path:
@@ -94,6 +141,36 @@ def _oracle_url(env: Mapping[str, str]) -> str | None:
     )
 
 
+def _remember_secrets(env: Mapping[str, str]) -> None:
+    """Make every password and token the settings carry invisible in logs and messages."""
+    remember_secret(env.get("ORA_APP_PASS"))
+    for variable in ("GLUON_SOURCE_URL", "GLUON_REPO_URL", "SPARK_REMOTE", "ORA_CONN"):
+        for secret in secrets_of_url(env.get(variable) or ""):
+            remember_secret(secret)
+
+
+def parse_database_url(url: str, variable: str) -> sa.URL:
+    """``url`` parsed as a SQLAlchemy URL; a malformed one fails naming ``variable``.
+
+    Raises:
+        ConfigError: not a URL, or its port is not a number from 1 to 65535.
+    """
+    try:
+        parsed = sa.engine.make_url(url)
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        # Not str(exc): SQLAlchemy repeats the whole URL, password included.
+        detail = "the port is not a number" if isinstance(exc, ValueError) else "cannot parse it"
+        raise ConfigError(
+            f"{variable} is not a valid SQLAlchemy URL ({detail}): write "
+            "dialect+driver://user:password@host:port/database"
+        ) from None
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise ConfigError(
+            f"{variable}: the port must be a number from 1 to 65535, found {parsed.port}"
+        )
+    return parsed
+
+
 def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     """Build settings from ``environ`` (default ``os.environ``) and the env file.
 
@@ -111,16 +188,20 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
     env_file = home / ENV_FILE
     if env_file.is_file():
         env = {**parse_env_file(env_file), **env}
+    _remember_secrets(env)
 
     source_url = env.get("GLUON_SOURCE_URL") or _oracle_url(env)
     if source_url and "://" not in source_url:
         raise ConfigError(
             f"GLUON_SOURCE_URL is not a URL ({source_url!r}): use e.g. sqlite:////abs/path.db"
         )
+    if source_url:
+        parse_database_url(source_url, "GLUON_SOURCE_URL")
     lake_root = env.get("OFFLOAD_LAKE_ROOT") or str(home / "lake")
     repo_url = env.get("GLUON_REPO_URL") or f"sqlite:///{home / 'repo' / 'gluon.db'}"
     if "://" not in repo_url:
         raise ConfigError(f"GLUON_REPO_URL is not a SQLAlchemy URL: {repo_url!r}")
+    parse_database_url(repo_url, "GLUON_REPO_URL")
 
     spark_remote = env.get("SPARK_REMOTE") or None
     spark_master = env.get("GLUON_SPARK_MASTER") or None
@@ -147,4 +228,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         spark_remote=spark_remote,
         spark_master=spark_master,
         log_dir=log_dir,
+        source_timeouts=_source_timeouts(env),
     )

@@ -92,7 +92,7 @@ def run_extraction(
     with extraction_lock(settings, ref.key):
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
-        source = sources.connect(settings.require_source_url())
+        source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         problems = capture.capture_problems(source, record.spec(), capture_objects(state))
         if any(problem.startswith("changelog table") for problem in problems):
             raise CaptureBrokenError("; ".join(problems))

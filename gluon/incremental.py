@@ -191,7 +191,7 @@ def _plan_enable(
         use_case = OFFLOAD_USE_CASES[offload_context.record.offload_type]
     else:
         assert record is not None
-        source = sources.connect(settings.require_source_url())
+        source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         source.check_connection()
         spec = source.describe_table(ref)
         use_case = OFFLOAD_USE_CASES[record.offload_type]
@@ -434,7 +434,9 @@ def _already_enabled(settings: Settings, state: IncrementalState) -> str:
     if state.status != ENABLED or not objects or not settings.source_url:
         return message
     try:
-        missing = _missing_objects(sources.connect(settings.source_url), objects)
+        missing = _missing_objects(
+            sources.connect(settings.source_url, settings.source_timeouts), objects
+        )
     except GluonError:
         return message  # the refusal stands; the source's trouble shows in the next command
     if not missing:
@@ -471,7 +473,7 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
             f"{ref.key} uses extraction method {state.method}, not {method.name}: repeat it "
             "with --incremental-extraction-method"
         )
-    source = sources.connect(settings.require_source_url())
+    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
     source.check_connection()
     spec = record.spec()
     objects = capture_objects(state)
@@ -545,7 +547,7 @@ def _disable_incremental(
     record = repo.get_table(ref.key)
     if state is None or record is None:
         raise StateError(f"incremental update is not enabled for {ref.key}")
-    source = sources.connect(settings.require_source_url())
+    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
     source.check_connection()
     objects = capture_objects(state)
     mine = ownership.Marker(repo.installation_id, ref.key)

@@ -18,6 +18,8 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
 # slashes and control characters (the table's key names lock files).
 _NAME_PART = re.compile(r'"(?P<quoted>(?:[^"./\\\x00-\x1f]|"")+)"|(?P<plain>[^\W\d][\w$#]*)')
 HASH_LENGTH = 8
+MAX_NAME_LENGTH = 128
+"""The longest schema or table name any supported source allows (Oracle 12.2+)."""
 _LAKE_SAFE = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
@@ -67,6 +69,12 @@ class TableRef:
             raise UsageError(
                 "-t expects SCHEMA.TABLE (two identifiers joined by a dot; quote a part with "
                 f'spaces or other characters as "My Table"), found {text!r}'
+            )
+        too_long = [part for part in parts if len(part) > MAX_NAME_LENGTH]
+        if too_long:
+            raise UsageError(
+                f"-t: the name {too_long[0][:30]!r}... ({len(too_long[0])} characters) is longer "
+                f"than the {MAX_NAME_LENGTH} characters any supported database allows"
             )
         return cls(parts[0], parts[1])
 

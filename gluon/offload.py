@@ -90,7 +90,7 @@ class OffloadContext:
 def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
     """Check everything an offload needs; change nothing."""
     storage.check_writable(settings.lake_root)
-    source = sources.connect(settings.require_source_url())
+    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
     source.check_connection()
     spec = source.describe_table(options.table)
     repo = Repository(settings.repo_url, create=True)  # the first offload starts a repository

@@ -77,7 +77,12 @@ def _value(kind: str, arg: str, text: str) -> Value:
     kind = kind.lower()
     try:
         if kind == "numeric":
-            return decimal.Decimal(arg)
+            number = decimal.Decimal(arg)
+            if not number.is_finite():
+                raise UsageError(
+                    f"predicate {text!r}: {arg!r} is not a finite number (write e.g. numeric(1.5))"
+                )
+            return number
         if kind == "string":
             if not (arg.startswith('"') and arg.endswith('"')):
                 raise ValueError('string values are quoted: string("text")')
@@ -118,11 +123,17 @@ def _tokens(text: str) -> list[tuple[str, Any]]:
     return tokens
 
 
+MAX_NESTING = 100
+"""Deepest nesting of parentheses and ``not`` a predicate may have (the parser and the
+renderers recurse once per level; no real predicate comes close)."""
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.tokens = _tokens(text)
         self.index = 0
+        self.depth = 0
 
     def fail(self, expected: str) -> UsageError:
         found = self.tokens[self.index] if self.index < len(self.tokens) else ("end", None)
@@ -164,14 +175,29 @@ class _Parser:
         return items[0] if len(items) == 1 else BoolOp("AND", tuple(items))
 
     def factor(self) -> Node:
+        if self.peek("(") or self.peek("word", "not"):
+            self.depth += 1
+            if self.depth > MAX_NESTING:
+                raise UsageError(
+                    f"predicate {self.text[:60]!r}...: nested more than {MAX_NESTING} levels "
+                    "deep (parentheses and 'not'); write it flatter"
+                )
+            try:
+                return self._nested()
+            finally:
+                self.depth -= 1
+        return self.comparison()
+
+    def _nested(self) -> Node:
         if self.peek("("):
             self.index += 1
             node = self.disjunction()
             self.take(")", expected="')'")
             return node
-        if self.peek("word", "not"):
-            self.index += 1
-            return Not(self.factor())
+        self.index += 1  # "not"
+        return Not(self.factor())
+
+    def comparison(self) -> Node:
         column = self.take("column", expected="column(NAME)")
         if self.peek("word", "is"):
             self.index += 1

@@ -24,7 +24,7 @@ from rich.progress import (
 
 from gluon.config import Settings, load_settings
 from gluon.errors import ExitCode, GluonError
-from gluon.logs import redact, start_command_log
+from gluon.logs import RedactingFormatter, redact, start_command_log
 from gluon.progress import NullProgress, ProgressTask
 
 T = TypeVar("T")
@@ -73,7 +73,7 @@ def _console_logging(verbose: bool) -> None:
         root.removeHandler(handler)
     if verbose:
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        handler.setFormatter(RedactingFormatter("%(asctime)s %(message)s", "%H:%M:%S"))
         handler.setLevel(logging.INFO)
         handler._gluon_console = True  # type: ignore[attr-defined]
         root.addHandler(handler)
@@ -84,18 +84,42 @@ def fail(message: str, code: ExitCode = ExitCode.ERROR, *, program: str) -> NoRe
     raise typer.Exit(int(code))
 
 
+def _detach_command_handlers() -> None:
+    root = logging.getLogger("gluon")
+    for handler in [
+        h
+        for h in root.handlers
+        if isinstance(h, logging.FileHandler) or getattr(h, "_gluon_console", False)
+    ]:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def _print_traceback() -> None:
+    """``--debug``: the traceback on stderr, with secrets hidden like everywhere else."""
+    print(redact(traceback.format_exc()), end="", file=sys.stderr)
+
+
 def run_command(
     program: str,
     body: Callable[[Settings], T],
     *,
     subject: str | None = None,
+    validate: Callable[[], object] | None = None,
     verbose: bool = False,
     debug: bool = False,
 ) -> tuple[T, Path | None]:
-    """Load settings, open the log file, run ``body``; errors become one line and an exit code."""
+    """Load settings, open the log file, run ``body``; errors become one line and an exit code.
+
+    ``validate`` checks the input the log file is named from (``subject``) before the file
+    is created, so bad input leaves no file behind.
+    """
     debug = debug or bool(os.environ.get("GLUON_DEBUG"))
     log_path: Path | None = None
+    _detach_command_handlers()  # an earlier command in this process must not get our records
     try:
+        if validate is not None:
+            validate()
         settings = load_settings()
         log_path = start_command_log(settings.log_dir, program, subject)
         _console_logging(verbose)
@@ -104,14 +128,14 @@ def run_command(
     except GluonError as exc:
         logging.getLogger("gluon").error("%s", exc)
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         fail(str(exc), exc.exit_code, program=program)
     except KeyboardInterrupt:
         fail("interrupted", ExitCode.ERROR, program=program)
     except Exception as exc:  # the last resort: one line, the traceback in the log
         logging.getLogger("gluon").exception("unexpected error")
         if debug:
-            traceback.print_exc()
+            _print_traceback()
         where = f" (details in {log_path})" if log_path else ""
         first_line = (str(exc).strip().splitlines() or [""])[0]
         fail(

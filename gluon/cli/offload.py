@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -198,7 +199,6 @@ def offload(
         int,
         typer.Option(
             "--incremental-batch-size",
-            min=1,
             help="Changes per Delta commit when an extraction has a large backlog.",
         ),
     ] = DEFAULT_BATCH_SIZE,
@@ -235,7 +235,6 @@ def offload(
         int,
         typer.Option(
             "--incremental-delta-threshold",
-            min=0,
             help="Compact only when the delta table holds at least this many changes.",
         ),
     ] = DEFAULT_DELTA_THRESHOLD,
@@ -269,7 +268,6 @@ def offload(
         float,
         typer.Option(
             "--incremental-vacuum-retention-hours",
-            min=0,
             help="After a compaction, delete Delta files unused for this many hours (older "
             "versions can no longer be read with VERSION AS OF).",
         ),
@@ -384,10 +382,64 @@ def offload(
             )
         return offload_table(settings, offload_options, progress)
 
+    def validate() -> None:
+        TableRef.parse(table)
+        check_option_values(
+            batch_size=batch_size,
+            delta_threshold=delta_threshold,
+            wait_time=wait_time,
+            vacuum_retention_hours=vacuum_retention_hours,
+            offload_predicate=offload_predicate,
+        )
+
     result, log_path = run_command(
-        PROGRAM, body, subject=table.replace(".", "_"), verbose=verbose, debug=debug
+        PROGRAM,
+        body,
+        subject=table.replace(".", "_"),
+        validate=validate,
+        verbose=verbose,
+        debug=debug,
     )
     _render(result, log_path)
+
+
+MAX_BATCH_SIZE = 2**31 - 1
+"""The largest batch every source's LIMIT/FETCH FIRST and the DBAPI fetch size accept."""
+
+
+def check_option_values(
+    *,
+    batch_size: int,
+    delta_threshold: int,
+    wait_time: float,
+    vacuum_retention_hours: float,
+    offload_predicate: str | None,
+) -> None:
+    """Refuse option values no code path can take, before anything runs (one line, exit 2;
+    Click's own range checks print a usage block instead).
+
+    Raises:
+        UsageError: a value out of range, not finite, or an empty predicate.
+    """
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise UsageError(
+            f"--incremental-batch-size must be between 1 and {MAX_BATCH_SIZE}, found {batch_size}"
+        )
+    if delta_threshold < 0:
+        raise UsageError(
+            f"--incremental-delta-threshold must be at least 0, found {delta_threshold}"
+        )
+    for option, value in (
+        ("--incremental-wait-time", wait_time),
+        ("--incremental-vacuum-retention-hours", vacuum_retention_hours),
+    ):
+        if not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"{option} must be a finite number of at least 0, found {value}")
+    if offload_predicate is not None and not offload_predicate.strip():
+        raise UsageError(
+            "--offload-predicate is empty: give the rows to offload, e.g. "
+            "'column(SOLD_ON) < date(2020-01-01)', or leave the option out to offload every row"
+        )
 
 
 def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:

@@ -38,7 +38,12 @@ def display_incremental_status(
         return render_status(status, verbose=verbose)
 
     text, _ = run_command(
-        PROGRAM, body, subject=table.replace(".", "_"), verbose=verbose, debug=debug
+        PROGRAM,
+        body,
+        subject=table.replace(".", "_"),
+        validate=lambda: TableRef.parse(table),
+        verbose=verbose,
+        debug=debug,
     )
     stdout.print(text.rstrip("\n"), markup=False, emoji=False)
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.config import parse_database_url
 from gluon.errors import ConfigError, GluonError
 from gluon.repo import migrations, models
 from gluon.repo.common import now, upsert
@@ -66,16 +67,18 @@ class OffloadedTable:
 
 
 def _engine(url: str, *, create: bool) -> sa.Engine:
-    try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise ConfigError(f"GLUON_REPO_URL is not a valid SQLAlchemy URL: {exc}") from None
+    parsed = parse_database_url(url, "GLUON_REPO_URL")
     options: dict[str, Any] = {}
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
             _check_sqlite_file(Path(parsed.database), create=create)
         options["connect_args"] = {"timeout": 60}
     return sa.create_engine(parsed, **options)
+
+
+def _shown(url: str) -> str:
+    """``url`` as messages show it: the password hidden."""
+    return parse_database_url(url, "GLUON_REPO_URL").render_as_string(hide_password=True)
 
 
 def _check_sqlite_file(path: Path, *, create: bool) -> None:
@@ -128,7 +131,9 @@ class Repository:
                     connection.exec_driver_sql("PRAGMA journal_mode=WAL")
             self.version = migrations.migrate(self.engine)
         except sa.exc.DBAPIError as exc:
-            raise RepositoryError(f"cannot open the repository ({url}): {exc.orig}") from None
+            raise RepositoryError(
+                f"cannot open the repository ({_shown(url)}): {exc.orig}"
+            ) from None
         self.incremental = IncrementalRepository(self.engine)
         self.compaction = CompactionRepository(self.engine)
         self.increments = IncrementRepository(self.engine)

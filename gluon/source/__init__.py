@@ -25,6 +25,7 @@ import importlib
 
 import sqlalchemy as sa
 
+from gluon.config import SourceTimeouts, parse_database_url
 from gluon.errors import ConfigError, UnsupportedError
 from gluon.source.base import SourceDialect, registered_dialects
 
@@ -51,22 +52,31 @@ def dialect_class(name: str) -> type[SourceDialect]:
     return registered_dialects()[name]
 
 
-def connect(url: str) -> SourceDialect:
+def connect(url: str, timeouts: SourceTimeouts | None = None) -> SourceDialect:
     """A dialect object over a new engine for ``url`` (no connection is made yet).
+
+    Every connection the engine opens is bounded by ``timeouts`` (connecting, each
+    statement, lock waits; the defaults when None), so a hung source fails the command
+    instead of holding it, and its locks, forever.
 
     Raises:
         ConfigError: the URL is malformed or its driver is missing.
     """
+    parsed = parse_database_url(url, "GLUON_SOURCE_URL")
     try:
-        parsed = sa.engine.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise ConfigError(f"GLUON_SOURCE_URL is not a valid SQLAlchemy URL: {exc}") from None
-    cls = dialect_class(parsed.get_backend_name())
+        cls = dialect_class(parsed.get_backend_name())
+    except UnsupportedError as exc:  # a setting to correct: a usage error (exit 2)
+        raise ConfigError(f"GLUON_SOURCE_URL: {exc}") from None
+    bounds = timeouts or SourceTimeouts()
+    options = cls.engine_options()
+    connect_args = {**options.get("connect_args", {}), **cls.timeout_connect_args(parsed, bounds)}
     try:
-        engine = sa.create_engine(parsed, **cls.engine_options())
+        engine = sa.create_engine(parsed, **{**options, "connect_args": connect_args})
     except (sa.exc.ArgumentError, ImportError) as exc:
         raise ConfigError(f"GLUON_SOURCE_URL cannot be used: {exc}") from None
-    return cls(engine)
+    source = cls(engine)
+    source.install_timeouts(bounds)
+    return source
 
 
 __all__ = ["SourceDialect", "connect", "dialect_class"]

@@ -15,6 +15,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon import templates
+from gluon.config import SourceTimeouts
 from gluon.errors import NotFoundError, SourceError, UnsupportedError
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
@@ -78,6 +79,14 @@ class SourceDialect:
     def engine_options(cls) -> dict[str, Any]:
         """Keyword arguments for ``sqlalchemy.create_engine``."""
         return {}
+
+    @classmethod
+    def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:
+        """DBAPI connect arguments that bound connecting, statements and lock waits."""
+        return {}
+
+    def install_timeouts(self, timeouts: SourceTimeouts) -> None:
+        """Bounds the driver takes per connection rather than as connect arguments (hook)."""
 
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine

@@ -52,13 +52,16 @@ documented LONG / LONG RAW handler; up to 1 GB per value), never LOB locators.
 from __future__ import annotations
 
 import decimal
+import queue
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 import oracledb
 import sqlalchemy as sa
 
+from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
@@ -270,6 +273,33 @@ def _install_output_type_handler(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.outputtypehandler = output_type_handler(dbapi_connection.outputtypehandler)
 
 
+MAX_DDL_LOCK_TIMEOUT = 1_000_000
+"""Oracle's largest DDL_LOCK_TIMEOUT, in seconds."""
+
+
+def _call_within(seconds: float, connect: Callable[[], Any]) -> Any:
+    """``connect()`` run in a daemon thread; fail when it has not returned after ``seconds``."""
+    outcome: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def attempt() -> None:
+        try:
+            outcome.put((True, connect()))
+        except BaseException as exc:  # handed to the waiting thread
+            outcome.put((False, exc))
+
+    threading.Thread(target=attempt, name="gluon-oracle-connect", daemon=True).start()
+    try:
+        succeeded, value = outcome.get(timeout=seconds)
+    except queue.Empty:
+        raise SourceError(
+            f"cannot connect to the oracle source database: no answer within {seconds:g}s "
+            "(check ORA_CONN or GLUON_SOURCE_URL; GLUON_SOURCE_CONNECT_TIMEOUT sets the limit)"
+        ) from None
+    if succeeded:
+        return value
+    raise value
+
+
 class OracleSource(SourceDialect):
     name = "oracle"
     max_identifier_length: ClassVar[int | None] = 128
@@ -299,6 +329,35 @@ class OracleSource(SourceDialect):
         super().__init__(engine)
         if not sa.event.contains(engine, "connect", _install_output_type_handler):
             sa.event.listen(engine, "connect", _install_output_type_handler)
+
+    @classmethod
+    def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:
+        if not timeouts.connect_seconds:
+            return {}
+        return {"tcp_connect_timeout": timeouts.connect_seconds}
+
+    def install_timeouts(self, timeouts: SourceTimeouts) -> None:
+        # tcp_connect_timeout bounds only the TCP connect: thin mode then waits for the
+        # listener's answer without a limit, so the whole connect runs under a deadline.
+        if timeouts.connect_seconds:
+            deadline = timeouts.connect_seconds
+
+            def connect_within_deadline(
+                dialect: Any, _record: Any, cargs: Any, cparams: Any
+            ) -> Any:
+                return _call_within(deadline, lambda: dialect.dbapi.connect(*cargs, **cparams))
+
+            sa.event.listen(self.engine, "do_connect", connect_within_deadline)
+
+        def bound_session(dbapi_connection: Any, _record: Any) -> None:
+            # call_timeout bounds each round trip (a fetch of a bulk read is one), in ms.
+            dbapi_connection.call_timeout = round(timeouts.statement_seconds * 1000)
+            if timeouts.lock_seconds:
+                seconds = min(MAX_DDL_LOCK_TIMEOUT, round(timeouts.lock_seconds))
+                with dbapi_connection.cursor() as cursor:
+                    cursor.execute(f"ALTER SESSION SET DDL_LOCK_TIMEOUT = {seconds}")
+
+        sa.event.listen(self.engine, "connect", bound_session)
 
     @classmethod
     def identifier_length_for(cls, compatible: str | None) -> int:

@@ -7,9 +7,13 @@ so nothing is lost; arrays, ranges and other composite types are refused.
 
 from __future__ import annotations
 
+import math
 import re
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import sqlalchemy as sa
+
+from gluon.config import SourceTimeouts
 from gluon.errors import UnsupportedError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
@@ -83,6 +87,28 @@ class PostgreSQLSource(SourceDialect):
     binds_arrays = True
     has_schemas = True
     name_case = "lower"
+
+    @classmethod
+    def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:
+        # connect_timeout covers the whole handshake (a server that accepts and never answers);
+        # statement_timeout and lock_timeout are session settings sent with the startup packet,
+        # appended to any options the URL already carries.
+        args: dict[str, Any] = {}
+        if timeouts.connect_seconds:
+            args["connect_timeout"] = max(2, math.ceil(timeouts.connect_seconds))
+        session = [
+            f"-c {name}={round(seconds * 1000)}"
+            for name, seconds in (
+                ("statement_timeout", timeouts.statement_seconds),
+                ("lock_timeout", timeouts.lock_seconds),
+            )
+            if seconds
+        ]
+        if session:
+            given = url.query.get("options")
+            existing = [given] if isinstance(given, str) else list(given or ())
+            args["options"] = " ".join([*existing, *session])
+        return args
 
     def lake_column(self, row: object) -> Column | None:
         """Map one ``describe_columns`` row; None when the type cannot be offloaded."""

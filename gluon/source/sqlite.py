@@ -15,10 +15,14 @@ from typing import Any, ClassVar
 
 import sqlalchemy as sa
 
+from gluon.config import SourceTimeouts
 from gluon.errors import NotFoundError, SourceError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import SourceDialect
+
+NO_LIMIT_SECONDS = 1e6
+"""The busy timeout for GLUON_SOURCE_LOCK_TIMEOUT=0 (sqlite3 takes no "forever")."""
 
 _PRECISION = re.compile(r"\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)")
 
@@ -57,6 +61,11 @@ class SQLiteSource(SourceDialect):
     def engine_options(cls) -> dict[str, Any]:
         # Writers in other processes (the application, the demo) may hold the file briefly.
         return {"connect_args": {"timeout": 30}}
+
+    @classmethod
+    def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:
+        # A local file: the only wait is for another process's write lock (the busy timeout).
+        return {"timeout": timeouts.lock_seconds or NO_LIMIT_SECONDS}
 
     def begin_script(self, connection: sa.Connection) -> None:
         # pysqlite opens a transaction only before DML, so DDL would commit one by one.

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from gluon import capture, locks
 from gluon import source as sources
-from gluon.config import Settings
+from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError, NotFoundError
 from gluon.feeds import capture_objects
 from gluon.lake import storage
@@ -76,6 +76,7 @@ class ChangelogCounter:
     """Counts changelog rows, connecting to the source once (and remembering a failure)."""
 
     source_url: str | None
+    timeouts: SourceTimeouts | None = None
     _source: SourceDialect | None = field(default=None, init=False)
     _failure: str | None = field(default=None, init=False)
 
@@ -87,7 +88,7 @@ class ChangelogCounter:
                 self._failure = "GLUON_SOURCE_URL is not set"
                 raise GluonError(self._failure)
             try:
-                self._source = sources.connect(self.source_url)
+                self._source = sources.connect(self.source_url, self.timeouts)
                 self._source.check_connection()
             except GluonError as exc:
                 self._failure = str(exc)
@@ -145,7 +146,9 @@ def table_status(settings: Settings, ref: TableRef) -> TableStatus:
             f"{ref.key} has not been offloaded (the repository has no record of it): "
             f"offload it first with: offload -t {ref.key} -x"
         )
-    return collect_status(repo, record, ChangelogCounter(settings.source_url))
+    return collect_status(
+        repo, record, ChangelogCounter(settings.source_url, settings.source_timeouts)
+    )
 
 
 def collect_status(

@@ -114,7 +114,7 @@ def generate_report(
     with _stage(announce, "Find Tables For Report"):
         records = find_tables(repo, options)
     with _stage(announce, "Fetch Repository, Source And Lake Data"):
-        counter = ChangelogCounter(settings.source_url)
+        counter = ChangelogCounter(settings.source_url, settings.source_timeouts)
         statuses = [
             collect_status(repo, record, counter, history=HISTORY_RUNS) for record in records
         ]

@@ -153,7 +153,9 @@ def test_unsupported_source_dialect(
 ) -> None:
     monkeypatch.setenv("GLUON_SOURCE_URL", "postgres://gluon@127.0.0.1/app")
     result = run_cli("offload", "-t", "public.products", "-x")
-    assert_one_error_line(result, 1, "'postgres' is not supported", "did you mean postgresql")
+    assert_one_error_line(
+        result, 2, "GLUON_SOURCE_URL", "'postgres' is not supported", "did you mean postgresql"
+    )
     assert_nothing_changed(offload_home, "PUBLIC.PRODUCTS")
 
 
@@ -328,3 +330,179 @@ def test_unreachable_spark_remote_fails_fast_in_one_line(
     assert "SPARK_REMOTE" in line and "does not answer" in line
     # Refused by gluon's connect probe, before pyspark (which would retry for minutes).
     assert "Connection refused" in line
+
+
+# -- validation gaps (issue 12, reproduction 13) ---------------------------------------------
+
+
+def assert_no_log_file(home: Path) -> None:
+    """Bad input that names the log file is refused before the log file is opened."""
+    log_dir = home / "log"
+    assert not log_dir.exists() or list(log_dir.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("table", "fragments"),
+    [
+        ("main.a/b", ["-t expects SCHEMA.TABLE", "'main.a/b'"]),
+        ("main/x.products", ["-t expects SCHEMA.TABLE"]),
+        ("main." + "x" * 300, ["-t", "longer than", "128"]),
+    ],
+    ids=["slash-in-table", "slash-in-schema", "300-characters"],
+)
+def test_table_text_that_would_name_the_log_file(
+    sqlite_source: sa.Engine,
+    offload_home: Path,
+    run_cli: RunCli,
+    table: str,
+    fragments: list[str],
+) -> None:
+    result = run_cli("offload", "-t", table, "-x")
+    assert_one_error_line(result, 2, *fragments)
+    assert_nothing_changed(offload_home, "MAIN.PRODUCTS")
+    assert_no_log_file(offload_home)
+
+
+@pytest.mark.parametrize("program", ["display_incremental_status"])
+def test_status_table_text_with_a_slash(
+    sqlite_source: sa.Engine, offload_home: Path, run_cli: RunCli, program: str
+) -> None:
+    result = run_cli(program, "-t", "main.a/b")
+    (line,) = error_lines(result)
+    assert line.startswith(f"{program}: error: -t expects SCHEMA.TABLE"), line
+    assert result.exit_code == 2
+    assert_no_log_file(offload_home)
+
+
+@pytest.mark.parametrize(
+    ("options", "fragments"),
+    [
+        (
+            ["--incremental-run-extraction", "--incremental-batch-size=2147483648"],
+            ["--incremental-batch-size", "2147483647", "2147483648"],
+        ),
+        (
+            ["--incremental-run-compaction", "--incremental-vacuum-retention-hours=inf"],
+            ["--incremental-vacuum-retention-hours", "finite", "inf"],
+        ),
+        (
+            ["--incremental-run-compaction", "--incremental-vacuum-retention-hours=nan"],
+            ["--incremental-vacuum-retention-hours", "finite", "nan"],
+        ),
+        (
+            ["--incremental-run-compaction", "--incremental-wait-time=inf"],
+            ["--incremental-wait-time", "finite", "inf"],
+        ),
+        (
+            ["--incremental-run-compaction", "--incremental-wait-time=nan"],
+            ["--incremental-wait-time", "finite", "nan"],
+        ),
+        (
+            ["--incremental-run-extraction", "--incremental-batch-size=0"],
+            ["--incremental-batch-size", "between 1 and", "found 0"],
+        ),
+        (
+            ["--incremental-run-compaction", "--incremental-wait-time=-1"],
+            ["--incremental-wait-time", "at least 0", "-1"],
+        ),
+        (["--offload-predicate="], ["--offload-predicate is empty"]),
+        (["--offload-predicate=  "], ["--offload-predicate is empty"]),
+        (["--offload-predicate=column(price) < numeric(NaN)"], ["'NaN'", "finite number"]),
+        (["--offload-predicate=column(price) < numeric(-Infinity)"], ["finite number"]),
+        (["--offload-predicate=column(price) < numeric(sNaN)"], ["finite number"]),
+        (
+            ["--offload-predicate=" + "(" * 2000 + "column(id) = numeric(1)" + ")" * 2000],
+            ["nested more than", "deep"],
+        ),
+        (
+            ["--offload-predicate=" + "not " * 2000 + "column(id) = numeric(1)"],
+            ["nested more than", "deep"],
+        ),
+    ],
+    ids=[
+        "batch-size-2^31",
+        "vacuum-inf",
+        "vacuum-nan",
+        "wait-inf",
+        "wait-nan",
+        "batch-size-0",
+        "wait-negative",
+        "empty-predicate",
+        "blank-predicate",
+        "numeric-nan",
+        "numeric-minus-infinity",
+        "numeric-snan",
+        "nested-parentheses",
+        "nested-not",
+    ],
+)
+def test_option_values_no_code_path_can_take(
+    sqlite_source: sa.Engine,
+    offload_home: Path,
+    run_cli: RunCli,
+    options: list[str],
+    fragments: list[str],
+) -> None:
+    result = run_cli("offload", "-t", "main.products", "-x", *options)
+    assert_one_error_line(result, 2, *fragments)
+    assert_nothing_changed(offload_home, "MAIN.PRODUCTS")
+
+
+def test_infinite_options_of_an_enabled_table_change_nothing(
+    sqlite_source: sa.Engine, offload_home: Path, run_cli: RunCli
+) -> None:
+    """Refused up front on a table with changes, not after the views switched."""
+    enabled = run_cli(
+        "offload",
+        "-t",
+        "main.products",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+    )
+    assert enabled.exit_code == 0, enabled.stderr
+    with sqlite_source.begin() as connection:
+        connection.exec_driver_sql("UPDATE products SET name = 'c' WHERE id = 1")
+    extracted = run_cli("offload", "-t", "main.products", "-x", "--incremental-run-extraction")
+    assert extracted.exit_code == 0, extracted.stderr
+    repo = Repository(load_settings().repo_url)
+    runs_before = repo.compaction.runs("MAIN.PRODUCTS")
+    for option in ("--incremental-vacuum-retention-hours=inf", "--incremental-wait-time=nan"):
+        result = run_cli(
+            "offload", "-t", "main.products", "-x", "--incremental-run-compaction", option
+        )
+        assert_one_error_line(result, 2, option.split("=")[0], "finite")
+    assert repo.compaction.runs("MAIN.PRODUCTS") == runs_before
+    big = run_cli(
+        "offload",
+        "-t",
+        "main.products",
+        "-x",
+        "--incremental-run-extraction",
+        "--incremental-batch-size=2147483648",
+    )
+    assert_one_error_line(big, 2, "--incremental-batch-size")
+
+
+@pytest.mark.parametrize(
+    ("variable", "url"),
+    [
+        ("GLUON_SOURCE_URL", "postgresql+psycopg://gluon:pw@127.0.0.1:abc/app"),
+        ("GLUON_SOURCE_URL", "postgresql+psycopg://gluon:pw@127.0.0.1:99999/app"),
+        ("GLUON_REPO_URL", "postgresql+psycopg://gluon:pw@127.0.0.1:5x/repo"),
+    ],
+    ids=["source-port-not-a-number", "source-port-out-of-range", "repository-port"],
+)
+def test_malformed_port_in_a_url(
+    sqlite_source: sa.Engine,
+    offload_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli,
+    variable: str,
+    url: str,
+) -> None:
+    monkeypatch.setenv(variable, url)
+    result = run_cli("offload", "-t", "main.products", "-x")
+    line = assert_one_error_line(result, 2, variable, "port")
+    assert ":pw@" not in line
+    assert_nothing_changed(offload_home, "MAIN.PRODUCTS")
