@@ -242,7 +242,6 @@ def offload(
         float,
         typer.Option(
             "--incremental-wait-time",
-            min=0,
             help=(
                 "Minutes after the view switch before old objects are dropped, so that "
                 "running queries finish (0: none)."

@@ -159,9 +159,9 @@ def test_spark_connect_token_never_shown(
 ) -> None:
     monkeypatch.setenv("SPARK_REMOTE", f"sc://127.0.0.1:{closed_port()}/;token={SECRET};user_id=x")
     monkeypatch.setenv("GLUON_SOURCE_URL", sqlite_url)
-    results = [
-        run_cli("gluon", "query", "SELECT 1", "-v"),
+    results = [  # the offload starts the repository that the query needs
         run_cli("offload", "-t", "main.products", "-x", "--debug"),
+        run_cli("gluon", "query", "SELECT 1", "-v"),
     ]
     assert all(result.exit_code == 1 for result in results)
     assert_secret_nowhere(offload_home, results, SECRET)
