@@ -309,10 +309,11 @@ def _extraction_status(
     history: int,
 ) -> ExtractionStatus:
     totals = queries.extraction_totals(repo, state.table_key)
-    recent = [
-        _with_live_status(repo, state.table_key, _run_info(run))
-        for run in repo.incremental.extraction_runs(state.table_key, history)
+    recorded = [
+        _run_info(run) for run in repo.incremental.extraction_runs(state.table_key, history)
     ]
+    recent = [_with_live_status(repo, state.table_key, run) for run in recorded]
+    dead = sum(1 for before, now_ in zip(recorded, recent, strict=True) if before is not now_)
     return ExtractionStatus(
         method=state.method,
         position_kind=POSITION_KINDS.get(reader, "sequence"),
@@ -321,7 +322,7 @@ def _extraction_status(
         runs=totals.runs,
         succeeded=totals.succeeded,
         failed=totals.failed,
-        interrupted=totals.interrupted,
+        interrupted=totals.interrupted + dead,
         changes_extracted=totals.rows_written,
         last_run=recent[0] if recent else None,
         recent_runs=tuple(recent),

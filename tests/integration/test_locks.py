@@ -398,7 +398,9 @@ def test_a_killed_extraction_shows_as_interrupted(
         )
         assert _status(run_cli)["extraction"]["last_run"]["status"] == "running"
         os.kill(extraction.pid, 9)
-    last = _status(run_cli)["extraction"]["last_run"]
+    extraction_status = _status(run_cli)["extraction"]
+    assert extraction_status["interrupted"] == 1
+    last = extraction_status["last_run"]
     assert last["status"] == "interrupted"
     assert "run the same command again to resume" in last["message"]
     assert "#2 interrupted" in _status_text(run_cli)
@@ -407,5 +409,6 @@ def test_a_killed_extraction_shows_as_interrupted(
     assert (
         run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-extraction").exit_code == 0
     )
-    assert _status(run_cli)["extraction"]["last_run"]["status"] == "success"
+    after = _status(run_cli)["extraction"]
+    assert after["last_run"]["status"] == "success" and after["interrupted"] == 1
     assert _lake() == _source(engine, "placed < '2020-03-01'")
