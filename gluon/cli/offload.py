@@ -150,7 +150,9 @@ def offload(
         bool,
         typer.Option(
             "--incremental-no-verify-primary-key",
-            help="*_INSERT methods: skip checking that the key is unique (you guarantee it).",
+            help="*_INSERT methods: enable without a primary key or unique constraint on the "
+            "key columns. Risk: the lake appends every insert, so a key inserted twice shows "
+            "twice in the user view; use it only when the application guarantees unique keys.",
         ),
     ] = False,
     changelog_table: Annotated[
