@@ -370,6 +370,8 @@ def _render(result: Result, log_path: Path | None) -> None:
             f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
             f"{result.control_partition} in {result.seconds:.1f}s{ack}"
         )
+        for line in result.screen.messages() if result.screen else ():
+            stderr.print(f"offload: warning: {result.table_key}: {line}", markup=False)
     elif not result.executed:
         stdout.print(f"Steps for {result.table_key} (nothing was changed; add -x to run them):")
         for number, step in enumerate(result.steps, start=1):

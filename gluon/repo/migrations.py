@@ -38,6 +38,11 @@ MIGRATIONS: list[Migration] = [
         _create(models.compaction_runs, models.compaction_steps, models.obsolete_objects),
     ),
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
+    (
+        7,
+        "changes an insert-only table did not apply (duplicate keys, uncaptured DML)",
+        _create(models.rejected_changes),
+    ),
 ]
 
 

@@ -8,16 +8,31 @@ the lake's user view with the embedded engine.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
+import random
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from support.cli import error_lines
-from support.incremental import RunCli, Source, postgres_source, sqlite_source
+from support.incremental import (
+    SEED,
+    RunCli,
+    Source,
+    enable,
+    extract,
+    lake_rows,
+    postgres_source,
+    sqlite_source,
+)
+from support.patching import SalesTable, sales_rows
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.insert_only import rejected_changes
 from gluon.repo import Repository
+from gluon.repo.rejects import DUPLICATE_KEY
 
 INSERT_ONLY = ("CHANGELOG_INSERT", "UPDATABLE_INSERT")
 
@@ -161,3 +176,114 @@ def test_no_verify_help_states_the_risk(run_cli: RunCli) -> None:
     result = run_cli("offload", "--help")
     text = " ".join(result.stdout.split())
     assert "a key inserted twice shows twice in the user view" in text
+
+
+# -- deliverable 2: an insert of a key only the lake holds never shows it twice ---------------
+
+
+@pytest.fixture
+def sales(source: Source) -> SalesTable:
+    return SalesTable(source.dialect, source.url, source.schema)
+
+
+def test_updatable_insert_of_a_key_only_the_lake_holds_is_kept_out(
+    sales: SalesTable, run_cli: RunCli
+) -> None:
+    rows = sales_rows(random.Random(SEED), 30)
+    sales.create(rows)
+    sales.enable(run_cli, "UPDATABLE_INSERT")
+    by_id = {row[0]: row for row in rows}
+    dropped = sorted(key for key, row in by_id.items() if row[1].month == 2)
+    assert dropped, "the seed put no rows in February"
+    sales.dropped_from_source(dropped)  # offloaded data no longer in the source, not staged
+    lake_only = by_id[dropped[0]]
+    again = (lake_only[0], lake_only[1], "AGAIN", lake_only[3])
+    new = (900, dt.date(2017, 2, 20), "EMEA", decimal.Decimal("9.00"))
+    # The view cannot see the lake-only key, so its trigger takes the insert.
+    sales.insert(sales.view, [again, new])
+
+    result = sales.extract(run_cli)
+
+    assert sales.lake() == {**by_id, new[0]: new}  # each key once; the lake's row kept
+    warnings = [line for line in error_lines(result) if "warning" in line]
+    assert any(
+        "1 inserts were kept out of the lake because it already shows their key" in line
+        and f"id={lake_only[0]}" in line
+        for line in warnings
+    ), result.stderr
+    assert sales.changes() == []
+    rejected = rejected_changes(Repository(load_settings().repo_url))
+    assert rejected.rows(sales.table.upper(), DUPLICATE_KEY) == [
+        {
+            "id": again[0],
+            "sold_on": again[1].isoformat(),
+            "region": "AGAIN",
+            "amount": str(again[3]),
+        }
+    ]
+
+
+# -- deliverable 4: nothing silent ------------------------------------------------------------
+
+
+def items_table(source: Source) -> None:
+    with source.engine.begin() as db:
+        db.execute(
+            sa.text(
+                f"CREATE TABLE {source.table} (id INTEGER PRIMARY KEY, name VARCHAR(40), "
+                "amount NUMERIC(12,2), updated TIMESTAMP)"
+            )
+        )
+        for key in range(1, 6):
+            db.execute(
+                sa.text(f"INSERT INTO {source.table} (id, name) VALUES (:id, :name)"),
+                {"id": key, "name": f"n{key}"},
+            )
+
+
+def lake_items(source: Source) -> list[tuple[object, ...]]:
+    rows = lake_rows(f"SELECT id, name FROM {source.schema}.items")
+    return sorted((int(str(row["id"])), row["name"]) for row in rows)
+
+
+def test_updates_and_deletes_under_changelog_insert_are_reported(
+    source: Source, run_cli: RunCli
+) -> None:
+    items_table(source)
+    enable(run_cli, source, "CHANGELOG_INSERT")
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"UPDATE {source.table} SET name = 'changed' WHERE id = 2"))
+        db.execute(sa.text(f"UPDATE {source.table} SET name = name WHERE id = 4"))  # no change
+        db.execute(sa.text(f"DELETE FROM {source.table} WHERE id = 3"))
+        db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES (6, 'n6')"))
+
+    result = extract(run_cli, source)
+
+    line = next(line for line in error_lines(result) if "were not captured" in line)
+    assert line.startswith(f"offload: warning: {source.table.upper()}: 2 updates/deletes")
+    assert "(CHANGELOG_INSERT: 1 updates, 1 deletes; keys id=2; id=3)" in line
+    assert "--reset-backend-table" in line and "CHANGELOG" in line
+    # The insert is applied; the update and the delete are not (insert-only), but reported.
+    assert lake_items(source) == [(1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n5"), (6, "n6")]
+    with source.engine.connect() as db:
+        log = db.execute(sa.text(f"SELECT COUNT(*) FROM {changelog(source)}")).scalar()
+    assert log == 0  # moved to the repository, so disable is not blocked
+
+    # Deleted in the source, inserted again: the lake still shows the old row, never both.
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES (3, 'again')"))
+    result = extract(run_cli, source)
+    assert lake_items(source) == [(1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n5"), (6, "n6")]
+    text = " ".join(error_lines(result))
+    assert "2 updates/deletes on the application table were not captured" in text  # still shown
+    assert "1 inserts were kept out of the lake" in text
+
+    # A later no-op extraction still says so.
+    assert "were not captured" in extract(run_cli, source).stderr
+
+
+def changelog(source: Source) -> str:
+    state = Repository(load_settings().repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    found = next(o for o in state.source_objects if o.kind == "changelog_table")
+    return f"{found.schema}.{found.name}"
