@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +32,8 @@ from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import LakeSession
 from gluon.lake.tables import quote
 from gluon.lake.types import struct_type
+from gluon.methods import get_method
+from gluon.methods.base import ViewKind
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.rejects import (
     DUPLICATE_KEY,
@@ -41,6 +43,9 @@ from gluon.repo.rejects import (
     RejectedChanges,
     RejectSummary,
 )
+
+if TYPE_CHECKING:
+    from gluon.compact.options import CompactionMethod
 
 UNCAPTURED_REASONS = {"U": UNCAPTURED_UPDATE, "D": UNCAPTURED_DELETE}
 
@@ -182,3 +187,51 @@ def attention_messages(summary: RejectSummary, method: str) -> list[str]:
             "--reset-backend-table if the source holds the right rows"
         )
     return lines
+
+
+IN_PLACE_WARNING = (
+    "{method} with in-place compaction: queries of {view} show every row inserted since the "
+    "last compaction twice until this compaction finishes (treat the table as offline; "
+    "the default compaction of an insert-only table is full, which never shows duplicates)"
+)
+"""The spec's warning for an in-place compaction of an insert-only table."""
+
+
+def status_notes(
+    repo: Repository, table_key: str, method: str | None, in_place_run: int | None, view: str
+) -> tuple[str, ...]:
+    """What status and the report list as needing attention for an insert-only table.
+
+    Args:
+        repo: the repository.
+        table_key: the table.
+        method: its extraction method (None: incremental update is not enabled now).
+        in_place_run: an unfinished in-place compaction run of the table, if any.
+        view: the user view (for the in-place warning).
+    """
+    notes = []
+    if in_place_run is not None and method is not None:
+        notes.append(
+            f"compaction run {in_place_run} is unfinished: "
+            + IN_PLACE_WARNING.format(method=method, view=view)
+        )
+    summary = rejected_changes(repo).summary(table_key)
+    notes += attention_messages(summary, method or "insert-only method")
+    return tuple(notes)
+
+
+def default_compaction_method(repo: Repository, table_key: str) -> CompactionMethod:
+    """The compaction a command runs when it names no method.
+
+    In place for merging views. For an insert-only table in place would show every
+    row inserted since the last compaction twice until the run ends (the base
+    already holds them while the view still appends them), so its default is
+    full: the new base is built beside the old one and the views switch in one
+    step. In place stays available with --incremental-in-place-compaction.
+    """
+    from gluon.compact.options import CompactionMethod
+
+    state = repo.incremental.get_state(table_key)
+    if state is not None and get_method(state.method).view_kind is ViewKind.UNION_ALL:
+        return CompactionMethod.FULL
+    return CompactionMethod.IN_PLACE

@@ -26,6 +26,7 @@ from gluon.incremental import (
     enable_incremental,
 )
 from gluon.increments import IncrementRequest
+from gluon.insert_only import default_compaction_method
 from gluon.naming import TableRef
 from gluon.offload import OFFLOADED, OffloadOptions, OffloadResult, offload_table
 from gluon.patching import StageOptions, stage_lake_rows
@@ -203,7 +204,17 @@ def offload(
         bool,
         typer.Option(
             "--incremental-full-compaction",
-            help="Compact into a new base table written in one go (default: in place).",
+            help="Compact into a new base table written in one go (default for insert-only "
+            "methods).",
+        ),
+    ] = False,
+    in_place_compaction: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-in-place-compaction",
+            help="Rewrite only the base partitions that changes touch (default, except for "
+            "CHANGELOG_INSERT/UPDATABLE_INSERT, whose user view then shows the rows inserted "
+            "since the last compaction twice until the run ends).",
         ),
     ] = False,
     partition_wise_full_compaction: Annotated[
@@ -274,10 +285,11 @@ def offload(
                 "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
                 "--incremental-run-extraction, --incremental-run-compaction"
             )
-        if full_compaction and partition_wise_full_compaction:
+        if sum([full_compaction, partition_wise_full_compaction, in_place_compaction]) > 1:
             raise UsageError(
-                "use only one of --incremental-full-compaction and "
-                "--incremental-partition-wise-full-compaction"
+                "use only one of --incremental-full-compaction, "
+                "--incremental-partition-wise-full-compaction and "
+                "--incremental-in-place-compaction"
             )
         if stage_lake_rows_predicate is not None:
             if sum(actions):
@@ -315,6 +327,8 @@ def offload(
                 else CompactionMethod.PARTITION_WISE_FULL
                 if partition_wise_full_compaction
                 else CompactionMethod.IN_PLACE
+                if in_place_compaction
+                else default_compaction_method(Repository(settings.repo_url), ref.key)
             )
             compaction = CompactionOptions(
                 table=ref,
@@ -326,7 +340,7 @@ def offload(
                 without_snapshot=without_snapshot,
                 vacuum_retention_hours=vacuum_retention_hours,
             )
-            return run_compaction(settings, compaction, progress)
+            return run_compaction(settings, compaction, progress, warn=_warn_now)
         if updates_disabled:
             return disable_incremental(settings, ref, execute=execute)
         if updates_enabled:
@@ -352,6 +366,10 @@ def offload(
         PROGRAM, body, subject=table.replace(".", "_"), verbose=verbose, debug=debug
     )
     _render(result, log_path)
+
+
+def _warn_now(message: str) -> None:
+    stderr.print(f"{PROGRAM}: warning: {message}", markup=False)
 
 
 def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:

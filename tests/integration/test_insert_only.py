@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,12 +25,14 @@ from support.incremental import (
     extract,
     lake_rows,
     postgres_source,
+    run_offload_process,
     sqlite_source,
 )
 from support.patching import SalesTable, sales_rows
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.insert_only import rejected_changes
 from gluon.repo import Repository
 from gluon.repo.rejects import DUPLICATE_KEY
@@ -287,3 +290,123 @@ def changelog(source: Source) -> str:
     assert state is not None
     found = next(o for o in state.source_objects if o.kind == "changelog_table")
     return f"{found.schema}.{found.name}"
+
+
+def test_status_and_report_list_uncaptured_changes_as_needing_attention(
+    source: Source, run_cli: RunCli, offload_home: Path
+) -> None:
+    items_table(source)
+    enable(run_cli, source, "CHANGELOG_INSERT")
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"DELETE FROM {source.table} WHERE id = 5"))
+    extract(run_cli, source)
+
+    status = run_cli("display_incremental_status", "-t", source.table)
+    assert status.exit_code == 0, status.stderr
+    assert "NEEDS ATTENTION" in status.stdout
+    assert "1 updates/deletes on the application table were not captured" in status.stdout
+    report = run_cli("offload_status_report", f"--output-dir={offload_home}")
+    assert report.exit_code == 0, report.stderr
+    text = "\n".join(path.read_text() for path in offload_home.glob("*.txt"))
+    assert "Nothing needs attention" not in text
+    assert "1 updates/deletes on the application table were not captured" in text
+
+
+# -- deliverable 3: compacting an insert-only table never shows a key twice ------------------
+
+
+def compaction_process(source: Source, *flags: str, fault: str) -> subprocess.CompletedProcess[str]:
+    """A compaction in a child process, killed (like kill -9) at fault point ``fault``."""
+    done = run_offload_process(
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+        *flags,
+        env={"GLUON_FAULT": fault},
+    )
+    assert done.returncode == FAULT_EXIT_CODE, done.stderr
+    return done
+
+
+def compaction_killed_after(
+    source: Source, run_cli: RunCli, *flags: str, step: str
+) -> subprocess.CompletedProcess[str]:
+    """Start a compaction (killed once it requested diversion), let an extraction acknowledge
+    it, then resume it in a process killed after ``step``; return the first process."""
+    first = compaction_process(source, *flags, fault="compact.after_request_diversion")
+    extract(run_cli, source)
+    compaction_process(source, *flags, fault=f"compact.after_{step}")
+    return first
+
+
+def inserted_and_extracted(source: Source, run_cli: RunCli, method: str) -> None:
+    items_table(source)
+    enable(run_cli, source, method, "--partition-columns=id", "--partition-granularity=4")
+    with source.engine.begin() as db:
+        for key in range(6, 11):
+            db.execute(
+                sa.text(f"INSERT INTO {source.table} (id, name) VALUES (:id, :name)"),
+                {"id": key, "name": f"n{key}"},
+            )
+    extract(run_cli, source)
+
+
+EXPECTED_ITEMS = [(key, f"n{key}") for key in range(1, 11)]
+
+
+@pytest.mark.parametrize("method", ["CHANGELOG_INSERT"])
+def test_default_compaction_of_an_insert_only_table_shows_each_key_once(
+    method: str, source: Source, run_cli: RunCli
+) -> None:
+    inserted_and_extracted(source, run_cli, method)
+    # Stopped during its wait for running queries: a reader then sees each key once.
+    compaction_killed_after(source, run_cli, step="wait_for_queries")
+    assert lake_items(source) == EXPECTED_ITEMS
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "(FULL) complete" in result.stdout
+    assert "twice" not in result.stderr
+    assert lake_items(source) == EXPECTED_ITEMS
+
+
+def test_explicit_in_place_compaction_warns_at_the_start_and_in_the_report(
+    source: Source, run_cli: RunCli, offload_home: Path
+) -> None:
+    inserted_and_extracted(source, run_cli, "CHANGELOG_INSERT")
+    done = compaction_killed_after(
+        source, run_cli, "--incremental-in-place-compaction", step="compact"
+    )
+    # Killed before the end: the warning was printed when the run started.
+    assert "offload: warning: CHANGELOG_INSERT with in-place compaction" in done.stderr
+    report = run_cli("offload_status_report", f"--output-dir={offload_home}")
+    assert report.exit_code == 0, report.stderr
+    text = "\n".join(path.read_text() for path in offload_home.glob("*.txt"))
+    assert "is unfinished: CHANGELOG_INSERT with in-place compaction" in text
+
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+        "--incremental-in-place-compaction",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "(IN_PLACE) complete" in result.stdout
+    assert lake_items(source) == EXPECTED_ITEMS
+    for old in offload_home.glob("*.txt"):
+        old.unlink()
+    run_cli("offload_status_report", f"--output-dir={offload_home}")
+    text = "\n".join(path.read_text() for path in offload_home.glob("*.txt"))
+    assert "is unfinished" not in text
+    assert "Nothing needs attention" in text
