@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from gluon.cli.actions import Action, refuse_ignored_options
 from gluon.cli.common import progress_for, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, TableOption, VerboseOption, split_list
 from gluon.compact import CompactionMethod, CompactionOptions, CompactionResult, run_compaction
@@ -52,6 +53,7 @@ Result = OffloadResult | IncrementalResult | ExtractionResult | CompactionResult
     )
 )
 def offload(
+    ctx: typer.Context,
     table: TableOption,
     execute: Annotated[
         bool, typer.Option("-x", "--execute", help="Run the steps (without it: show them only).")
@@ -297,6 +299,7 @@ def offload(
                     "--incremental-stage-lake-rows is a command of its own: run it without "
                     "--incremental-updates-enabled/-disabled, -run-extraction, -run-compaction"
                 )
+            refuse_ignored_options(ctx, Action.STAGE_LAKE_ROWS)
             staging = StageOptions(table=ref, predicate=stage_lake_rows_predicate, execute=execute)
             return stage_lake_rows(settings, staging, progress_for(quiet=False))
         offload_options = OffloadOptions(
@@ -315,10 +318,12 @@ def offload(
         )
         progress = progress_for(quiet=False)
         if run_extraction_flag:
+            refuse_ignored_options(ctx, Action.EXTRACTION)
             if not execute:
                 raise UsageError("--incremental-run-extraction needs -x")
             return run_extraction(settings, ref, batch_size=batch_size, progress=progress)
         if run_compaction_flag:
+            refuse_ignored_options(ctx, Action.COMPACTION)
             if not execute:
                 raise UsageError("--incremental-run-compaction needs -x")
             method = (
@@ -342,8 +347,11 @@ def offload(
             )
             return run_compaction(settings, compaction, progress, warn=_warn_now)
         if updates_disabled:
+            refuse_ignored_options(ctx, Action.DISABLE)
             return disable_incremental(settings, ref, execute=execute)
         if updates_enabled:
+            initial = _needs_offload(settings, ref, reset_backend_table)
+            refuse_ignored_options(ctx, Action.ENABLE_WITH_OFFLOAD if initial else Action.ENABLE)
             if not extraction_method:
                 raise UsageError(
                     "--incremental-updates-enabled needs --incremental-extraction-method=METHOD"
@@ -356,10 +364,10 @@ def offload(
                 changelog_table=changelog_table,
                 execute=execute,
             )
-            initial = _needs_offload(settings, ref, reset_backend_table)
             return enable_incremental(
                 settings, options, offload_options if initial else None, progress
             )
+        refuse_ignored_options(ctx, Action.OFFLOAD)
         return offload_table(settings, offload_options, progress)
 
     result, log_path = run_command(
