@@ -410,3 +410,42 @@ def test_explicit_in_place_compaction_warns_at_the_start_and_in_the_report(
     text = "\n".join(path.read_text() for path in offload_home.glob("*.txt"))
     assert "is unfinished" not in text
     assert "Nothing needs attention" in text
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "extract.before_delta_commit",
+        "extract.after_delta_commit",
+        "extract.before_changelog_delete",
+        "extract.after_changelog_delete",
+    ],
+)
+def test_an_extraction_killed_at_any_step_records_each_rejection_once(
+    fault: str, source: Source, run_cli: RunCli
+) -> None:
+    items_table(source)
+    enable(run_cli, source, "CHANGELOG_INSERT")
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"DELETE FROM {source.table} WHERE id = 2"))
+        db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES (2, 'again')"))
+        db.execute(sa.text(f"UPDATE {source.table} SET name = 'changed' WHERE id = 4"))
+        db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES (7, 'n7')"))
+    died = run_offload_process(
+        "-t", source.table, "-x", "--incremental-run-extraction", env={"GLUON_FAULT": fault}
+    )
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    result = extract(run_cli, source)
+
+    assert lake_items(source) == [(1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n5"), (7, "n7")]
+    text = " ".join(error_lines(result))
+    assert "2 updates/deletes on the application table were not captured" in text
+    assert "1 inserts were kept out of the lake" in text
+    rejected = rejected_changes(Repository(load_settings().repo_url))
+    assert rejected.summary(source.table.upper()).counts == {
+        "duplicate_key": 1,
+        "uncaptured_delete": 1,
+        "uncaptured_update": 1,
+    }
+    with source.engine.connect() as db:
+        assert db.execute(sa.text(f"SELECT COUNT(*) FROM {changelog(source)}")).scalar() == 0
