@@ -107,6 +107,11 @@ def _verify_unique(
     constraint whose columns allow NULL lets NULL keys repeat, so it counts
     only when every key column is NOT NULL.
     """
+    if options.no_verify_primary_key and not method.verifies_unique_key:
+        raise UsageError(
+            f"--incremental-no-verify-primary-key does nothing with {method.name} (it applies to "
+            "the insert-only methods CHANGELOG_INSERT and UPDATABLE_INSERT): remove it"
+        )
     if not method.verifies_unique_key or options.no_verify_primary_key:
         return
     wanted = {key.lower() for key in keys}

@@ -175,6 +175,17 @@ def test_no_verify_accepts_a_table_without_a_constraint(source: Source, run_cli:
     assert result.exit_code == 0, result.stderr
 
 
+def test_no_verify_with_a_merging_method_is_refused(
+    source: Source, offload_home: Path, run_cli: RunCli
+) -> None:
+    create_events(source, ", PRIMARY KEY (code)")
+    result = enable_events(run_cli, source, "CHANGELOG", "--incremental-no-verify-primary-key")
+    lines = error_lines(result)
+    assert len(lines) == 1 and "does nothing with CHANGELOG" in lines[0], result.stderr
+    assert result.exit_code == 2
+    assert source_objects(source) == {"events"}
+
+
 def test_no_verify_help_states_the_risk(run_cli: RunCli) -> None:
     result = run_cli("offload", "--help")
     text = " ".join(result.stdout.split())
