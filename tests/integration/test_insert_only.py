@@ -466,3 +466,32 @@ def test_an_extraction_killed_at_any_step_records_each_rejection_once(
     }
     with source.engine.connect() as db:
         assert db.execute(sa.text(f"SELECT COUNT(*) FROM {changelog(source)}")).scalar() == 0
+
+
+def test_a_reset_offload_clears_what_was_reported(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    items_table(source)
+    enable(run_cli, source, "CHANGELOG_INSERT")
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"DELETE FROM {source.table} WHERE id = 5"))
+        db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES (6, 'n6')"))
+    extract(run_cli, source)
+    compact = ("--incremental-run-compaction", "--incremental-wait-time=0")
+    for command in (
+        (*compact, "--incremental-terminate-compaction"),
+        ("--incremental-run-extraction",),  # acknowledges the diversion
+        compact,
+        ("--incremental-updates-disabled",),
+        ("--reset-backend-table",),
+    ):
+        done = run_cli("offload", "-t", source.table, "-x", *command)
+        assert done.exit_code == 0, done.stderr
+    # The lake is a fresh copy of the source: nothing is left to report.
+    assert lake_items(source) == [(1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (6, "n6")]
+    status = run_cli("display_incremental_status", "-t", source.table)
+    assert "NEEDS ATTENTION" not in status.stdout
+    rejected = rejected_changes(Repository(load_settings().repo_url))
+    assert rejected.summary(source.table.upper()).total == 0
