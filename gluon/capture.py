@@ -17,8 +17,11 @@ all nullable. The triggers fire once per row:
 - UPDATE that changes the key: ``D`` with the old key, then ``I`` with the new row;
 - DELETE: ``D`` with the old key (other columns NULL).
 
-A method that does not capture an operation has no changelog trigger for it;
-the updatable view refuses it (so it can never fall through to the
+A method that does not capture an operation has no changelog trigger for it,
+unless it reports uncaptured DML (CHANGELOG_INSERT): then an update records a
+``U`` row and a delete a ``D`` row holding the old key only, which extraction
+reports and never ships (``gluon.insert_only``). The updatable view refuses
+an operation it does not capture (so it can never fall through to the
 application table).
 
 The UPDATABLE family also has a lake-rows table (``<TABLE>_LK``, next to the
@@ -266,6 +269,9 @@ def script_context(
         "columns": list(spec.columns),
         "keys": _key_names(spec, key_columns),
         "events": [event.value for event in ROW_EVENTS if event in method.captured_dml],
+        "uncaptured_events": [
+            event.value for event in ROW_EVENTS if event in method.uncaptured_dml_reported()
+        ],
         "log": _find(objects, SourceObject.CHANGELOG_TABLE),
         "sequence": _find(objects, SourceObject.CHANGELOG_SEQUENCE),
         "view": _find(objects, SourceObject.UPDATABLE_VIEW),

@@ -28,11 +28,13 @@ from gluon.config import Settings
 from gluon.errors import GluonError, StateError
 from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
+from gluon.insert_only import Screen
 from gluon.lake import tables
 from gluon.lake.changes import append_changes, present_changes
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
+from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
@@ -59,6 +61,8 @@ class ExtractionResult:
     control_partition: int = 0
     acknowledged: bool = False
     seconds: float = 0.0
+    screen: Screen | None = None
+    """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
 
 
 def _enabled(repo: Repository, ref: TableRef) -> tuple[OffloadedTable, IncrementalState]:
@@ -106,6 +110,8 @@ def run_extraction(
         assert partition is not None
         result = ExtractionResult(ref.key, repo.incremental.start_extraction(ref.key))
         result.control_partition = partition
+        if method.view_kind is ViewKind.UNION_ALL:
+            result.screen = Screen(repo, ref.key, method.name)
         try:
             _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
         except BaseException as exc:
@@ -203,6 +209,8 @@ def _append(
     fresh = _without_shipped(session, feed, state, changes)
     if fresh.num_rows:
         feed.shipping(fresh)
+    if result.screen is not None:
+        fresh = result.screen(session, fresh)
     fault_point("extract.before_delta_commit")
     if fresh.num_rows:
         append_changes(

@@ -103,19 +103,30 @@ def _verify_unique(
     keys: tuple[str, ...],
     options: EnableOptions,
 ) -> None:
+    """Refuse an insert-only method unless the source keeps ``keys`` unique.
+
+    The delta view of an insert-only method appends every insert, so a key the
+    source lets in twice would show twice in the lake. A one-time look at the
+    data proves nothing about later inserts: only a constraint does. A unique
+    constraint whose columns allow NULL lets NULL keys repeat, so it counts
+    only when every key column is NOT NULL.
+    """
     if not method.verifies_unique_key or options.no_verify_primary_key:
         return
-    if spec.primary_key and set(keys) == set(spec.primary_key):
-        return  # the database enforces it
-    duplicates = source.run_query(
-        "count_duplicate_keys", schema=spec.schema, table=spec.name, keys=list(keys)
-    )[0][0]
-    if duplicates:
-        raise UnsupportedError(
-            f"{method.name} needs a unique key but {spec.name} has {duplicates} duplicated "
-            f"values of ({', '.join(keys)}): choose other --incremental-key-columns, or add "
-            "--incremental-no-verify-primary-key if the application guarantees no duplicate inserts"
-        )
+    wanted = {key.lower() for key in keys}
+    primary = {name.lower() for name in spec.primary_key}
+    for unique in source.unique_keys(spec):
+        if {name.lower() for name in unique} != wanted:
+            continue
+        if wanted == primary or not any(spec.column(key).nullable for key in keys):
+            return
+    listed = ", ".join(keys)
+    raise UnsupportedError(
+        f"{method.name} needs a primary key or unique constraint on exactly ({listed}) with "
+        f"NOT NULL columns, and {spec.schema}.{spec.name} has none: add one in the source, or "
+        "pass --incremental-no-verify-primary-key if the application never inserts a key twice "
+        "(a duplicate insert then shows the key twice in the lake)"
+    )
 
 
 def _verify_key_identifies_rows(

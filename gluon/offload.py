@@ -30,6 +30,7 @@ from gluon.partitioning import plan_partitioning
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.increments import PENDING
+from gluon.repo.rejects import RejectedChanges
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
@@ -369,6 +370,9 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
         repo.increments.delete_all(record.table_key, keep=increment_id)
     done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=_utcnow())
     repo.save_table(done)
+    if not context.appending:
+        # The lake is a fresh copy of the source: what insert-only extraction rejected is moot.
+        RejectedChanges(repo.engine).clear(record.table_key)
     if context.replaces is not None and context.replaces.base_path != record.base_path:
         storage.remove_table(context.replaces.base_path)
     log.info("offloaded %s: %d rows", record.table_key, rows)

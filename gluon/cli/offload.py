@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from gluon.cli.actions import Action, refuse_ignored_options
 from gluon.cli.common import progress_for, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, TableOption, VerboseOption, split_list
 from gluon.compact import CompactionMethod, CompactionOptions, CompactionResult, run_compaction
@@ -28,6 +29,7 @@ from gluon.incremental import (
     repair_capture_objects,
 )
 from gluon.increments import IncrementRequest
+from gluon.insert_only import default_compaction_method
 from gluon.naming import TableRef
 from gluon.offload import OFFLOADED, OffloadOptions, OffloadResult, offload_table
 from gluon.patching import StageOptions, stage_lake_rows
@@ -53,6 +55,7 @@ Result = OffloadResult | IncrementalResult | ExtractionResult | CompactionResult
     )
 )
 def offload(
+    ctx: typer.Context,
     table: TableOption,
     execute: Annotated[
         bool, typer.Option("-x", "--execute", help="Run the steps (without it: show them only).")
@@ -152,7 +155,11 @@ def offload(
         bool,
         typer.Option(
             "--incremental-no-verify-primary-key",
-            help="Skip checking that --incremental-key-columns are unique (you guarantee it).",
+            help="Skip checking that the key columns identify one row each (you guarantee it). "
+            "Merging methods: skips the data check of --incremental-key-columns. *_INSERT "
+            "methods: enable without a primary key or unique constraint on the key columns; "
+            "risk: the lake appends every insert, so a key inserted twice shows twice in the "
+            "user view; use it only when the application guarantees unique keys.",
         ),
     ] = False,
     changelog_table: Annotated[
@@ -221,7 +228,17 @@ def offload(
         bool,
         typer.Option(
             "--incremental-full-compaction",
-            help="Compact into a new base table written in one go (default: in place).",
+            help="Compact into a new base table written in one go (default for insert-only "
+            "methods).",
+        ),
+    ] = False,
+    in_place_compaction: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-in-place-compaction",
+            help="Rewrite only the base partitions that changes touch (default, except for "
+            "CHANGELOG_INSERT/UPDATABLE_INSERT, whose user view then shows the rows inserted "
+            "since the last compaction twice until the run ends).",
         ),
     ] = False,
     partition_wise_full_compaction: Annotated[
@@ -292,10 +309,11 @@ def offload(
                 "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
                 "--incremental-run-extraction, --incremental-run-compaction"
             )
-        if full_compaction and partition_wise_full_compaction:
+        if sum([full_compaction, partition_wise_full_compaction, in_place_compaction]) > 1:
             raise UsageError(
-                "use only one of --incremental-full-compaction and "
-                "--incremental-partition-wise-full-compaction"
+                "use only one of --incremental-full-compaction, "
+                "--incremental-partition-wise-full-compaction and "
+                "--incremental-in-place-compaction"
             )
         if stage_lake_rows_predicate is not None:
             if sum(actions):
@@ -303,6 +321,7 @@ def offload(
                     "--incremental-stage-lake-rows is a command of its own: run it without "
                     "--incremental-updates-enabled/-disabled, -run-extraction, -run-compaction"
                 )
+            refuse_ignored_options(ctx, Action.STAGE_LAKE_ROWS)
             staging = StageOptions(table=ref, predicate=stage_lake_rows_predicate, execute=execute)
             return stage_lake_rows(settings, staging, progress_for(quiet=False))
         offload_options = OffloadOptions(
@@ -321,10 +340,12 @@ def offload(
         )
         progress = progress_for(quiet=False)
         if run_extraction_flag:
+            refuse_ignored_options(ctx, Action.EXTRACTION)
             if not execute:
                 raise UsageError("--incremental-run-extraction needs -x")
             return run_extraction(settings, ref, batch_size=batch_size, progress=progress)
         if run_compaction_flag:
+            refuse_ignored_options(ctx, Action.COMPACTION)
             if not execute:
                 raise UsageError("--incremental-run-compaction needs -x")
             method = (
@@ -333,6 +354,8 @@ def offload(
                 else CompactionMethod.PARTITION_WISE_FULL
                 if partition_wise_full_compaction
                 else CompactionMethod.IN_PLACE
+                if in_place_compaction
+                else default_compaction_method(Repository(settings.repo_url), ref.key)
             )
             compaction = CompactionOptions(
                 table=ref,
@@ -344,7 +367,7 @@ def offload(
                 without_snapshot=without_snapshot,
                 vacuum_retention_hours=vacuum_retention_hours,
             )
-            return run_compaction(settings, compaction, progress)
+            return run_compaction(settings, compaction, progress, warn=_warn_now)
         if take_over_objects and not (updates_enabled or updates_disabled):
             raise UsageError(
                 "--incremental-take-over-objects goes with --incremental-updates-enabled or "
@@ -355,10 +378,13 @@ def offload(
                 "--incremental-recreate-capture-objects goes with --incremental-updates-enabled"
             )
         if updates_disabled:
+            refuse_ignored_options(ctx, Action.DISABLE)
             return disable_incremental(
                 settings, ref, execute=execute, take_over_objects=take_over_objects
             )
         if updates_enabled:
+            initial = _needs_offload(settings, ref, reset_backend_table)
+            refuse_ignored_options(ctx, Action.ENABLE_WITH_OFFLOAD if initial else Action.ENABLE)
             if not extraction_method:
                 raise UsageError(
                     "--incremental-updates-enabled needs --incremental-extraction-method=METHOD"
@@ -375,10 +401,10 @@ def offload(
             )
             if recreate_capture_objects:
                 return repair_capture_objects(settings, options)
-            initial = _needs_offload(settings, ref, reset_backend_table)
             return enable_incremental(
                 settings, options, offload_options if initial else None, progress
             )
+        refuse_ignored_options(ctx, Action.OFFLOAD)
         return offload_table(settings, offload_options, progress)
 
     def validate() -> None:
@@ -441,6 +467,10 @@ def check_option_values(
         )
 
 
+def _warn_now(message: str) -> None:
+    stderr.print(f"{PROGRAM}: warning: {message}", markup=False)
+
+
 def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
     record = Repository(settings.repo_url, create=True).get_table(ref.key)
     return reset or record is None or record.status != OFFLOADED
@@ -457,6 +487,8 @@ def _render(result: Result, log_path: Path | None) -> None:
             f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
             f"{result.control_partition} in {result.seconds:.1f}s{ack}"
         )
+        for line in result.screen.messages() if result.screen else ():
+            stderr.print(f"offload: warning: {result.table_key}: {line}", markup=False)
     elif not result.executed:
         stdout.print(f"Steps for {result.table_key} (nothing was changed; add -x to run them):")
         for number, step in enumerate(result.steps, start=1):

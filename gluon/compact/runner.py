@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gluon.compact.context import CompactionContext
@@ -11,6 +12,7 @@ from gluon.compact.steps import STEPS, TERMINATED
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, StepFailedError
 from gluon.faults import fault_point
+from gluon.insert_only import IN_PLACE_WARNING
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.locks import compaction_lock
@@ -47,11 +49,16 @@ def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalSta
 
 
 def run_compaction(
-    settings: Settings, options: CompactionOptions, progress: Progress | None = None
+    settings: Settings,
+    options: CompactionOptions,
+    progress: Progress | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> CompactionResult:
     """Compact ``options.table`` (holding its lifecycle lock), resuming an unfinished run.
 
     Extractions may run meanwhile (they acknowledge the diversion); nothing else may.
+
+    ``warn`` receives a warning as soon as it is known (before the steps run).
 
     Raises:
         LockHeldError: another command (other than an extraction) on the table is running.
@@ -93,11 +100,10 @@ def run_compaction(
             get_method(state.method).view_kind is ViewKind.UNION_ALL
             and run.method == CompactionMethod.IN_PLACE
         ):
-            result.warning = (
-                f"{state.method} with in-place compaction: queries of {record.user_view} "
-                "show inserted rows twice until this compaction finishes (treat it as offline)"
-            )
+            result.warning = IN_PLACE_WARNING.format(method=state.method, view=record.user_view)
             log.warning(result.warning)
+            if warn is not None:
+                warn(result.warning)
         context = CompactionContext(
             settings, repo, options, run, record, state, progress or NullProgress()
         )

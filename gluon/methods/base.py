@@ -85,6 +85,9 @@ class ExtractionMethod:
     change_reader: ClassVar[ChangeReader] = ChangeReader.CHANGELOG
     verifies_unique_key: ClassVar[bool] = False
     """The key must be verified unique (``*_INSERT``) unless --incremental-no-verify-primary-key."""
+    reports_uncaptured_dml: ClassVar[bool] = False
+    """The changelog trigger also records, by key, the table DML the method does not capture,
+    so extraction reports it instead of letting the lake drift silently (CHANGELOG_INSERT)."""
     when_to_use: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -99,6 +102,13 @@ class ExtractionMethod:
     @classmethod
     def has_object(cls, kind: SourceObject) -> bool:
         return kind in cls.source_objects
+
+    @classmethod
+    def uncaptured_dml_reported(cls) -> frozenset[DML]:
+        """Row operations on the application table recorded only to be reported."""
+        if not cls.reports_uncaptured_dml:
+            return frozenset()
+        return frozenset({DML.INSERT, DML.UPDATE, DML.DELETE}) - cls.captured_dml
 
     @classmethod
     def validate(cls, spec: TableSpec) -> None:

@@ -13,7 +13,8 @@ from gluon.methods.base import (
 
 
 class ChangelogInsertMethod(ExtractionMethod):
-    """Only inserts are captured; updates and deletes of the table are ignored."""
+    """Only inserts are captured; updates and deletes of the table are recorded by key and
+    reported by extraction (never applied: the lake of an insert-only table only grows)."""
 
     name = "CHANGELOG_INSERT"
     captured_dml = frozenset({DML.INSERT})
@@ -21,6 +22,7 @@ class ChangelogInsertMethod(ExtractionMethod):
     view_kind = ViewKind.UNION_ALL
     source_objects = (*CHANGELOG_OBJECTS, SourceObject.CHANGELOG_TRIGGER)
     verifies_unique_key = True
+    reports_uncaptured_dml = True
     when_to_use = (
         "The source table only ever receives inserts, so the delta view can append the "
         "changes instead of merging them."

@@ -68,6 +68,11 @@ MIGRATIONS: list[Migration] = [
     ),
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
     (5, "table locks held by running commands", _create(models.table_locks)),
+    (
+        7,
+        "changes an insert-only table did not apply (duplicate keys, uncaptured DML)",
+        _create(models.rejected_changes),
+    ),
     (8, "installation id that marks what gluon creates", _create_installation),
     (9, "highest change sequence shipped per enablement", _add_shipped_seq),
 ]

@@ -153,3 +153,18 @@ installation = sa.Table(
 )
 """One row: the random id that marks the source objects and lake tables this repository's
 gluon created (``gluon.ownership``)."""
+
+rejected_changes = sa.Table(
+    "rejected_changes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_key", sa.String(300), nullable=False),
+    sa.Column("enabled_at", sa.DateTime, nullable=False),
+    sa.Column("gl_seq", sa.BigInteger, nullable=False),
+    sa.Column("reason", sa.String(30), nullable=False),
+    sa.Column("key_json", sa.Text, nullable=False),
+    sa.Column("row_json", sa.Text),
+    sa.Column("recorded_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("table_key", "enabled_at", "gl_seq"),
+)
+"""Changes an insert-only table's extraction did not apply (``gluon.insert_only``)."""

@@ -196,6 +196,27 @@ class SourceDialect:
         """
         raise NotImplementedError(f"{self.name} does not implement describe_table")
 
+    def unique_keys(self, spec: TableSpec) -> list[tuple[str, ...]]:
+        """Column sets the source keeps unique: the primary key, unique constraints and indexes.
+
+        Partial and expression indexes are left out (they do not make the plain
+        column values unique).
+
+        Raises:
+            SourceError: the dictionary cannot be read.
+        """
+        rows = self.run_query("unique_keys", {"schema": spec.schema, "table": spec.name})
+        found: dict[Any, list[str | None]] = {}
+        for row in rows:
+            values = {str(key).lower(): value for key, value in row._mapping.items()}
+            found.setdefault(values["index_id"], []).append(values["column_name"])
+        keys = [
+            tuple(str(name) for name in names)
+            for names in found.values()
+            if all(name is not None for name in names)
+        ]
+        return [spec.primary_key, *keys] if spec.primary_key else keys
+
     def _require_found(self, ref: TableRef, found: bool) -> None:
         if not found:
             raise NotFoundError(

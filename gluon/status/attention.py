@@ -203,9 +203,15 @@ def _schema_drift(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
     ]
 
 
+def _insert_only(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    """Changes an insert-only table did not apply, or an in-place compaction showing duplicates."""
+    return [Finding(status.table_key, ERROR, "insert_only", note) for note in status.attention]
+
+
 RULES: tuple[Rule, ...] = (
     _half_enabled,
     _capture_broken,
+    _insert_only,
     _extraction_failed,
     _compaction_failed,
     _compaction_interrupted,

@@ -12,13 +12,15 @@ from dataclasses import dataclass, field, replace
 
 from gluon import capture, locks
 from gluon import source as sources
+from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError, NotFoundError
 from gluon.feeds import capture_objects
+from gluon.insert_only import status_notes
 from gluon.lake import storage
 from gluon.lake.stats import DeltaStats, delta_stats
 from gluon.methods import get_method
-from gluon.methods.base import ChangeReader, SourceObject
+from gluon.methods.base import ChangeReader, SourceObject, ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import (
@@ -184,6 +186,7 @@ def collect_status(
                 ObjectInfo("User view", "VIEW", record.user_view),
                 ObjectInfo("Base table", "TABLE", record.base_table, record.base_path),
             ),
+            attention=status_notes(repo, record.table_key, None, None, record.user_view),
         )
     method = get_method(state.method)
     compaction = compaction_status(repo, record.table_key, history)
@@ -223,7 +226,18 @@ def collect_status(
             ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
             ObjectInfo("Internal delta view", "VIEW", objects.internal_view),
         ),
+        attention=_insert_only_notes(repo, record, state, compaction),
     )
+
+
+def _insert_only_notes(
+    repo: Repository, record: OffloadedTable, state: IncrementalState, compaction: CompactionStatus
+) -> tuple[str, ...]:
+    if get_method(state.method).view_kind is not ViewKind.UNION_ALL:
+        return ()
+    ongoing = compaction.ongoing
+    in_place = ongoing.id if ongoing and ongoing.method == CompactionMethod.IN_PLACE else None
+    return status_notes(repo, record.table_key, state.method, in_place, record.user_view)
 
 
 def _role_order(item: SourceObjectRecord) -> int:

@@ -239,6 +239,8 @@ class TableStatus:
     objects: LakeObjects | None = None
     source_objects: tuple[ObjectInfo, ...] = ()
     lake_objects: tuple[ObjectInfo, ...] = ()
+    attention: tuple[str, ...] = ()
+    """Insert-only notes: rejected or uncaptured changes, an in-place compaction under way."""
 
 
 # -- offload_status_report ----------------------------------------------------------------

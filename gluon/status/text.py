@@ -36,6 +36,8 @@ def render_status(status: TableStatus, *, verbose: bool = False) -> str:
     lines = [f"Incremental update status of {status.table_key} at {when(status.collected_at)}", ""]
     if status.message:
         lines += [status.message[:1].upper() + status.message[1:], ""]
+    if status.attention:
+        lines += [*banner("Needs attention"), *(f"- {note}" for note in status.attention), ""]
     if status.extraction is not None:
         lines += _extraction(status, status.extraction, verbose)
     if status.ingestion is not None:

@@ -126,10 +126,12 @@ def test_every_method_compacts_in_place(
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
     for method in methods_for("sqlite"):
         workload = prepare(source, run_cli, method, *PARTITIONED)
-        single_session_compaction(run_cli, source, workload)
+        # Named explicitly: an insert-only table's default compaction is FULL.
+        in_place = "--incremental-in-place-compaction"
+        single_session_compaction(run_cli, source, workload, in_place)
         assert lake_state(source.schema) == workload.expected, method
         # Compact what arrived during the first compaction, with nothing new arriving.
-        single_session_compaction(run_cli, source, workload, changes=0)
+        single_session_compaction(run_cli, source, workload, in_place, changes=0)
         disabled = run_cli("offload", "-t", source.table, "-x", "--incremental-updates-disabled")
         assert disabled.exit_code == 0, disabled.stderr
         assert lake_state(source.schema) == workload.expected, method

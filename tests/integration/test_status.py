@@ -41,6 +41,7 @@ TOP_LEVEL_KEYS = [
     "objects",
     "source_objects",
     "lake_objects",
+    "attention",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",

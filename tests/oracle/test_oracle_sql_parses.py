@@ -110,9 +110,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "read_rowscn_changes": {
         "rowscn": {"schema": "APP", "table": "ORDERS", "columns": SELECTED},
     },
-    "count_duplicate_keys": {
-        "two keys": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID", "LINE_NO"]},
-    },
+    "unique_keys": {"unique_keys": {}},
     "count_rows": {
         "plain names": {"schema": "APP", "table": "ORDERS"},
         "quoted names": {"schema": "app", "table": "Order Lines"},

@@ -311,9 +311,18 @@ def enable(
 
 
 def _expected(step: Step, method: type[ExtractionMethod], origin: str) -> list[Row]:
-    return [
-        (op, origin, *values) for dml, op, values in step.expected if dml in method.captured_dml
-    ]
+    """The rows ``step`` adds: captured operations in full; uncaptured table DML by old key.
+
+    A method that reports uncaptured DML (CHANGELOG_INSERT) records an update as one
+    ``U`` row and a delete as one ``D`` row, each holding the old key only.
+    """
+    rows: list[Row] = []
+    for dml, op, values in step.expected:
+        if dml in method.captured_dml:
+            rows.append((op, origin, *values))
+        elif origin == "T" and dml in method.uncaptured_dml_reported() and op != "I":
+            rows.append(("U" if dml is DML.UPDATE else "D", origin, *deleted(values[0])))
+    return rows
 
 
 def _sorted(rows: list[Row]) -> list[Row]:

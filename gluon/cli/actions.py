@@ -1,0 +1,110 @@
+"""Which ``offload`` options each action takes: an option an action would ignore is refused.
+
+``offload`` is one command with many actions (the spec's single-command
+style). Silently ignoring an option misleads: ``--offload-predicate`` given
+with ``--incremental-updates-enabled`` on an offloaded table offloads nothing,
+and a compaction option given to an extraction changes nothing. The table
+below is the single place that says what each action accepts; anything else
+given on the command line is refused in one line (exit 2) before any change.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+import typer
+
+from gluon.errors import UsageError
+
+COMMON = frozenset({"table", "execute", "verbose", "debug"})
+"""Options every action takes (parameter names of ``gluon.cli.offload.offload``)."""
+
+OFFLOAD = frozenset(
+    {
+        "reset_backend_table",
+        "partition_columns",
+        "partition_granularity",
+        "offload_type",
+        "offload_predicate",
+        "less_than_value",
+        "older_than_date",
+        "partition_names",
+    }
+)
+ENABLE = frozenset(
+    {
+        "updates_enabled",
+        "extraction_method",
+        "key_columns",
+        "no_verify_primary_key",
+        "changelog_table",
+        "take_over_objects",
+        "recreate_capture_objects",
+    }
+)
+EXTRACTION = frozenset({"run_extraction_flag", "batch_size"})
+COMPACTION = frozenset(
+    {
+        "run_compaction_flag",
+        "terminate_compaction",
+        "full_compaction",
+        "partition_wise_full_compaction",
+        "in_place_compaction",
+        "delta_threshold",
+        "wait_time",
+        "retain_obsolete_objects",
+        "without_snapshot",
+        "vacuum_retention_hours",
+    }
+)
+
+
+class Action(StrEnum):
+    """What one ``offload`` command does; the value names it in messages."""
+
+    OFFLOAD = "an offload (without --incremental-* actions)"
+    ENABLE_WITH_OFFLOAD = "--incremental-updates-enabled with the initial offload"
+    ENABLE = (
+        "--incremental-updates-enabled of a table that is already offloaded (offload options "
+        "apply to its initial offload only; run a partial offload as a command of its own)"
+    )
+    DISABLE = "--incremental-updates-disabled"
+    EXTRACTION = "--incremental-run-extraction"
+    COMPACTION = "--incremental-run-compaction"
+    STAGE_LAKE_ROWS = "--incremental-stage-lake-rows"
+
+
+ACCEPTED: dict[Action, frozenset[str]] = {
+    Action.OFFLOAD: OFFLOAD,
+    Action.ENABLE_WITH_OFFLOAD: ENABLE | OFFLOAD,
+    Action.ENABLE: ENABLE,
+    Action.DISABLE: frozenset({"updates_disabled", "take_over_objects"}),
+    Action.EXTRACTION: EXTRACTION,
+    Action.COMPACTION: COMPACTION,
+    Action.STAGE_LAKE_ROWS: frozenset({"stage_lake_rows_predicate"}),
+}
+"""The options each action takes, besides ``COMMON``."""
+
+
+def given_options(context: typer.Context) -> list[Any]:
+    """The parameters typed on the command line (not defaults), in declaration order."""
+    return [
+        parameter
+        for parameter in context.command.params
+        if parameter.name is not None
+        and getattr(context.get_parameter_source(parameter.name), "name", None) == "COMMANDLINE"
+    ]
+
+
+def refuse_ignored_options(context: typer.Context, action: Action) -> None:
+    """Refuse the first option given on the command line that ``action`` does not use.
+
+    Raises:
+        UsageError: names the option and the action.
+    """
+    accepted = COMMON | ACCEPTED[action]
+    for parameter in given_options(context):
+        if parameter.name not in accepted:
+            flag = max(getattr(parameter, "opts", [parameter.name]), key=len)
+            raise UsageError(f"{flag} does nothing with {action.value}: remove it")

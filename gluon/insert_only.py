@@ -1,0 +1,237 @@
+"""Insert-only methods (CHANGELOG_INSERT, UPDATABLE_INSERT): never a key twice, nothing silent.
+
+Their delta view appends every inserted row instead of merging by key, which
+is cheap but trusts that a key is inserted once. Enabling requires a key
+constraint in the source (``gluon.incremental``) and the updatable view's
+trigger refuses a key it already shows, but two cases reach extraction:
+
+- an insert whose key the lake already shows: a key only the lake holds (an
+  UPDATABLE_INSERT patch of offloaded data that is not staged), or a key
+  deleted from the source and inserted again. Appending it would show the key
+  twice, so extraction keeps it out of the lake and records the whole row.
+- an UPDATE or DELETE of the application table under CHANGELOG_INSERT: its
+  trigger records the old key (``gluon.capture``). Applying it would need the
+  merging view the method exists to avoid, so it is recorded and reported
+  instead of being dropped silently.
+
+Both are recorded in the repository (``gluon.repo.rejects``) before the batch
+is committed to the lake, idempotently, so a crash at any step records each
+change once. Status, the report and every later extraction show them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake.session import LakeSession
+from gluon.lake.tables import quote
+from gluon.lake.types import struct_type
+from gluon.methods import get_method
+from gluon.methods.base import ViewKind
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.rejects import (
+    DUPLICATE_KEY,
+    UNCAPTURED_DELETE,
+    UNCAPTURED_UPDATE,
+    RejectedChange,
+    RejectedChanges,
+    RejectSummary,
+)
+
+if TYPE_CHECKING:
+    from gluon.compact.options import CompactionMethod
+
+UNCAPTURED_REASONS = {"U": UNCAPTURED_UPDATE, "D": UNCAPTURED_DELETE}
+
+
+def rejected_changes(repo: Repository) -> RejectedChanges:
+    """The repository's records of rejected changes."""
+    return RejectedChanges(repo.engine)
+
+
+@dataclass(slots=True)
+class Screen:
+    """Keeps a batch of an insert-only table's changes from showing a key twice."""
+
+    repo: Repository
+    table_key: str
+    method: str
+    recorded: dict[str, int] = field(default_factory=dict)
+    """Changes this run recorded as rejected, per reason."""
+
+    def __call__(self, session: LakeSession, changes: pa.Table) -> pa.Table:
+        """The inserts of ``changes`` the lake can take; record the rest.
+
+        Idempotent (a lost commit race retries it): a change is recorded once.
+        """
+        if changes.num_rows == 0:
+            return changes
+        record = self.repo.get_table(self.table_key)
+        state = self.repo.incremental.get_state(self.table_key)
+        assert record is not None and state is not None and state.enabled_at is not None
+        keys = [name.lower() for name in state.key_columns]
+        inserts = changes.filter(pc.equal(changes.column("gl_op"), "I"))
+        rejected = [
+            RejectedChange(seq, UNCAPTURED_REASONS.get(op, UNCAPTURED_UPDATE), _key(row, keys))
+            for row in changes.filter(pc.not_equal(changes.column("gl_op"), "I")).to_pylist()
+            for seq, op in [(int(row["gl_seq"]), str(row["gl_op"]))]
+        ]
+        in_lake = _keys_in_lake(
+            session, record, state.delta_path, state.view_min_partition, keys, inserts
+        )
+        keep: list[bool] = []
+        seen: set[tuple[Any, ...]] = set()
+        for row in inserts.to_pylist():
+            key = tuple(row[name] for name in keys)
+            duplicate = key in in_lake or key in seen
+            seen.add(key)
+            keep.append(not duplicate)
+            if duplicate:
+                values = {name: value for name, value in row.items() if not name.startswith("gl_")}
+                rejected.append(
+                    RejectedChange(int(row["gl_seq"]), DUPLICATE_KEY, _key(row, keys), values)
+                )
+        for change in rejected_changes(self.repo).record(
+            self.table_key, state.enabled_at, rejected
+        ):
+            self.recorded[change.reason] = self.recorded.get(change.reason, 0) + 1
+        return inserts.filter(pa.array(keep, pa.bool_()))
+
+    def messages(self) -> list[str]:
+        """What the table's recorded rejections (this run's and earlier ones) need from you."""
+        summary = rejected_changes(self.repo).summary(self.table_key)
+        lines = attention_messages(summary, self.method)
+        if self.recorded:
+            found = ", ".join(
+                f"{count} {reason}" for reason, count in sorted(self.recorded.items())
+            )
+            lines.append(f"this extraction found {found} (recorded, not applied to the lake)")
+        return lines
+
+
+def _key(row: dict[str, Any], keys: list[str]) -> dict[str, Any]:
+    return {name: row[name] for name in keys}
+
+
+def _keys_in_lake(
+    session: LakeSession,
+    record: OffloadedTable,
+    delta_path: str,
+    min_partition: int,
+    keys: list[str],
+    inserts: pa.Table,
+) -> set[tuple[Any, ...]]:
+    """The keys of ``inserts`` the user view already shows (NULL-safe, like the views)."""
+    if inserts.num_rows == 0:
+        return set()
+    from pyspark.sql import functions as F
+
+    key_columns = tuple(column for column in record.columns if column.lake_name in keys)
+    spark = session.spark
+    wanted = spark.createDataFrame(inserts.select(keys), schema=struct_type(key_columns))
+    columns = [quote(name) for name in keys]
+    base = spark.read.format("delta").load(record.base_path).select(*columns)
+    delta = (
+        spark.read.format("delta")
+        .load(delta_path)
+        .where(f"{PARTITION_COLUMN} >= {int(min_partition)} AND gl_op = 'I'")
+        .select(*columns)
+    )
+    lake = base.unionByName(delta).alias("gl_lake")
+    condition = reduce(
+        lambda left, right: left & right,
+        [
+            F.col(f"gl_new.{quote(name)}").eqNullSafe(F.col(f"gl_lake.{quote(name)}"))
+            for name in keys
+        ],
+    )
+    found = wanted.alias("gl_new").join(lake, condition, "left_semi").toArrow()
+    return {tuple(row[name] for name in keys) for row in found.to_pylist()}
+
+
+def _listed(keys: list[dict[str, Any]], total: int) -> str:
+    shown = "; ".join(", ".join(f"{name}={value}" for name, value in key.items()) for key in keys)
+    more = f" and {total - len(keys)} more" if total > len(keys) else ""
+    return f"{shown}{more}"
+
+
+def attention_messages(summary: RejectSummary, method: str) -> list[str]:
+    """One line per kind of rejected change: what happened, which keys, what to do."""
+    lines = []
+    uncaptured = summary.counts.get(UNCAPTURED_UPDATE, 0) + summary.counts.get(UNCAPTURED_DELETE, 0)
+    if uncaptured:
+        keys = summary.sample_keys.get(UNCAPTURED_UPDATE, []) + summary.sample_keys.get(
+            UNCAPTURED_DELETE, []
+        )
+        lines.append(
+            f"{uncaptured} updates/deletes on the application table were not captured "
+            f"({method}: {summary.counts.get(UNCAPTURED_UPDATE, 0)} updates, "
+            f"{summary.counts.get(UNCAPTURED_DELETE, 0)} deletes; keys "
+            f"{_listed(keys[:5], uncaptured)}): the lake no longer matches the source for "
+            "them; re-offload with --reset-backend-table (after --incremental-updates-disabled), "
+            "or switch to CHANGELOG, which captures updates and deletes"
+        )
+    duplicates = summary.counts.get(DUPLICATE_KEY, 0)
+    if duplicates:
+        lines.append(
+            f"{duplicates} inserts were kept out of the lake because it already shows their "
+            f"key ({method} only adds rows; keys "
+            f"{_listed(summary.sample_keys.get(DUPLICATE_KEY, []), duplicates)}): the rows are "
+            "kept in gluon's repository (rejected_changes); re-offload with "
+            "--reset-backend-table if the source holds the right rows"
+        )
+    return lines
+
+
+IN_PLACE_WARNING = (
+    "{method} with in-place compaction: queries of {view} show every row inserted since the "
+    "last compaction twice until this compaction finishes (treat the table as offline; "
+    "the default compaction of an insert-only table is full, which never shows duplicates)"
+)
+"""The spec's warning for an in-place compaction of an insert-only table."""
+
+
+def status_notes(
+    repo: Repository, table_key: str, method: str | None, in_place_run: int | None, view: str
+) -> tuple[str, ...]:
+    """What status and the report list as needing attention for an insert-only table.
+
+    Args:
+        repo: the repository.
+        table_key: the table.
+        method: its extraction method (None: incremental update is not enabled now).
+        in_place_run: an unfinished in-place compaction run of the table, if any.
+        view: the user view (for the in-place warning).
+    """
+    notes = []
+    if in_place_run is not None and method is not None:
+        notes.append(
+            f"compaction run {in_place_run} is unfinished: "
+            + IN_PLACE_WARNING.format(method=method, view=view)
+        )
+    summary = rejected_changes(repo).summary(table_key)
+    notes += attention_messages(summary, method or "insert-only method")
+    return tuple(notes)
+
+
+def default_compaction_method(repo: Repository, table_key: str) -> CompactionMethod:
+    """The compaction a command runs when it names no method.
+
+    In place for merging views. For an insert-only table in place would show every
+    row inserted since the last compaction twice until the run ends (the base
+    already holds them while the view still appends them), so its default is
+    full: the new base is built beside the old one and the views switch in one
+    step. In place stays available with --incremental-in-place-compaction.
+    """
+    from gluon.compact.options import CompactionMethod
+
+    state = repo.incremental.get_state(table_key)
+    if state is not None and get_method(state.method).view_kind is ViewKind.UNION_ALL:
+        return CompactionMethod.FULL
+    return CompactionMethod.IN_PLACE
