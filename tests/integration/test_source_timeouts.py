@@ -251,3 +251,46 @@ def test_malformed_timeout_setting(
     assert result.exit_code == 2
     assert_one_line(result, "offload", "GLUON_SOURCE_STATEMENT_TIMEOUT", repr(value))
     assert list(offload_home.iterdir()) == []
+
+
+def test_sqlite_busy_timeout_follows_the_lock_timeout(
+    tmp_path: Path,
+    small_timeouts: None,
+    offload_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli,
+) -> None:
+    """An application holding the file's write lock makes the extraction give up, then work."""
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    bounded = sources.connect(url, SourceTimeouts(lock_seconds=1.5))
+    with bounded.engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 1500
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = sa.create_engine(url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TABLE items (id INTEGER PRIMARY KEY, note TEXT)")
+        connection.exec_driver_sql("INSERT INTO items VALUES (1, 'a'), (2, 'b')")
+    enabled = run_cli(
+        "offload",
+        "-t",
+        "main.items",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+    )
+    assert enabled.exit_code == 0, enabled.stderr
+    application = engine.raw_connection()
+    try:
+        cursor = application.cursor()
+        cursor.execute("BEGIN EXCLUSIVE")
+        cursor.execute("UPDATE items SET note = 'c' WHERE id = 1")
+        result = run_cli("offload", "-t", "main.items", "-x", "--incremental-run-extraction")
+        assert result.exit_code == 1, result.stderr
+        assert_one_line(result, "offload", "database is locked")
+        application.commit()
+    finally:
+        application.close()
+    result = run_cli("offload", "-t", "main.items", "-x", "--incremental-run-extraction")
+    assert result.exit_code == 0, result.stderr
+    notes = run_cli("gluon", "query", "--json", "SELECT id, note FROM main.items")
+    assert {row["id"]: row["note"] for row in json.loads(notes.stdout)} == {1: "c", 2: "b"}
