@@ -91,9 +91,6 @@ def run_extraction(
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url())
-        problems = capture.capture_problems(source, record.spec(), capture_objects(state))
-        if any(problem.startswith("changelog table") for problem in problems):
-            raise CaptureBrokenError("; ".join(problems))
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
             state.requested_partition is not None
@@ -104,6 +101,9 @@ def run_extraction(
         result = ExtractionResult(ref.key, repo.incremental.start_extraction(ref.key))
         result.control_partition = partition
         try:
+            problems = capture.capture_problems(source, record.spec(), capture_objects(state))
+            if any(problem.startswith("changelog table") for problem in problems):
+                raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
             _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
         except BaseException as exc:
             repo.incremental.finish_extraction(
