@@ -97,9 +97,6 @@ def run_extraction(
         record, state = _enabled(repo, ref)  # re-read under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url(), settings.source_timeouts)
-        problems = capture.capture_problems(source, record.spec(), capture_objects(state))
-        if any(problem.startswith("changelog table") for problem in problems):
-            raise CaptureBrokenError("; ".join(problems))
         record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (
@@ -113,6 +110,9 @@ def run_extraction(
         if method.view_kind is ViewKind.UNION_ALL:
             result.screen = Screen(repo, ref.key, method.name)
         try:
+            problems = capture.capture_problems(source, record.spec(), capture_objects(state))
+            if any(problem.startswith("changelog table") for problem in problems):
+                raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
             _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
         except BaseException as exc:
             repo.incremental.finish_extraction(

@@ -116,7 +116,7 @@ class ChangelogCounter:
                 )
             problems = tuple(capture.capture_problems(source, record.spec(), objects))
             if any(problem.startswith("changelog table") for problem in problems):
-                return Backlog(name, None, "the changelog table is missing", problems)
+                return Backlog(name, None, f"changelog table {name} is missing", problems)
             return Backlog(name, capture.count_changes(source, objects), None, problems)
         except GluonError as exc:
             return Backlog(name, None, str(exc))

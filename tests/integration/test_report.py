@@ -51,6 +51,7 @@ FINDINGS = {
     ("MAIN.ITEMS", "changelog_backlog"),
     ("MAIN.ITEMS", "delta_backlog"),
     ("MAIN.ORDERS", "extraction_failed"),
+    ("MAIN.ORDERS", "capture_broken"),  # its changelog was dropped
     ("MAIN.ORDERS", "delta_backlog"),
 }
 
@@ -207,7 +208,7 @@ def test_json_summary_and_detail(home: Home) -> None:
         path, _ = report(home, f"--output-level={level}", "--output-format=json")
         document = json.loads(path.read_text())
         assert document["level"] == level
-        assert document["table_count"] == 3 and document["attention_count"] == 5
+        assert document["table_count"] == 3 and document["attention_count"] == 6
         assert document["thresholds"] == {"backlog_rows": 3, "wait_minutes": 0.0}
         tables = {entry["table"]: entry for entry in document["tables"]}
         assert list(tables) == TABLES

@@ -98,6 +98,7 @@ def test_status_follows_a_table_through_extraction_and_compaction(
         "changelog_table": "main.main_h_items_log",
         "rows": 0,
         "reason": None,
+        "capture_problems": [],
     }
     ingestion = document["ingestion"]
     assert ingestion["requested"]["partition"] == ingestion["acknowledged"]["partition"] == 0
@@ -317,6 +318,7 @@ def test_postgres_source_and_an_unreachable_source(
         "changelog_table": "app_h.orders_log",
         "rows": 5,
         "reason": None,
+        "capture_problems": [],
     }
     assert [(o["role"], o["name"]) for o in document["source_objects"]] == [
         ("Changelog trigger", "app_h.orders"),
