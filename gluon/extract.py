@@ -93,7 +93,9 @@ def run_extraction(
         )
         partition = state.requested_partition if diverting else state.active_partition
         assert partition is not None
-        result = ExtractionResult(ref.key, repo.incremental.start_extraction(ref.key))
+        result = ExtractionResult(
+            ref.key, repo.incremental.start_extraction(ref.key, state.enablement_id)
+        )
         result.control_partition = partition
         try:
             _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())

@@ -241,6 +241,11 @@ def enable_incremental(
         return result
     with table_lock(settings, plan.state.table_key, "offload"):
         state = plan.state
+        if state.enablement_id is None:
+            # A new enabling: nothing recorded before it (runs, snapshots) is its own.
+            state = state.with_changes(
+                enablement_id=plan.repo.incremental.new_enablement(state.table_key, state.method)
+            )
         if state.last_scn is None:
             # Positional feeds (ORA_ROWSCN) start from now, before the copy: nothing is missed.
             state = state.with_changes(
@@ -255,8 +260,9 @@ def enable_incremental(
         assert record is not None
         with open_session(settings) as session:
             create_delta_table(session, plan.state.delta_path, record.columns)
-        enabled = state.with_changes(status=ENABLED, enabled_at=now())
-        plan.repo.incremental.save_state(enabled)
+        enabled_at = now()
+        plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
+        plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
     result.message = (
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
         f"query {record.user_view} for the latest state"
@@ -265,6 +271,29 @@ def enable_incremental(
 
 
 # -- disabling ------------------------------------------------------------------------------
+
+
+def refuse_unfinished_compaction(repo: Repository, ref: TableRef, state: IncrementalState) -> None:
+    """Disable would drop the delta table an unfinished compaction still needs, and the
+    next enabling must not find the run.
+
+    Raises:
+        StateError: a compaction run of this enablement is unfinished (how to end it).
+    """
+    run = repo.compaction.open_run(ref.key, state.enablement_id)
+    if run is None:
+        return
+    from gluon.compact.abandon import abandon_refusal
+
+    finish = f"offload -t {ref.key} -x --incremental-run-compaction"
+    where = f" (at step {run.current_step})" if run.current_step else ""
+    ending = f"finish it with `{finish}`"
+    if abandon_refusal(repo, run, state) is None:
+        ending += f" or end it with `offload -t {ref.key} -x --incremental-abandon-compaction`"
+    raise StateError(
+        f"compaction run {run.id} of {ref.key} is unfinished{where}: {ending}, "
+        "then disable incremental update"
+    )
 
 
 def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> IncrementalResult:
@@ -281,6 +310,7 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
     source = sources.connect(settings.require_source_url())
     source.check_connection()
     objects = capture_objects(state)
+    refuse_unfinished_compaction(repo, ref, state)
     if state.status == ENABLED:
         pending = capture.count_changes(source, objects)
         if pending:
@@ -312,6 +342,7 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
         capture.drop_source_objects(source, objects)
         storage.remove_table(state.delta_path)
         repo.incremental.delete_state(ref.key)
+        repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"
     )

@@ -108,6 +108,11 @@ def _load_table(context: CompactionContext, suffix: str) -> tuple[str, str]:
     return f"{names.load_schema}.{table}", location
 
 
+def load_table_location(context: CompactionContext, suffix: str) -> str:
+    """Where the run's per-run load-schema table ``suffix`` lives."""
+    return _load_table(context, suffix)[1]
+
+
 def _any_partition(predicates: list[str]) -> str:
     return " OR ".join(f"({predicate})" for predicate in predicates) or "false"
 
@@ -153,6 +158,7 @@ def _retain_partitions(context: CompactionContext, affected: str) -> None:
             location=location,
             retained_at=now(),
             compaction_run_id=context.run.id,
+            enablement_id=context.state.enablement_id,
         )
     )
 

@@ -182,6 +182,7 @@ def _retain(context: CompactionContext, kind: str, name: str, location: str) -> 
             location=location,
             retained_at=now(),
             compaction_run_id=context.run.id,
+            enablement_id=context.state.enablement_id,
         )
     )
 

@@ -25,6 +25,71 @@ def _create(*tables: sa.Table) -> Callable[[sa.Connection], None]:
     return apply
 
 
+ENABLEMENT_SCOPED = ("incremental_state", "extraction_runs", "compaction_runs", "obsolete_objects")
+"""Tables whose rows belong to one enablement of incremental update (migration 6)."""
+
+
+def _add_integer_column(connection: sa.Connection, table: str, column: str) -> None:
+    """``ALTER TABLE ... ADD`` unless the table already has ``column`` (a new repository
+    creates its tables from the current models, which have it)."""
+    existing = {item["name"] for item in sa.inspect(connection).get_columns(table)}
+    if column in existing:
+        return
+    preparer = connection.dialect.identifier_preparer
+    target = f"{preparer.quote(table)} ADD"
+    if connection.dialect.name == "oracle":
+        connection.exec_driver_sql(f"ALTER TABLE {target} ({preparer.quote(column)} INTEGER)")
+    else:
+        connection.exec_driver_sql(f"ALTER TABLE {target} {preparer.quote(column)} INTEGER")
+
+
+def _enablement_ids(connection: sa.Connection) -> None:
+    """Give every enabled table an enablement; its runs and kept objects since it was enabled
+    belong to it. Unfinished compaction runs of earlier enablements are marked abandoned:
+    resuming one would delete the current enablement's changes."""
+    models.enablements.create(connection, checkfirst=True)
+    for table in ENABLEMENT_SCOPED:
+        _add_integer_column(connection, table, "enablement_id")
+    state = models.incremental_state
+    rows = connection.execute(
+        sa.select(state.c.table_key, state.c.method, state.c.enabled_at, state.c.updated_at).where(
+            state.c.enablement_id.is_(None)
+        )
+    ).all()
+    for table_key, method, enabled_at, updated_at in rows:
+        since = enabled_at or updated_at
+        inserted = connection.execute(
+            models.enablements.insert().values(
+                table_key=table_key, method=method, started_at=since, enabled_at=enabled_at
+            )
+        ).inserted_primary_key
+        assert inserted is not None
+        enablement_id = int(inserted[0])
+        connection.execute(
+            state.update().where(state.c.table_key == table_key).values(enablement_id=enablement_id)
+        )
+        for runs, started in (
+            (models.extraction_runs, models.extraction_runs.c.started_at),
+            (models.compaction_runs, models.compaction_runs.c.started_at),
+            (models.obsolete_objects, models.obsolete_objects.c.retained_at),
+        ):
+            connection.execute(
+                runs.update()
+                .where(runs.c.table_key == table_key, started >= since)
+                .values(enablement_id=enablement_id)
+            )
+    runs = models.compaction_runs
+    connection.execute(
+        runs.update()
+        .where(runs.c.enablement_id.is_(None), runs.c.status.in_(("running", "waiting", "failed")))
+        .values(
+            status="abandoned",
+            finished_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            message="abandoned: it belonged to an earlier enablement of incremental update",
+        )
+    )
+
+
 MIGRATIONS: list[Migration] = [
     (1, "offloaded tables", _create(models.offloaded_tables)),
     (
@@ -38,6 +103,7 @@ MIGRATIONS: list[Migration] = [
         _create(models.compaction_runs, models.compaction_steps, models.obsolete_objects),
     ),
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
+    (6, "enablements: runs, snapshots and kept objects belong to one enabling", _enablement_ids),
 ]
 
 

@@ -56,6 +56,7 @@ incremental_state = sa.Table(
     sa.Column("last_scn", sa.BigInteger),
     sa.Column("enabled_at", sa.DateTime),
     sa.Column("updated_at", sa.DateTime, nullable=False),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 extraction_runs = sa.Table(
@@ -73,6 +74,7 @@ extraction_runs = sa.Table(
     sa.Column("control_partition", sa.Integer),
     sa.Column("scn", sa.BigInteger),
     sa.Column("message", sa.Text),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 compaction_runs = sa.Table(
@@ -92,6 +94,7 @@ compaction_runs = sa.Table(
     sa.Column("snapshot_json", sa.Text),
     sa.Column("progress_json", sa.Text),
     sa.Column("message", sa.Text),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 compaction_steps = sa.Table(
@@ -116,6 +119,7 @@ obsolete_objects = sa.Table(
     sa.Column("location", sa.Text),
     sa.Column("retained_at", sa.DateTime, nullable=False),
     sa.Column("compaction_run_id", sa.Integer),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 offload_increments = sa.Table(
@@ -130,3 +134,16 @@ offload_increments = sa.Table(
     sa.Column("rows", sa.BigInteger),
     sa.Column("offloaded_at", sa.DateTime),
 )
+
+enablements = sa.Table(
+    "enablements",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_key", sa.String(300), nullable=False, index=True),
+    sa.Column("method", sa.String(30), nullable=False),
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("enabled_at", sa.DateTime),
+    sa.Column("disabled_at", sa.DateTime),
+)
+"""One enabling of incremental update for a table: its runs, snapshots and kept objects
+carry its id, so a later enabling never mistakes them for its own."""

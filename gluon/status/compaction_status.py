@@ -76,16 +76,19 @@ def _snapshot(run: CompactionRun) -> Snapshot | None:
     return Snapshot(run_id=run.id, run_completed=run.status == SUCCESS, entries=tuple(entries))
 
 
-def compaction_status(repo: Repository, table_key: str, history: int) -> CompactionStatus:
-    """The open run, the last completed one, the latest snapshot and the kept objects."""
-    runs = repo.compaction.runs(table_key, limit=history)
-    ongoing = repo.compaction.open_run(table_key)
-    completed = repo.compaction.last_completed(table_key)
+def compaction_status(
+    repo: Repository, table_key: str, history: int, enablement_id: int | None = None
+) -> CompactionStatus:
+    """The open run, the last completed one, the latest snapshot and the kept objects
+    (of one enablement when ``enablement_id`` is given)."""
+    runs = repo.compaction.runs(table_key, limit=history, enablement_id=enablement_id)
+    ongoing = repo.compaction.open_run(table_key, enablement_id)
+    completed = repo.compaction.last_completed(table_key, enablement_id=enablement_id)
     with_snapshot = next((run for run in runs if _snapshot(run)), None)
     return CompactionStatus(
         ongoing=_compaction_run(repo, ongoing) if ongoing else None,
         last_completed=_compaction_run(repo, completed) if completed else None,
-        completed_runs=queries.compaction_count(repo, table_key).get("success", 0),
+        completed_runs=queries.compaction_count(repo, table_key, enablement_id).get("success", 0),
         snapshot=_snapshot(with_snapshot) if with_snapshot else None,
         retained=tuple(
             RetainedObject(
@@ -95,7 +98,7 @@ def compaction_status(repo: Repository, table_key: str, history: int) -> Compact
                 retained_at=item.retained_at,
                 compaction_run_id=item.compaction_run_id,
             )
-            for item in repo.compaction.retained(table_key)
+            for item in repo.compaction.retained(table_key, enablement_id=enablement_id)
         ),
         recent_runs=tuple(_compaction_run(repo, run) for run in runs),
     )

@@ -165,7 +165,7 @@ def collect_status(
             ),
         )
     method = get_method(state.method)
-    compaction = compaction_status(repo, record.table_key, history)
+    compaction = compaction_status(repo, record.table_key, history, state.enablement_id)
     delta = delta_stats(
         state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
     )
@@ -271,8 +271,11 @@ def _extraction_status(
     reader: ChangeReader,
     history: int,
 ) -> ExtractionStatus:
-    totals = queries.extraction_totals(repo, state.table_key)
-    recent = [_run_info(run) for run in repo.incremental.extraction_runs(state.table_key, history)]
+    totals = queries.extraction_totals(repo, state.table_key, state.enablement_id)
+    runs = repo.incremental.extraction_runs(
+        state.table_key, history, enablement_id=state.enablement_id
+    )
+    recent = [_run_info(run) for run in runs]
     return ExtractionStatus(
         method=state.method,
         position_kind=POSITION_KINDS.get(reader, "sequence"),
