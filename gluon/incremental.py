@@ -317,7 +317,8 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
             raise StateError(
                 f"{ref.key} has {pending} changes in the changelog: run "
                 "--incremental-run-extraction "
-                "and --incremental-run-compaction first (or delete the changes you do not want)"
+                "and --incremental-run-compaction first, or drop them with "
+                "--incremental-discard-changes -x"
             )
         in_lake = storage.delta_row_count(
             state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
@@ -325,7 +326,8 @@ def disable_incremental(settings: Settings, ref: TableRef, *, execute: bool) -> 
         if in_lake:
             raise StateError(
                 f"{ref.key} has {in_lake} changes in delta table {state.delta_table}: run "
-                "--incremental-run-compaction first"
+                "--incremental-run-compaction first, or drop them with "
+                "--incremental-discard-changes -x"
             )
     steps = [
         Step("drop_capture", f"drop {o.object_type.lower()} {o.schema}.{o.name} from the source")

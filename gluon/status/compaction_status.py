@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 
+from gluon.lake import storage
 from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, RUNNING, SUCCESS, WAITING, CompactionRun
 from gluon.status import queries
@@ -27,6 +28,16 @@ RUN_STATUS_TEXT: dict[str, str] = {
 def snapshot_query(path: str, version: int) -> str:
     """Spark SQL reading version ``version`` of the Delta table at ``path``."""
     return f"SELECT * FROM delta.`{path.replace('`', '``')}` VERSION AS OF {int(version)}"
+
+
+def deltalake_command(path: str, version: int) -> str:
+    """A shell command reading version ``version`` of the Delta table at ``path`` with
+    deltalake (which reads versions older than the newest checkpoint)."""
+    code = (
+        "import deltalake; "
+        f"print(deltalake.DeltaTable({path!r}, version={int(version)}).to_pyarrow_table())"
+    )
+    return f"python -c {shlex.quote(code)}"
 
 
 def _compaction_run(repo: Repository, run: CompactionRun) -> CompactionRunInfo:
@@ -60,15 +71,24 @@ def _snapshot(run: CompactionRun) -> Snapshot | None:
     for role, item in (run.snapshot or {}).items():
         if not isinstance(item, dict) or item.get("path") is None or item.get("version") is None:
             continue
-        query = snapshot_query(str(item["path"]), int(item["version"]))
+        path, version = str(item["path"]), int(item["version"])
+        readable, reason = storage.version_readability(path, version)
+        query = snapshot_query(path, version) if readable == storage.ENGINE else ""
+        if readable == storage.ENGINE:
+            command = f"gluon query {shlex.quote(query)}"
+        elif readable == storage.DELTALAKE:
+            command = deltalake_command(path, version) + f"  # {reason}"
+        else:
+            command = f"gone: {reason}"
         entries.append(
             SnapshotEntry(
                 role=str(role),
                 table=str(item.get("table") or ""),
-                path=str(item["path"]),
-                version=int(item["version"]),
+                path=path,
+                version=version,
                 query=query,
-                command=f"gluon query {shlex.quote(query)}",
+                command=command,
+                readable=readable,
             )
         )
     if not entries:
