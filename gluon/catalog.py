@@ -7,11 +7,12 @@ user view over that internal view.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gluon.config import Settings
-from gluon.lake import tables
+from gluon.lake import storage, tables
 from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, open_session
 from gluon.methods import get_method
@@ -19,6 +20,9 @@ from gluon.naming import TableRef, lake_names
 from gluon.offload import OFFLOADED, register_user_view
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
+
+RETAINED_NAME = re.compile(r"[^.\s()]+\.[^.\s()]+")
+"""A ``schema.table`` name (older records hold descriptions such as ``T (before)``)."""
 
 
 def internal_view_name(record: OffloadedTable, generation: int) -> str:
@@ -47,12 +51,25 @@ def register_incremental_views(
 
 
 def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
-    """Register one offloaded table's views in ``session``."""
+    """Register one offloaded table's views (and the objects compactions kept) in ``session``."""
     state = repo.incremental.get_state(record.table_key)
     if state is not None and state.status == ENABLED:
         register_incremental_views(session, record, state)
     else:
         register_user_view(session, record)
+    register_retained(session, repo, record)
+
+
+def register_retained(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
+    """Register each retained obsolete Delta table under its recorded name (``S.T_DATA_R7``,
+    ``S_LOAD.T_RETAINED_7``...), of every enablement: they outlive disabling. Objects
+    recorded before they had such a name, or whose files were removed, are skipped."""
+    for item in repo.compaction.retained(record.table_key):
+        if item.location is None or not RETAINED_NAME.fullmatch(item.name):
+            continue
+        if storage.delta_version(item.location) is None:
+            continue
+        tables.register_table(session, item.name, item.location)
 
 
 def register_all(session: LakeSession, repo: Repository) -> list[str]:

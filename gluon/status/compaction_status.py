@@ -118,7 +118,9 @@ def compaction_status(
                 retained_at=item.retained_at,
                 compaction_run_id=item.compaction_run_id,
             )
-            for item in repo.compaction.retained(table_key, enablement_id=enablement_id)
+            # Of every enablement (they outlive disabling), while their data exists.
+            for item in repo.compaction.retained(table_key)
+            if item.location is None or storage.delta_version(item.location) is not None
         ),
         recent_runs=tuple(_compaction_run(repo, run) for run in runs),
     )

@@ -5,10 +5,14 @@ the real Sail engine and real Delta tables; the lake's user view is compared wit
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from support.cli import query_json
 from support.incremental import (
     SEED,
     RunCli,
@@ -22,6 +26,7 @@ from support.incremental import (
     sqlite_source,
     workload_for,
 )
+from support.tables import status_json
 from support.workload import Workload
 
 from gluon.config import load_settings
@@ -338,3 +343,94 @@ def test_discard_changes_counts_then_drops_them_and_disable_succeeds(
     disabled = offload(run_cli, source, "-x", "--incremental-updates-disabled")
     assert disabled.exit_code == 0, disabled.stderr  # type: ignore[attr-defined]
     assert lake_state(source.schema) == as_offloaded
+
+
+# -- true state ----------------------------------------------------------------------------------
+
+
+def test_finished_runs_carry_no_old_error_and_snapshots_say_how_to_read_them(
+    sqlite: Source, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workload = prepared(sqlite, run_cli)
+    full = "--incremental-full-compaction"
+    offload(run_cli, sqlite, *compaction("--incremental-terminate-compaction", full))
+    extract(run_cli, sqlite)
+    monkeypatch.setenv("GLUON_FAULT", "compact.snapshot_unavailable")
+    failed = offload(run_cli, sqlite, *compaction(full))
+    assert failed.exit_code == 1  # type: ignore[attr-defined]
+    assert repo().compaction.runs(KEY)[0].message
+    monkeypatch.delenv("GLUON_FAULT")
+    finished = offload(run_cli, sqlite, *compaction(full))
+    assert finished.exit_code == 0, finished.stderr  # type: ignore[attr-defined]
+    run = repo().compaction.runs(KEY)[0]
+    assert run.status == "success" and run.message is None, "a finished run keeps no old error"
+
+    # The full compaction deleted the old base: its snapshot entry says so and offers no query.
+    entries = {
+        e["role"]: e
+        for e in status_json(run_cli, sqlite.table)["compaction"]["snapshot"]["entries"]
+    }
+    assert entries["base"]["readable"] == "gone" and entries["base"]["query"] == ""
+    assert entries["base"]["command"].startswith("gone: ")
+    delta = entries["delta"]
+    assert delta["readable"] == "engine"
+    assert query_json(delta["query"]), "the printed query reads the delta version back"
+
+    # Enough commits for a newer checkpoint: the engine can no longer time-travel there, so
+    # status prints a deltalake command, which works.
+    for _ in range(11):
+        workload.round(1)
+        extract(run_cli, sqlite)
+    entries = {
+        e["role"]: e
+        for e in status_json(run_cli, sqlite.table)["compaction"]["snapshot"]["entries"]
+    }
+    delta = entries["delta"]
+    assert delta["readable"] == "deltalake" and delta["query"] == ""
+    command = delta["command"].split("  # ")[0]
+    assert command.startswith("python -c ")
+    code = shlex.split(command)[2]
+    read = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert read.returncode == 0, read.stderr
+    assert lake_state("main") == workload.expected
+
+
+def test_retained_objects_are_queryable_and_outlive_disable(
+    sqlite: Source, run_cli: RunCli
+) -> None:
+    """Unpartitioned in-place retains the base it overwrites; retained control partitions are
+    copied to a table of their own; each has a name `gluon query` knows, after disable too."""
+    workload = workload_for(sqlite, "CHANGELOG", SEED)
+    workload.create(30)
+    enable(run_cli, sqlite, "CHANGELOG")
+    as_offloaded = lake_state("main")
+    workload.round(8)
+    extract(run_cli, sqlite)
+    in_delta = len(lake_rows("SELECT gl_seq FROM main_load.items_changes"))
+    killed_at(
+        run_cli,
+        sqlite,
+        workload,
+        "compact.after_compact",
+        "--incremental-retain-obsolete-objects",
+        changes=0,
+    )
+    resumed = offload(run_cli, sqlite, *compaction("--incremental-retain-obsolete-objects"))
+    assert resumed.exit_code == 0, resumed.stderr  # type: ignore[attr-defined]
+    compact_everything(run_cli, sqlite)
+    retained = repo().compaction.retained(KEY)
+    kinds = [item.kind for item in retained]
+    assert sorted(kinds) == ["base table before compaction", "control partitions"], kinds
+    names = {item.kind: item.name for item in retained}
+    old_base = query_json(f"SELECT * FROM {names['base table before compaction']}")
+    assert len(old_base) == len(as_offloaded)
+    assert len(query_json(f"SELECT * FROM {names['control partitions']}")) == in_delta
+
+    disabled = offload(run_cli, sqlite, "-x", "--incremental-updates-disabled")
+    assert disabled.exit_code == 0, disabled.stderr  # type: ignore[attr-defined]
+    assert len(query_json(f"SELECT * FROM {names['control partitions']}")) == in_delta
+    shown = status_json(run_cli, sqlite.table)
+    assert lake_state("main") == workload.expected
+    assert shown is not None
