@@ -114,7 +114,9 @@ class ChangelogCounter:
             return Backlog(name, None, str(exc))
 
 
-def table_status(settings: Settings, ref: TableRef) -> TableStatus:
+def table_status(
+    settings: Settings, ref: TableRef, *, earlier_enablements: bool = False
+) -> TableStatus:
     """The incremental update status of ``ref``.
 
     Raises:
@@ -127,7 +129,9 @@ def table_status(settings: Settings, ref: TableRef) -> TableStatus:
             f"{ref.key} has not been offloaded (the repository has no record of it): "
             f"offload it first with: offload -t {ref.key} -x"
         )
-    return collect_status(repo, record, ChangelogCounter(settings.source_url))
+    return collect_status(
+        repo, record, ChangelogCounter(settings.source_url), earlier_enablements=earlier_enablements
+    )
 
 
 def collect_status(
@@ -136,6 +140,7 @@ def collect_status(
     counter: ChangelogCounter,
     *,
     history: int = RECENT_RUNS,
+    earlier_enablements: bool = False,
 ) -> TableStatus:
     """Everything known about ``record``'s incremental update (the report calls this per table).
 
@@ -144,6 +149,7 @@ def collect_status(
         record: the offloaded table.
         counter: counts the changelog backlog (one source connection for many tables).
         history: how many of the latest extraction and compaction runs to include.
+        earlier_enablements: include the runs of earlier enablements (disabled since).
     """
     state = repo.incremental.get_state(record.table_key)
     offload = _offload_info(record)
@@ -165,7 +171,8 @@ def collect_status(
             ),
         )
     method = get_method(state.method)
-    compaction = compaction_status(repo, record.table_key, history, state.enablement_id)
+    scope = None if earlier_enablements else state.enablement_id
+    compaction = compaction_status(repo, record.table_key, history, scope)
     delta = delta_stats(
         state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
     )
@@ -184,7 +191,7 @@ def collect_status(
         message=message,
         offload=offload,
         extraction=_extraction_status(
-            repo, state, delta, compaction, method.change_reader, history
+            repo, state, delta, compaction, method.change_reader, history, scope
         ),
         changelog=counter.backlog(record, state),
         ingestion=_ingestion_status(state, delta, compaction.ongoing),
@@ -270,11 +277,10 @@ def _extraction_status(
     compaction: CompactionStatus,
     reader: ChangeReader,
     history: int,
+    scope: int | None,
 ) -> ExtractionStatus:
-    totals = queries.extraction_totals(repo, state.table_key, state.enablement_id)
-    runs = repo.incremental.extraction_runs(
-        state.table_key, history, enablement_id=state.enablement_id
-    )
+    totals = queries.extraction_totals(repo, state.table_key, scope)
+    runs = repo.incremental.extraction_runs(state.table_key, history, enablement_id=scope)
     recent = [_run_info(run) for run in runs]
     return ExtractionStatus(
         method=state.method,

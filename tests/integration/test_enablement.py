@@ -5,6 +5,7 @@ the real Sail engine and real Delta tables; the lake's user view is compared wit
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -159,6 +160,15 @@ def test_unfinished_compaction_blocks_disable_and_reenable_keeps_new_changes(
     runs = repo().compaction.runs(key, enablement_id=state.enablement_id)
     assert [run.status for run in runs] == ["success"]
     assert run_id not in {run.id for run in runs}
+    # Status shows this enablement; --history adds the earlier one.
+    current = status_json(run_cli, source.table)
+    assert current["compaction"]["completed_runs"] == 1
+    assert current["extraction"]["runs"] == 2
+    every = run_cli("display_incremental_status", "-t", source.table, "--json", "--history")
+    assert every.exit_code == 0, every.stderr
+    earlier = json.loads(every.stdout)
+    assert earlier["compaction"]["completed_runs"] == 3
+    assert earlier["extraction"]["runs"] > 2
 
 
 def test_a_run_of_an_earlier_enablement_is_never_resumed(sqlite: Source, run_cli: RunCli) -> None:
