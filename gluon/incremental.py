@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gluon import capture
 from gluon import source as sources
+from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
@@ -283,8 +284,6 @@ def refuse_unfinished_compaction(repo: Repository, ref: TableRef, state: Increme
     run = repo.compaction.open_run(ref.key, state.enablement_id)
     if run is None:
         return
-    from gluon.compact.abandon import abandon_refusal
-
     finish = f"offload -t {ref.key} -x --incremental-run-compaction"
     where = f" (at step {run.current_step})" if run.current_step else ""
     ending = f"finish it with `{finish}`"
