@@ -6,7 +6,14 @@ import shlex
 
 from gluon.lake import storage
 from gluon.repo import Repository
-from gluon.repo.compaction import FAILED, RUNNING, SUCCESS, WAITING, CompactionRun
+from gluon.repo.compaction import (
+    ABANDONED,
+    FAILED,
+    RUNNING,
+    SUCCESS,
+    WAITING,
+    CompactionRun,
+)
 from gluon.status import queries
 from gluon.status.model import (
     CompactionRunInfo,
@@ -22,6 +29,7 @@ RUN_STATUS_TEXT: dict[str, str] = {
     WAITING: "waiting for acknowledgement",
     FAILED: "failed (run the same compaction command again to resume it)",
     SUCCESS: "completed",
+    ABANDONED: "abandoned before its views switched (the next compaction starts a new run)",
 }
 
 
