@@ -8,6 +8,7 @@ user view over that internal view.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -23,6 +24,8 @@ from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
 
 log = logging.getLogger(__name__)
+RETAINED_NAME = re.compile(r"[^.\s()]+\.[^.\s()]+")
+"""A ``schema.table`` name (older records hold descriptions such as ``T (before)``)."""
 
 
 def internal_view_name(record: OffloadedTable, generation: int) -> str:
@@ -51,12 +54,25 @@ def register_incremental_views(
 
 
 def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
-    """Register one offloaded table's views in ``session``."""
+    """Register one offloaded table's views (and the objects compactions kept) in ``session``."""
     state = repo.incremental.get_state(record.table_key)
     if state is not None and state.status == ENABLED:
         register_incremental_views(session, record, state)
     else:
         register_user_view(session, record)
+    register_retained(session, repo, record)
+
+
+def register_retained(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
+    """Register each retained obsolete Delta table under its recorded name (``S.T_DATA_R7``,
+    ``S_LOAD.T_RETAINED_7``...), of every enablement: they outlive disabling. Objects
+    recorded before they had such a name, or whose files were removed, are skipped."""
+    for item in repo.compaction.retained(record.table_key):
+        if item.location is None or not RETAINED_NAME.fullmatch(item.name):
+            continue
+        if storage.delta_version(item.location) is None:
+            continue
+        tables.register_table(session, item.name, item.location)
 
 
 def register_all(session: LakeSession, repo: Repository) -> list[str]:

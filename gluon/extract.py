@@ -105,7 +105,9 @@ def run_extraction(
         )
         partition = state.requested_partition if diverting else state.active_partition
         assert partition is not None
-        result = ExtractionResult(ref.key, repo.incremental.start_extraction(ref.key))
+        result = ExtractionResult(
+            ref.key, repo.incremental.start_extraction(ref.key, state.enablement_id)
+        )
         result.control_partition = partition
         if method.view_kind is ViewKind.UNION_ALL:
             result.screen = Screen(repo, ref.key, method.name)

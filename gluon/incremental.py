@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gluon import capture, ownership
 from gluon import source as sources
+from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
@@ -378,6 +379,11 @@ def _enable_incremental(
     if not options.execute:
         return result
     state = plan.state
+    if state.enablement_id is None:
+        # A new enabling: nothing recorded before it (runs, snapshots) is its own.
+        state = state.with_changes(
+            enablement_id=plan.repo.incremental.new_enablement(state.table_key, state.method)
+        )
     if state.last_scn is None:
         # Positional feeds (ORA_ROWSCN) start from now, before the copy: nothing is missed.
         state = state.with_changes(
@@ -399,8 +405,9 @@ def _enable_incremental(
     with open_session(settings) as session:
         create_delta_table(session, plan.state.delta_path, record.columns)
     ownership.mark_lake_table(plan.state.delta_path, plan.marker)
-    enabled = state.with_changes(status=ENABLED, enabled_at=now())
-    plan.repo.incremental.save_state(enabled)
+    enabled_at = now()
+    plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
+    plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
     result.message = (
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
         f"query {record.user_view} for the latest state"
@@ -523,6 +530,27 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
 # -- disabling ------------------------------------------------------------------------------
 
 
+def refuse_unfinished_compaction(repo: Repository, ref: TableRef, state: IncrementalState) -> None:
+    """Disable would drop the delta table an unfinished compaction still needs, and the
+    next enabling must not find the run.
+
+    Raises:
+        StateError: a compaction run of this enablement is unfinished (how to end it).
+    """
+    run = repo.compaction.open_run(ref.key, state.enablement_id)
+    if run is None:
+        return
+    finish = f"offload -t {ref.key} -x --incremental-run-compaction"
+    where = f" (at step {run.current_step})" if run.current_step else ""
+    ending = f"finish it with `{finish}`"
+    if abandon_refusal(repo, run, state) is None:
+        ending += f" or end it with `offload -t {ref.key} -x --incremental-abandon-compaction`"
+    raise StateError(
+        f"compaction run {run.id} of {ref.key} is unfinished{where}: {ending}, "
+        "then disable incremental update"
+    )
+
+
 def disable_incremental(
     settings: Settings, ref: TableRef, *, execute: bool, take_over_objects: bool = False
 ) -> IncrementalResult:
@@ -568,6 +596,7 @@ def _disable_incremental(
     droppable = [found.item for found in existing if _droppable(found, take_over_objects)]
     kept = [found for found in existing if found.item not in droppable]
     missing = [item for item in objects if item not in {found.item for found in existing}]
+    refuse_unfinished_compaction(repo, ref, state)
     if state.status == ENABLED:
         changelog = [item for item in droppable if item.kind is SourceObject.CHANGELOG_TABLE]
         pending = capture.count_changes(source, changelog)
@@ -575,7 +604,8 @@ def _disable_incremental(
             raise StateError(
                 f"{ref.key} has {pending} changes in the changelog: run "
                 "--incremental-run-extraction "
-                "and --incremental-run-compaction first (or delete the changes you do not want)"
+                "and --incremental-run-compaction first, or drop them with "
+                "--incremental-discard-changes -x"
             )
         in_lake = storage.delta_row_count(
             state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
@@ -583,7 +613,8 @@ def _disable_incremental(
         if in_lake:
             raise StateError(
                 f"{ref.key} has {in_lake} changes in delta table {state.delta_table}: run "
-                "--incremental-run-compaction first"
+                "--incremental-run-compaction first, or drop them with "
+                "--incremental-discard-changes -x"
             )
     steps = [
         Step("drop_capture", f"drop {o.object_type.lower()} {o.schema}.{o.name} from the source")
@@ -606,6 +637,7 @@ def _disable_incremental(
     if _lake_table_is_ours(state.delta_path, mine):
         storage.remove_table(state.delta_path)
     repo.incremental.delete_state(ref.key)
+    repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
     notes = [f"kept {found.label} ({_why_kept(found)})" for found in kept]
     if missing:
         gone = ", ".join(f"{o.object_type.lower()} {o.schema}.{o.name}" for o in missing)

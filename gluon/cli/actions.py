@@ -73,6 +73,8 @@ class Action(StrEnum):
     EXTRACTION = "--incremental-run-extraction"
     COMPACTION = "--incremental-run-compaction"
     STAGE_LAKE_ROWS = "--incremental-stage-lake-rows"
+    ABANDON_COMPACTION = "--incremental-abandon-compaction"
+    DISCARD_CHANGES = "--incremental-discard-changes"
 
 
 ACCEPTED: dict[Action, frozenset[str]] = {
@@ -83,6 +85,8 @@ ACCEPTED: dict[Action, frozenset[str]] = {
     Action.EXTRACTION: EXTRACTION,
     Action.COMPACTION: COMPACTION,
     Action.STAGE_LAKE_ROWS: frozenset({"stage_lake_rows_predicate"}),
+    Action.ABANDON_COMPACTION: frozenset({"abandon_compaction_flag"}),
+    Action.DISCARD_CHANGES: frozenset({"discard_changes_flag"}),
 }
 """The options each action takes, besides ``COMMON``."""
 

@@ -13,12 +13,14 @@ from gluon.cli.actions import Action, refuse_ignored_options
 from gluon.cli.common import progress_for, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, TableOption, VerboseOption, split_list
 from gluon.compact import CompactionMethod, CompactionOptions, CompactionResult, run_compaction
+from gluon.compact.abandon import AbandonResult, abandon_compaction
 from gluon.compact.options import (
     DEFAULT_DELTA_THRESHOLD,
     DEFAULT_VACUUM_RETENTION_HOURS,
     DEFAULT_WAIT_MINUTES,
 )
 from gluon.config import Settings
+from gluon.discard import DiscardResult, discard_changes
 from gluon.errors import UsageError
 from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult, run_extraction
 from gluon.incremental import (
@@ -44,7 +46,14 @@ class OffloadType(StrEnum):
 
 
 PROGRAM = "offload"
-Result = OffloadResult | IncrementalResult | ExtractionResult | CompactionResult
+Result = (
+    OffloadResult
+    | IncrementalResult
+    | ExtractionResult
+    | CompactionResult
+    | AbandonResult
+    | DiscardResult
+)
 
 
 @app.command(
@@ -288,6 +297,24 @@ def offload(
             "versions can no longer be read with VERSION AS OF).",
         ),
     ] = DEFAULT_VACUUM_RETENTION_HOURS,
+    abandon_compaction_flag: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-abandon-compaction",
+            help="End the unfinished compaction run before its views switch: withdraw its "
+            "diversion request and delete the tables it wrote (after the switch it must be "
+            "finished instead). Without -x: show what it would do.",
+        ),
+    ] = False,
+    discard_changes_flag: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-discard-changes",
+            help="Delete the changes not yet compacted (changelog and delta table), e.g. "
+            "before disabling when they are not wanted; says how many. Without -x: only count "
+            "them.",
+        ),
+    ] = False,
     stage_lake_rows_predicate: Annotated[
         str | None,
         typer.Option(
@@ -300,14 +327,22 @@ def offload(
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
-    actions = [updates_enabled, updates_disabled, run_extraction_flag, run_compaction_flag]
+    actions = [
+        updates_enabled,
+        updates_disabled,
+        run_extraction_flag,
+        run_compaction_flag,
+        abandon_compaction_flag,
+        discard_changes_flag,
+    ]
 
     def body(settings: Settings) -> Result:
         ref = TableRef.parse(table)
         if sum(actions) > 1:
             raise UsageError(
                 "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
-                "--incremental-run-extraction, --incremental-run-compaction"
+                "--incremental-run-extraction, --incremental-run-compaction, "
+                "--incremental-abandon-compaction, --incremental-discard-changes"
             )
         if sum([full_compaction, partition_wise_full_compaction, in_place_compaction]) > 1:
             raise UsageError(
@@ -339,6 +374,12 @@ def offload(
             ),
         )
         progress = progress_for(quiet=False)
+        if abandon_compaction_flag:
+            refuse_ignored_options(ctx, Action.ABANDON_COMPACTION)
+            return abandon_compaction(settings, ref, execute=execute)
+        if discard_changes_flag:
+            refuse_ignored_options(ctx, Action.DISCARD_CHANGES)
+            return discard_changes(settings, ref, execute=execute)
         if run_extraction_flag:
             refuse_ignored_options(ctx, Action.EXTRACTION)
             if not execute:
@@ -477,9 +518,13 @@ def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
 
 
 def _render(result: Result, log_path: Path | None) -> None:
-    if isinstance(result, CompactionResult):
+    if isinstance(result, AbandonResult | DiscardResult):
+        _render_plan_or_message(result)
+    elif isinstance(result, CompactionResult):
         if result.warning:
             stderr.print(f"offload: warning: {result.warning}", markup=False)
+        if result.notice:
+            stderr.print(f"offload: note: {result.notice}", markup=False)
         stdout.print(f"{result.table_key}: {result.message}", markup=False)
     elif isinstance(result, ExtractionResult):
         ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
@@ -500,6 +545,20 @@ def _render(result: Result, log_path: Path | None) -> None:
             f"Offloaded {result.table_key}: {result.rows} rows, query it as {result.user_view}"
         )
     stdout.print(f"Log file: {log_path}")
+
+
+def _render_plan_or_message(result: AbandonResult | DiscardResult) -> None:
+    if result.executed:
+        stdout.print(result.message[:1].upper() + result.message[1:], markup=False)
+        return
+    stdout.print(f"Steps for {result.table_key} (nothing was changed; add -x to run them):")
+    descriptions = (
+        [step.description for step in result.steps]
+        if isinstance(result, AbandonResult)
+        else result.steps
+    )
+    for number, description in enumerate(descriptions, start=1):
+        stdout.print(f"  {number}. {description}", markup=False)
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Annotated
 
 import typer
 
@@ -28,11 +29,19 @@ PROGRAM = "display_incremental_status"
 def display_incremental_status(
     table: TableOption,
     json_output: JsonOption = False,
+    history: Annotated[
+        bool,
+        typer.Option(
+            "--history",
+            help="Include the runs, snapshots and counts of earlier enablements (disabled "
+            "and enabled again); by default only the current enablement's are shown.",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
     def body(settings: Settings) -> str:
-        status = table_status(settings, TableRef.parse(table))
+        status = table_status(settings, TableRef.parse(table), earlier_enablements=history)
         if json_output:
             return json.dumps(jsonable(status), indent=2, ensure_ascii=False)
         return render_status(status, verbose=verbose)

@@ -125,6 +125,16 @@ def _load_table(context: CompactionContext, suffix: str) -> tuple[str, str]:
     return f"{names.load_schema}.{table}", location
 
 
+def retained_changes_table(context: CompactionContext) -> tuple[str, str]:
+    """Name and location of the copy of the compacted control partitions a run retains."""
+    return _load_table(context, "changes_r")
+
+
+def load_table_location(context: CompactionContext, suffix: str) -> str:
+    """Where the run's per-run load-schema table ``suffix`` lives."""
+    return _load_table(context, suffix)[1]
+
+
 def _any_partition(predicates: list[str]) -> str:
     """One predicate for a few partitions (callers batch them: see PARTITIONS_PER_COMMIT)."""
     return " OR ".join(f"({predicate})" for predicate in predicates) or "false"
@@ -162,6 +172,13 @@ def compact_in_place(context: CompactionContext) -> str:
     if not context.record.partitioning:
         stage_name, stage_path = _load_table(context, "compacted")
         if "staged" not in context.run.progress:
+            if context.options.retain_obsolete_objects:
+                # The overwrite below replaces the whole base: keep a copy of it first.
+                _retain_partitions(
+                    context,
+                    f"SELECT * FROM {context.base_relation}",
+                    kind="base table before compaction",
+                )
             _write(context, context.merged_select(), stage_path)
             context.save_progress(staged=stage_path)
         tables.register_table(context.lake(), stage_name, stage_path)
@@ -193,18 +210,22 @@ def compact_in_place(context: CompactionContext) -> str:
     return f"{count} partitions rewritten"
 
 
-def _retain_partitions(context: CompactionContext, base_rows: str) -> None:
-    """--incremental-retain-obsolete-objects with in-place: copy the partitions first."""
+def _retain_partitions(
+    context: CompactionContext, base_rows: str, kind: str = "base partitions before compaction"
+) -> None:
+    """--incremental-retain-obsolete-objects with in-place: copy the partitions first (a
+    Delta table of its own, queryable by its name; a vacuum of the base cannot remove it)."""
     name, location = _load_table(context, "retained")
     _write(context, base_rows, location)
     context.repo.compaction.retain(
         ObsoleteObject(
             table_key=context.record.table_key,
-            kind="base partitions before compaction",
+            kind=kind,
             name=name,
             location=location,
             retained_at=now(),
             compaction_run_id=context.run.id,
+            enablement_id=context.state.enablement_id,
         )
     )
 

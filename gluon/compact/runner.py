@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod, CompactionOptions
@@ -20,7 +21,7 @@ from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.compaction import FAILED, SUCCESS
+from gluon.repo.compaction import FAILED, SUCCESS, CompactionRun
 from gluon.repo.incremental import ENABLED, IncrementalState
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class CompactionResult:
     resumed: bool = False
     steps_run: int = 0
     warning: str = ""
+    notice: str = ""
+    """A resumed run keeps its recorded options: which ones differ from this command's."""
     message: str = ""
 
 
@@ -70,7 +73,7 @@ def run_compaction(
     with compaction_lock(settings, key):
         record, state = _enabled(repo, key)
         result = CompactionResult(key)
-        run = repo.compaction.open_run(key)
+        run = repo.compaction.open_run(key, state.enablement_id)
         if run is None:
             changes = storage.delta_row_count(
                 state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
@@ -83,18 +86,20 @@ def run_compaction(
                     f"{max(options.delta_threshold, 1)}: nothing to compact"
                 )
                 return result
-            run = repo.compaction.start_run(key, options.method.value, options.recorded())
+            run = repo.compaction.start_run(
+                key, options.method.value, options.recorded(), state.enablement_id
+            )
             repo.compaction.update_run(run.id, changes=changes)
         else:
             result.resumed = True
             result.changes = run.changes or 0
-            if run.method != options.method.value:
-                log.warning(
-                    "resuming compaction run %d with its method %s (not %s)",
-                    run.id,
-                    run.method,
-                    options.method.value,
+            options, kept = recorded_options(run, options)
+            if kept:
+                result.notice = (
+                    f"resuming compaction run {run.id} with the options it started with: "
+                    f"{', '.join(kept)} (this command's differing options are not used)"
                 )
+                log.warning(result.notice)
         result.run_id, result.method = run.id, run.method
         if (
             get_method(state.method).view_kind is ViewKind.UNION_ALL
@@ -111,6 +116,62 @@ def run_compaction(
             context.refresh()
             _run_steps(context, result)
     return result
+
+
+RESUMED_OPTIONS = (
+    "method",
+    "wait_minutes",
+    "retain_obsolete_objects",
+    "without_snapshot",
+    "vacuum_retention_hours",
+)
+"""What a resumed run takes from its first command. Terminating at the acknowledgement and
+the polling settings belong to each command (Example 6 resumes without terminating)."""
+
+
+ADDABLE_ON_RESUME = ("retain_obsolete_objects", "without_snapshot")
+"""Flags a resume may add: keeping more, or compacting without the snapshot that failed
+(the way forward the snapshot step's error names)."""
+
+
+def _option_text(name: str, value: Any) -> str:
+    if name == "method":
+        return {
+            CompactionMethod.IN_PLACE: "in-place compaction",
+            CompactionMethod.FULL: "--incremental-full-compaction",
+            CompactionMethod.PARTITION_WISE_FULL: "--incremental-partition-wise-full-compaction",
+        }[CompactionMethod(value)]
+    if name == "wait_minutes":
+        return f"--incremental-wait-time={float(value):g}"
+    if name == "vacuum_retention_hours":
+        return f"--incremental-vacuum-retention-hours={float(value):g}"
+    flag = {
+        "retain_obsolete_objects": "--incremental-retain-obsolete-objects",
+        "without_snapshot": "--incremental-run-compaction-without-snapshot",
+    }[name]
+    return flag if value else f"without {flag}"
+
+
+def recorded_options(
+    run: CompactionRun, options: CompactionOptions
+) -> tuple[CompactionOptions, list[str]]:
+    """``options`` with the run's recorded choices; the texts of those that differ."""
+    recorded = {**run.options, "method": run.method}
+    kept: dict[str, Any] = {}
+    differing = []
+    for name in RESUMED_OPTIONS:
+        if name not in recorded:
+            continue  # a run recorded before this option existed
+        current = getattr(options, name)
+        value = (
+            CompactionMethod(recorded[name]) if name == "method" else type(current)(recorded[name])
+        )
+        if name in ADDABLE_ON_RESUME:
+            value = value or current
+        kept[name] = value
+        if value != current:
+            differing.append(_option_text(name, value))
+    return replace(options, **kept), differing
 
 
 def _run_steps(context: CompactionContext, result: CompactionResult) -> None:

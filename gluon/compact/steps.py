@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
-from gluon.compact.rewrite import REWRITES, staged_tables
+from gluon.compact.rewrite import REWRITES, retained_changes_table, staged_tables
 from gluon.errors import LakeError, StateError
 from gluon.faults import fault_raise
 from gluon.lake import storage, tables
@@ -168,26 +168,37 @@ def drop_obsolete(context: CompactionContext) -> str:
     old_base = context.run.progress.get("old_base_path")
     if old_base and old_base != context.record.base_path:
         if retain:
-            _retain(context, "base table", f"{context.record.base_table} (before)", old_base)
+            # A name `gluon query` registers (gluon.catalog): the base as it was before run N.
+            name = f"{context.record.base_table}_r{context.run.id}"
+            _retain(context, "base table", name, old_base)
         elif storage.remove_table(old_base):
             dropped.append(f"old base {old_base}")
     for stage in staged_tables(context):
         if storage.remove_table(stage):
             dropped.append(f"staging table {stage}")
     if retain:
-        _retain(
-            context,
-            "control partitions",
-            f"{context.state.delta_table} {PARTITION_COLUMN} <= {context.max_partition}",
-            context.state.delta_path,
-        )
-    else:
-        context.lake().execute(
-            f"DELETE FROM {tables.quote(context.state.delta_table)} "
-            f"WHERE {PARTITION_COLUMN} <= {context.max_partition}"
-        )
-        dropped.append(f"control partitions <= {context.max_partition}")
-    return "dropped " + ", ".join(dropped) if dropped else "retained (unmanaged from now on)"
+        # Copied to a Delta table of their own before the delete below: queryable by name,
+        # and it outlives the delta table (which disable drops). Copied once: a re-run after
+        # the delete must not overwrite the copy with nothing.
+        name, location = retained_changes_table(context)
+        if "retained_changes" not in context.run.progress:
+            context.lake().write(
+                context.lake().sql(
+                    f"SELECT * FROM {tables.quote(context.state.delta_table)} "
+                    f"WHERE {PARTITION_COLUMN} <= {context.max_partition}"
+                ),
+                location,
+                mode="overwrite",
+                partition_by=[PARTITION_COLUMN],
+            )
+            context.save_progress(retained_changes=location)
+        _retain(context, "control partitions", name, location)
+    context.lake().execute(
+        f"DELETE FROM {tables.quote(context.state.delta_table)} "
+        f"WHERE {PARTITION_COLUMN} <= {context.max_partition}"
+    )
+    dropped.append(f"control partitions <= {context.max_partition}")
+    return "dropped " + ", ".join(dropped)
 
 
 def _retain(context: CompactionContext, kind: str, name: str, location: str) -> None:
@@ -201,6 +212,7 @@ def _retain(context: CompactionContext, kind: str, name: str, location: str) -> 
             location=location,
             retained_at=now(),
             compaction_run_id=context.run.id,
+            enablement_id=context.state.enablement_id,
         )
     )
 

@@ -81,6 +81,52 @@ def delta_version(location: str) -> int | None:
         return None
 
 
+ENGINE = "engine"
+DELTALAKE = "deltalake"
+GONE = "gone"
+
+
+def _newest_checkpoint(location: str) -> int | None:
+    """The version of the newest checkpoint in a local Delta log (None: none, or not local)."""
+    log_dir = local_path(location) / "_delta_log"
+    versions = []
+    for entry in log_dir.glob("*.checkpoint*.parquet"):
+        head = entry.name.split(".", 1)[0]
+        if head.isdigit():
+            versions.append(int(head))
+    return max(versions) if versions else None
+
+
+def version_readability(location: str, version: int) -> tuple[str, str]:
+    """Whether ``version`` of the Delta table at ``location`` can still be read, and how.
+
+    Returns ``(ENGINE | DELTALAKE | GONE, reason)``. The engine (Sail) cannot read a
+    version older than the table's newest checkpoint; deltalake can, as long as the
+    version's log entry and data files exist (vacuum deletes the files, a full
+    compaction deletes the whole old table).
+    """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = DeltaTable(location, version=version)
+    except TableNotFoundError:
+        return GONE, "the table was deleted"
+    except Exception as exc:  # deltalake reports a missing log entry in several error types
+        return GONE, f"version {version} is no longer in the Delta log ({exc})"
+    if is_local(location):
+        root = local_path(location)
+        for uri in table.file_uris():
+            path = local_path(uri)
+            if not (path if path.is_absolute() else root / path).exists():
+                return GONE, "vacuum deleted its data files"
+        newest = _newest_checkpoint(location)
+        if newest is not None and newest > version:
+            return DELTALAKE, f"the engine cannot time-travel past checkpoint {newest}"
+        return ENGINE, ""
+    return DELTALAKE, "checkpoints of object-store tables are not inspected"
+
+
 def delta_files(location: str) -> list[str]:
     """The data files of the current version, relative to the table root."""
     from deltalake import DeltaTable

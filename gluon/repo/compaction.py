@@ -10,13 +10,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from gluon.repo import models
-from gluon.repo.incremental import now
+from gluon.repo.incremental import now, of_enablement
 
 RUNNING = "running"
 WAITING = "waiting"
 """Stopped at the acknowledgement step (--incremental-terminate-compaction)."""
 FAILED = "failed"
 SUCCESS = "success"
+ABANDONED = "abandoned"
+"""Ended before its views switched (--incremental-abandon-compaction); never resumed."""
 OPEN_STATUSES = (RUNNING, WAITING, FAILED)
 """A run in one of these states is resumed by the next compaction of its table."""
 
@@ -37,6 +39,7 @@ class CompactionRun:
     snapshot: dict[str, Any] | None
     progress: dict[str, Any]
     message: str | None
+    enablement_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,7 @@ class ObsoleteObject:
     location: str | None
     retained_at: dt.datetime
     compaction_run_id: int | None
+    enablement_id: int | None = None
 
 
 def _run(row: sa.RowMapping) -> CompactionRun:
@@ -75,6 +79,7 @@ def _run(row: sa.RowMapping) -> CompactionRun:
         snapshot=json.loads(row["snapshot_json"]) if row["snapshot_json"] else None,
         progress=json.loads(row["progress_json"]) if row["progress_json"] else {},
         message=row["message"],
+        enablement_id=row["enablement_id"],
     )
 
 
@@ -84,7 +89,13 @@ class CompactionRepository:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
 
-    def start_run(self, table_key: str, method: str, options: dict[str, Any]) -> CompactionRun:
+    def start_run(
+        self,
+        table_key: str,
+        method: str,
+        options: dict[str, Any],
+        enablement_id: int | None = None,
+    ) -> CompactionRun:
         table = models.compaction_runs
         with self.engine.begin() as connection:
             result = connection.execute(
@@ -94,6 +105,7 @@ class CompactionRepository:
                     status=RUNNING,
                     started_at=now(),
                     options_json=json.dumps(options),
+                    enablement_id=enablement_id,
                 )
             )
             key = result.inserted_primary_key
@@ -110,14 +122,19 @@ class CompactionRepository:
             )
         return _run(row) if row else None
 
-    def open_run(self, table_key: str) -> CompactionRun | None:
-        """The unfinished run of ``table_key`` a new compaction resumes, if any."""
+    def open_run(self, table_key: str, enablement_id: int | None = None) -> CompactionRun | None:
+        """The unfinished run of ``table_key`` a new compaction resumes, if any (of one
+        enablement when ``enablement_id`` is given: a run of an earlier one is never resumed)."""
         table = models.compaction_runs
         with self.engine.connect() as connection:
             row = (
                 connection.execute(
                     sa.select(table)
-                    .where(table.c.table_key == table_key, table.c.status.in_(OPEN_STATUSES))
+                    .where(
+                        table.c.table_key == table_key,
+                        table.c.status.in_(OPEN_STATUSES),
+                        *of_enablement(table, enablement_id),
+                    )
                     .order_by(table.c.id.desc())
                 )
                 .mappings()
@@ -125,19 +142,24 @@ class CompactionRepository:
             )
         return _run(row) if row else None
 
-    def runs(self, table_key: str, limit: int = 50) -> list[CompactionRun]:
+    def runs(
+        self, table_key: str, limit: int = 50, *, enablement_id: int | None = None
+    ) -> list[CompactionRun]:
         table = models.compaction_runs
         with self.engine.connect() as connection:
             rows = connection.execute(
                 sa.select(table)
-                .where(table.c.table_key == table_key)
+                .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
                 .order_by(table.c.id.desc())
                 .limit(limit)
             ).mappings()
             return [_run(row) for row in rows]
 
-    def last_completed(self, table_key: str) -> CompactionRun | None:
-        return next((run for run in self.runs(table_key) if run.status == SUCCESS), None)
+    def last_completed(
+        self, table_key: str, *, enablement_id: int | None = None
+    ) -> CompactionRun | None:
+        runs = self.runs(table_key, enablement_id=enablement_id)
+        return next((run for run in runs if run.status == SUCCESS), None)
 
     def update_run(self, run_id: int, **values: Any) -> None:
         """Change columns of a run; ``snapshot`` and ``progress`` are stored as JSON."""
@@ -146,8 +168,10 @@ class CompactionRepository:
             values["snapshot_json"] = json.dumps(values.pop("snapshot"))
         if "progress" in values:
             values["progress_json"] = json.dumps(values.pop("progress"))
-        if values.get("status") in (SUCCESS,):
+        if values.get("status") in (SUCCESS, ABANDONED):
             values.setdefault("finished_at", now())
+        if values.get("status") == SUCCESS:
+            values.setdefault("message", None)  # an error of an earlier attempt is over
         with self.engine.begin() as connection:
             connection.execute(table.update().where(table.c.id == run_id).values(**values))
 
@@ -198,8 +222,21 @@ class CompactionRepository:
     # -- obsolete objects ------------------------------------------------------------------
 
     def retain(self, obsolete: ObsoleteObject) -> None:
+        """Record a kept object once (a resumed run records the same object again)."""
         table = models.obsolete_objects
         with self.engine.begin() as connection:
+            recorded = connection.execute(
+                sa.select(table.c.id).where(
+                    table.c.table_key == obsolete.table_key,
+                    table.c.kind == obsolete.kind,
+                    table.c.name == obsolete.name,
+                    table.c.location == obsolete.location
+                    if obsolete.location is not None
+                    else table.c.location.is_(None),
+                )
+            ).first()
+            if recorded is not None:
+                return
             connection.execute(
                 table.insert().values(
                     table_key=obsolete.table_key,
@@ -208,14 +245,17 @@ class CompactionRepository:
                     location=obsolete.location,
                     retained_at=obsolete.retained_at,
                     compaction_run_id=obsolete.compaction_run_id,
+                    enablement_id=obsolete.enablement_id,
                 )
             )
 
-    def retained(self, table_key: str) -> list[ObsoleteObject]:
+    def retained(self, table_key: str, *, enablement_id: int | None = None) -> list[ObsoleteObject]:
         table = models.obsolete_objects
         with self.engine.connect() as connection:
             rows = connection.execute(
-                sa.select(table).where(table.c.table_key == table_key).order_by(table.c.id)
+                sa.select(table)
+                .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
+                .order_by(table.c.id)
             ).mappings()
             return [
                 ObsoleteObject(
@@ -225,6 +265,7 @@ class CompactionRepository:
                     location=row["location"],
                     retained_at=row["retained_at"],
                     compaction_run_id=row["compaction_run_id"],
+                    enablement_id=row["enablement_id"],
                 )
                 for row in rows
             ]

@@ -50,6 +50,8 @@ class IncrementalState:
     enabled_at: dt.datetime | None = None
     shipped_seq: int | None = None
     """The highest ``gl_seq`` sent to the lake (recorded before its Delta commit)."""
+    enablement_id: int | None = None
+    """This enabling of incremental update (runs and kept objects carry it)."""
 
     def with_changes(self, **changes: Any) -> IncrementalState:
         return replace(self, **changes)
@@ -69,6 +71,7 @@ class ExtractionRun:
     control_partition: int | None
     scn: int | None
     message: str | None
+    enablement_id: int | None = None
 
 
 def _state_row(state: IncrementalState) -> dict[str, Any]:
@@ -92,6 +95,7 @@ def _state_row(state: IncrementalState) -> dict[str, Any]:
         "last_scn": state.last_scn,
         "enabled_at": state.enabled_at,
         "shipped_seq": state.shipped_seq,
+        "enablement_id": state.enablement_id,
         "updated_at": now(),
     }
 
@@ -117,7 +121,13 @@ def _state(row: sa.RowMapping) -> IncrementalState:
         last_scn=row["last_scn"],
         enabled_at=row["enabled_at"],
         shipped_seq=row["shipped_seq"],
+        enablement_id=row["enablement_id"],
     )
+
+
+def of_enablement(table: sa.Table, enablement_id: int | None) -> list[sa.ColumnElement[bool]]:
+    """The condition selecting rows of one enablement (none: every row)."""
+    return [] if enablement_id is None else [table.c.enablement_id == enablement_id]
 
 
 class IncrementalRepository:
@@ -171,9 +181,40 @@ class IncrementalRepository:
         with self.engine.begin() as connection:
             connection.execute(table.delete().where(table.c.table_key == table_key))
 
+    # -- enablements -----------------------------------------------------------------------
+
+    def new_enablement(self, table_key: str, method: str) -> int:
+        """Record the start of an enabling; its id scopes everything it does."""
+        table = models.enablements
+        with self.engine.begin() as connection:
+            key = (
+                connection.execute(
+                    table.insert().values(table_key=table_key, method=method, started_at=now())
+                )
+            ).inserted_primary_key
+        assert key is not None
+        return int(key[0])
+
+    def enablement_finished(self, enablement_id: int | None, **values: dt.datetime) -> None:
+        """Set ``enabled_at`` or ``disabled_at`` of an enablement."""
+        if enablement_id is None:
+            return
+        table = models.enablements
+        with self.engine.begin() as connection:
+            connection.execute(table.update().where(table.c.id == enablement_id).values(**values))
+
+    def enablements(self, table_key: str) -> list[dict[str, Any]]:
+        """Every enablement of ``table_key``, newest first."""
+        table = models.enablements
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                sa.select(table).where(table.c.table_key == table_key).order_by(table.c.id.desc())
+            ).mappings()
+            return [dict(row) for row in rows]
+
     # -- extraction runs -------------------------------------------------------------------
 
-    def start_extraction(self, table_key: str) -> int:
+    def start_extraction(self, table_key: str, enablement_id: int | None = None) -> int:
         """Record a new run; runs still 'running' were cut short (the caller holds the lock)."""
         table = models.extraction_runs
         with self.engine.begin() as connection:
@@ -183,7 +224,12 @@ class IncrementalRepository:
                 .values(status="interrupted")
             )
             result = connection.execute(
-                table.insert().values(table_key=table_key, status="running", started_at=now())
+                table.insert().values(
+                    table_key=table_key,
+                    status="running",
+                    started_at=now(),
+                    enablement_id=enablement_id,
+                )
             )
             key = result.inserted_primary_key
             assert key is not None
@@ -221,12 +267,15 @@ class IncrementalRepository:
             )
             return {int(row[0]) for row in rows}
 
-    def extraction_runs(self, table_key: str, limit: int = 50) -> list[ExtractionRun]:
+    def extraction_runs(
+        self, table_key: str, limit: int = 50, *, enablement_id: int | None = None
+    ) -> list[ExtractionRun]:
+        """The latest runs of ``table_key``; of one enablement when ``enablement_id`` is given."""
         table = models.extraction_runs
         with self.engine.connect() as connection:
             rows = connection.execute(
                 sa.select(table)
-                .where(table.c.table_key == table_key)
+                .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
                 .order_by(table.c.id.desc())
                 .limit(limit)
             ).mappings()

@@ -37,21 +37,73 @@ def _create_installation(connection: sa.Connection) -> None:
 
 
 def _add_missing_columns(connection: sa.Connection, table: sa.Table, *names: str) -> None:
-    """Add ``names`` (as ``models`` declares them) to an existing ``table``.
-
-    A repository created after the column was declared already has it: table
-    creation in an earlier migration uses the current model.
-    """
+    """``ALTER TABLE ... ADD`` each of ``names`` (as ``models`` declares it) that ``table``
+    lacks: a repository created after the column was declared already has it, since table
+    creation in an earlier migration uses the current model."""
     present = {column["name"] for column in sa.inspect(connection).get_columns(table.name)}
+    preparer = connection.dialect.identifier_preparer
     for name in names:
         if name in present:
             continue
-        column_type = table.c[name].type.compile(dialect=connection.dialect)
-        connection.execute(sa.text(f"ALTER TABLE {table.name} ADD COLUMN {name} {column_type}"))
+        column = f"{preparer.quote(name)} {table.c[name].type.compile(dialect=connection.dialect)}"
+        if connection.dialect.name == "oracle":
+            column = f"({column})"
+        connection.exec_driver_sql(f"ALTER TABLE {preparer.quote(table.name)} ADD {column}")
 
 
 def _add_shipped_seq(connection: sa.Connection) -> None:
     _add_missing_columns(connection, models.incremental_state, "shipped_seq")
+
+
+ENABLEMENT_SCOPED = ("incremental_state", "extraction_runs", "compaction_runs", "obsolete_objects")
+"""Tables whose rows belong to one enablement of incremental update (migration 6)."""
+
+
+def _enablement_ids(connection: sa.Connection) -> None:
+    """Give every enabled table an enablement; its runs and kept objects since it was enabled
+    belong to it. Unfinished compaction runs of earlier enablements are marked abandoned:
+    resuming one would delete the current enablement's changes."""
+    models.enablements.create(connection, checkfirst=True)
+    for table in ENABLEMENT_SCOPED:
+        _add_missing_columns(connection, models.metadata.tables[table], "enablement_id")
+    state = models.incremental_state
+    rows = connection.execute(
+        sa.select(state.c.table_key, state.c.method, state.c.enabled_at, state.c.updated_at).where(
+            state.c.enablement_id.is_(None)
+        )
+    ).all()
+    for table_key, method, enabled_at, updated_at in rows:
+        since = enabled_at or updated_at
+        inserted = connection.execute(
+            models.enablements.insert().values(
+                table_key=table_key, method=method, started_at=since, enabled_at=enabled_at
+            )
+        ).inserted_primary_key
+        assert inserted is not None
+        enablement_id = int(inserted[0])
+        connection.execute(
+            state.update().where(state.c.table_key == table_key).values(enablement_id=enablement_id)
+        )
+        for runs, started in (
+            (models.extraction_runs, models.extraction_runs.c.started_at),
+            (models.compaction_runs, models.compaction_runs.c.started_at),
+            (models.obsolete_objects, models.obsolete_objects.c.retained_at),
+        ):
+            connection.execute(
+                runs.update()
+                .where(runs.c.table_key == table_key, started >= since)
+                .values(enablement_id=enablement_id)
+            )
+    runs = models.compaction_runs
+    connection.execute(
+        runs.update()
+        .where(runs.c.enablement_id.is_(None), runs.c.status.in_(("running", "waiting", "failed")))
+        .values(
+            status="abandoned",
+            finished_at=dt.datetime.now(dt.UTC).replace(tzinfo=None),
+            message="abandoned: it belonged to an earlier enablement of incremental update",
+        )
+    )
 
 
 MIGRATIONS: list[Migration] = [
@@ -68,6 +120,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (4, "increments of partially offloaded tables", _create(models.offload_increments)),
     (5, "table locks held by running commands", _create(models.table_locks)),
+    (6, "enablements: runs, snapshots and kept objects belong to one enabling", _enablement_ids),
     (
         7,
         "changes an insert-only table did not apply (duplicate keys, uncaptured DML)",

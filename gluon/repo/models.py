@@ -59,6 +59,7 @@ incremental_state = sa.Table(
     # Migration 9: the highest gl_seq ever sent to the lake for this enablement (recorded
     # before each Delta commit), so a changelog sequence that goes below it is caught.
     sa.Column("shipped_seq", sa.BigInteger),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 extraction_runs = sa.Table(
@@ -76,6 +77,7 @@ extraction_runs = sa.Table(
     sa.Column("control_partition", sa.Integer),
     sa.Column("scn", sa.BigInteger),
     sa.Column("message", sa.Text),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 compaction_runs = sa.Table(
@@ -95,6 +97,7 @@ compaction_runs = sa.Table(
     sa.Column("snapshot_json", sa.Text),
     sa.Column("progress_json", sa.Text),
     sa.Column("message", sa.Text),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 compaction_steps = sa.Table(
@@ -119,6 +122,7 @@ obsolete_objects = sa.Table(
     sa.Column("location", sa.Text),
     sa.Column("retained_at", sa.DateTime, nullable=False),
     sa.Column("compaction_run_id", sa.Integer),
+    sa.Column("enablement_id", sa.Integer),
 )
 
 offload_increments = sa.Table(
@@ -168,3 +172,16 @@ rejected_changes = sa.Table(
     sa.UniqueConstraint("table_key", "enabled_at", "gl_seq"),
 )
 """Changes an insert-only table's extraction did not apply (``gluon.insert_only``)."""
+
+enablements = sa.Table(
+    "enablements",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_key", sa.String(300), nullable=False, index=True),
+    sa.Column("method", sa.String(30), nullable=False),
+    sa.Column("started_at", sa.DateTime, nullable=False),
+    sa.Column("enabled_at", sa.DateTime),
+    sa.Column("disabled_at", sa.DateTime),
+)
+"""One enabling of incremental update for a table: its runs, snapshots and kept objects
+carry its id, so a later enabling never mistakes them for its own."""

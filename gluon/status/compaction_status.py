@@ -5,8 +5,16 @@ from __future__ import annotations
 import shlex
 
 from gluon import locks
+from gluon.lake import storage
 from gluon.repo import Repository
-from gluon.repo.compaction import FAILED, RUNNING, SUCCESS, WAITING, CompactionRun
+from gluon.repo.compaction import (
+    ABANDONED,
+    FAILED,
+    RUNNING,
+    SUCCESS,
+    WAITING,
+    CompactionRun,
+)
 from gluon.status import queries
 from gluon.status.model import (
     CompactionRunInfo,
@@ -23,6 +31,7 @@ RUN_STATUS_TEXT: dict[str, str] = {
     FAILED: "failed (run the same compaction command again to resume it)",
     SUCCESS: "completed",
     locks.INTERRUPTED: "interrupted (run the same command again to resume)",
+    ABANDONED: "abandoned before its views switched (the next compaction starts a new run)",
 }
 
 
@@ -38,6 +47,16 @@ def _live_status(repo: Repository, run: CompactionRun) -> str:
 def snapshot_query(path: str, version: int) -> str:
     """Spark SQL reading version ``version`` of the Delta table at ``path``."""
     return f"SELECT * FROM delta.`{path.replace('`', '``')}` VERSION AS OF {int(version)}"
+
+
+def deltalake_command(path: str, version: int) -> str:
+    """A shell command reading version ``version`` of the Delta table at ``path`` with
+    deltalake (which reads versions older than the newest checkpoint)."""
+    code = (
+        "import deltalake; "
+        f"print(deltalake.DeltaTable({path!r}, version={int(version)}).to_pyarrow_table())"
+    )
+    return f"python -c {shlex.quote(code)}"
 
 
 def _compaction_run(repo: Repository, run: CompactionRun) -> CompactionRunInfo:
@@ -72,15 +91,24 @@ def _snapshot(run: CompactionRun) -> Snapshot | None:
     for role, item in (run.snapshot or {}).items():
         if not isinstance(item, dict) or item.get("path") is None or item.get("version") is None:
             continue
-        query = snapshot_query(str(item["path"]), int(item["version"]))
+        path, version = str(item["path"]), int(item["version"])
+        readable, reason = storage.version_readability(path, version)
+        query = snapshot_query(path, version) if readable == storage.ENGINE else ""
+        if readable == storage.ENGINE:
+            command = f"gluon query {shlex.quote(query)}"
+        elif readable == storage.DELTALAKE:
+            command = deltalake_command(path, version) + f"  # {reason}"
+        else:
+            command = f"gone: {reason}"
         entries.append(
             SnapshotEntry(
                 role=str(role),
                 table=str(item.get("table") or ""),
-                path=str(item["path"]),
-                version=int(item["version"]),
+                path=path,
+                version=version,
                 query=query,
-                command=f"gluon query {shlex.quote(query)}",
+                command=command,
+                readable=readable,
             )
         )
     if not entries:
@@ -88,16 +116,19 @@ def _snapshot(run: CompactionRun) -> Snapshot | None:
     return Snapshot(run_id=run.id, run_completed=run.status == SUCCESS, entries=tuple(entries))
 
 
-def compaction_status(repo: Repository, table_key: str, history: int) -> CompactionStatus:
-    """The open run, the last completed one, the latest snapshot and the kept objects."""
-    runs = repo.compaction.runs(table_key, limit=history)
-    ongoing = repo.compaction.open_run(table_key)
-    completed = repo.compaction.last_completed(table_key)
+def compaction_status(
+    repo: Repository, table_key: str, history: int, enablement_id: int | None = None
+) -> CompactionStatus:
+    """The open run, the last completed one, the latest snapshot and the kept objects
+    (of one enablement when ``enablement_id`` is given)."""
+    runs = repo.compaction.runs(table_key, limit=history, enablement_id=enablement_id)
+    ongoing = repo.compaction.open_run(table_key, enablement_id)
+    completed = repo.compaction.last_completed(table_key, enablement_id=enablement_id)
     with_snapshot = next((run for run in runs if _snapshot(run)), None)
     return CompactionStatus(
         ongoing=_compaction_run(repo, ongoing) if ongoing else None,
         last_completed=_compaction_run(repo, completed) if completed else None,
-        completed_runs=queries.compaction_count(repo, table_key).get("success", 0),
+        completed_runs=queries.compaction_count(repo, table_key, enablement_id).get("success", 0),
         snapshot=_snapshot(with_snapshot) if with_snapshot else None,
         retained=tuple(
             RetainedObject(
@@ -107,7 +138,9 @@ def compaction_status(repo: Repository, table_key: str, history: int) -> Compact
                 retained_at=item.retained_at,
                 compaction_run_id=item.compaction_run_id,
             )
+            # Of every enablement (they outlive disabling), while their data exists.
             for item in repo.compaction.retained(table_key)
+            if item.location is None or storage.delta_version(item.location) is not None
         ),
         recent_runs=tuple(_compaction_run(repo, run) for run in runs),
     )

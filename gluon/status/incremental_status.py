@@ -135,7 +135,9 @@ class ChangelogCounter:
         return SchemaDrift(changes.summary(), refused=bool(changes.refused))
 
 
-def table_status(settings: Settings, ref: TableRef) -> TableStatus:
+def table_status(
+    settings: Settings, ref: TableRef, *, earlier_enablements: bool = False
+) -> TableStatus:
     """The incremental update status of ``ref``.
 
     Raises:
@@ -149,7 +151,10 @@ def table_status(settings: Settings, ref: TableRef) -> TableStatus:
             f"offload it first with: offload -t {ref.key} -x"
         )
     return collect_status(
-        repo, record, ChangelogCounter(settings.source_url, settings.source_timeouts)
+        repo,
+        record,
+        ChangelogCounter(settings.source_url, settings.source_timeouts),
+        earlier_enablements=earlier_enablements,
     )
 
 
@@ -159,6 +164,7 @@ def collect_status(
     counter: ChangelogCounter,
     *,
     history: int = RECENT_RUNS,
+    earlier_enablements: bool = False,
 ) -> TableStatus:
     """Everything known about ``record``'s incremental update (the report calls this per table).
 
@@ -167,6 +173,7 @@ def collect_status(
         record: the offloaded table.
         counter: counts the changelog backlog (one source connection for many tables).
         history: how many of the latest extraction and compaction runs to include.
+        earlier_enablements: include the runs of earlier enablements (disabled since).
     """
     state = repo.incremental.get_state(record.table_key)
     offload = _offload_info(record)
@@ -189,7 +196,8 @@ def collect_status(
             attention=status_notes(repo, record.table_key, None, None, record.user_view),
         )
     method = get_method(state.method)
-    compaction = compaction_status(repo, record.table_key, history)
+    scope = None if earlier_enablements else state.enablement_id
+    compaction = compaction_status(repo, record.table_key, history, scope)
     delta = delta_stats(
         state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
     )
@@ -208,7 +216,7 @@ def collect_status(
         message=message,
         offload=offload,
         extraction=_extraction_status(
-            repo, state, delta, compaction, method.change_reader, history
+            repo, state, delta, compaction, method.change_reader, history, scope
         ),
         changelog=counter.backlog(record, state),
         schema_drift=counter.schema_drift(record),
@@ -321,10 +329,12 @@ def _extraction_status(
     compaction: CompactionStatus,
     reader: ChangeReader,
     history: int,
+    scope: int | None,
 ) -> ExtractionStatus:
-    totals = queries.extraction_totals(repo, state.table_key)
+    totals = queries.extraction_totals(repo, state.table_key, scope)
     recorded = [
-        _run_info(run) for run in repo.incremental.extraction_runs(state.table_key, history)
+        _run_info(run)
+        for run in repo.incremental.extraction_runs(state.table_key, history, enablement_id=scope)
     ]
     recent = [_with_live_status(repo, state.table_key, run) for run in recorded]
     dead = sum(1 for before, now_ in zip(recorded, recent, strict=True) if before is not now_)

@@ -162,9 +162,12 @@ class SnapshotEntry:
     path: str
     version: int
     query: str
-    """Spark SQL that reads this version back (works on Sail and Spark)."""
+    """Spark SQL that reads this version back ("" when the engine cannot: see ``readable``)."""
     command: str
-    """The same query as a ``gluon query`` shell command."""
+    """What to run to read it: ``gluon query``, a deltalake one-liner, or why it is gone."""
+    readable: str = "engine"
+    """``engine`` (VERSION AS OF works), ``deltalake`` (only deltalake reads it: the engine
+    cannot time-travel past a newer checkpoint), or ``gone`` (its data was deleted)."""
 
 
 @dataclass(frozen=True, slots=True)

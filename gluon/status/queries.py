@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from gluon.repo import Repository, models
+from gluon.repo.incremental import of_enablement
 
 # Extraction run statuses (gluon.repo.incremental writes them as plain strings).
 SUCCESS = "success"
@@ -31,7 +32,9 @@ class ExtractionTotals:
     first_started_at: dt.datetime | None = None
 
 
-def extraction_totals(repo: Repository, table_key: str) -> ExtractionTotals:
+def extraction_totals(
+    repo: Repository, table_key: str, enablement_id: int | None = None
+) -> ExtractionTotals:
     """Counts by status, rows shipped, and the latest successful finish of ``table_key``."""
     runs = models.extraction_runs
     is_status = {
@@ -51,7 +54,7 @@ def extraction_totals(repo: Repository, table_key: str) -> ExtractionTotals:
         sa.func.max(runs.c.max_seq),
         sa.func.max(sa.case((runs.c.status == SUCCESS, runs.c.finished_at), else_=None)),
         sa.func.min(runs.c.started_at),
-    ).where(runs.c.table_key == table_key)
+    ).where(runs.c.table_key == table_key, *of_enablement(runs, enablement_id))
     with repo.engine.connect() as connection:
         row = connection.execute(query).one()
     return ExtractionTotals(
@@ -77,12 +80,14 @@ def last_extraction_with(repo: Repository, table_key: str, status: str) -> int |
     return None if found is None else int(found)
 
 
-def compaction_count(repo: Repository, table_key: str) -> dict[str, int]:
+def compaction_count(
+    repo: Repository, table_key: str, enablement_id: int | None = None
+) -> dict[str, int]:
     """Compaction runs of ``table_key`` by status."""
     runs = models.compaction_runs
     query = (
         sa.select(runs.c.status, sa.func.count(runs.c.id))
-        .where(runs.c.table_key == table_key)
+        .where(runs.c.table_key == table_key, *of_enablement(runs, enablement_id))
         .group_by(runs.c.status)
     )
     with repo.engine.connect() as connection:

@@ -281,7 +281,9 @@ def test_threshold_wait_time_retain_and_snapshot(
 
     # Snapshot: refused when it cannot be recorded ...
     full = "--incremental-full-compaction"
-    compact(run_cli, source, "--incremental-terminate-compaction", full)
+    # The run records its options when it starts; the resumes below keep them.
+    recorded = ("--incremental-wait-time=0.05", "--incremental-retain-obsolete-objects")
+    compact(run_cli, source, "--incremental-terminate-compaction", full, *recorded)
     extract(run_cli, source)
     monkeypatch.setenv("GLUON_FAULT", "compact.snapshot_unavailable")
     refused = run_cli("offload", "-t", source.table, "-x", "--incremental-run-compaction", full)

@@ -222,13 +222,14 @@ def test_status_follows_a_table_through_extraction_and_compaction(
     )
     assert ISO_UTC.match(last["finished_at"])
     assert compaction["completed_runs"] == 1
-    assert [item["kind"] for item in compaction["retained"]] == ["control partitions"]
+    # The replaced base and the compacted control partition are kept as tables of their own.
+    assert [item["kind"] for item in compaction["retained"]] == [
+        "base table before compaction",
+        "control partitions",
+    ]
     assert document["objects"]["internal_view"] == "main.items_internal_user_view_1"
     assert document["ingestion"]["view_min_partition"] == 1
-    assert partitions(document) == {
-        0: (5, "compacted, no longer read by the views"),
-        1: (2, "receiving new changes"),
-    }
+    assert partitions(document) == {1: (2, "receiving new changes")}
     assert document["extraction"]["max_position"] == 7
     snapshot = compaction["snapshot"]
     assert snapshot["run_completed"] is True

@@ -1,0 +1,133 @@
+"""Discarding pending changes (--incremental-discard-changes): the spec's "manually discarded".
+
+Before disabling incremental update, changes nobody wants in the lake can be
+dropped: the rows waiting in the changelog and the changes in the delta
+table's live control partitions (those the views still read). The lake then
+shows the base table as last compacted. Exactly the changelog rows read are
+deleted (never "up to the highest sequence"), so a change committed while the
+command runs stays and is reported by the next status or disable.
+
+The command holds the extraction and compaction locks, so no extraction ships
+and no compaction merges while it deletes; a crash between the two deletes is
+completed by running it again.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from gluon import capture
+from gluon import source as sources
+from gluon.config import Settings
+from gluon.errors import StateError
+from gluon.feeds import FEEDS, capture_objects
+from gluon.lake import storage, tables
+from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake.session import open_session
+from gluon.locks import lifecycle_lock
+from gluon.methods import get_method
+from gluon.methods.base import ChangeReader
+from gluon.naming import TableRef
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.incremental import ENABLED, IncrementalState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class DiscardResult:
+    table_key: str
+    executed: bool
+    changelog_changes: int | None = 0
+    """None: the method keeps no changelog (ORA_ROWSCN: the changes are not countable)."""
+    lake_changes: int = 0
+    steps: list[str] = field(default_factory=list)
+    message: str = ""
+
+
+def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:
+    record = repo.get_table(key)
+    state = repo.incremental.get_state(key)
+    if record is None or state is None or state.status != ENABLED:
+        raise StateError(f"incremental update is not enabled for {key}: no changes to discard")
+    run = repo.compaction.open_run(key, state.enablement_id)
+    if run is not None:
+        raise StateError(
+            f"compaction run {run.id} of {key} is unfinished and reads the pending changes: "
+            f"finish it (`offload -t {key} -x --incremental-run-compaction`) or abandon it "
+            f"(`offload -t {key} -x --incremental-abandon-compaction`) first"
+        )
+    return record, state
+
+
+def _lake_changes(state: IncrementalState) -> int:
+    return storage.delta_row_count(
+        state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
+    )
+
+
+def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> DiscardResult:
+    """Count (and with ``execute`` delete) the changes of ``ref`` not yet compacted.
+
+    Raises:
+        StateError: not enabled, or a compaction run is unfinished.
+        LockHeldError: an extraction or compaction of the table is running.
+    """
+    repo = Repository(settings.repo_url)
+    key = ref.key
+    record, state = _enabled(repo, key)
+    source = sources.connect(settings.require_source_url())
+    source.check_connection()
+    objects = capture_objects(state)
+    rowscn = get_method(state.method).change_reader is ChangeReader.ORA_ROWSCN
+    result = DiscardResult(
+        key,
+        execute,
+        changelog_changes=None if rowscn else capture.count_changes(source, objects),
+        lake_changes=_lake_changes(state),
+    )
+    if rowscn:
+        result.steps.append("skip the row changes made since the last extraction (ORA_ROWSCN)")
+    else:
+        result.steps.append(f"delete {result.changelog_changes} changes from the changelog")
+    result.steps.append(
+        f"delete {result.lake_changes} changes from delta table {state.delta_table} "
+        f"(control partitions from {state.view_min_partition})"
+    )
+    if not execute:
+        return result
+    with lifecycle_lock(settings, key, "offload --incremental-discard-changes"):
+        record, state = _enabled(repo, key)  # again, under the locks
+        if rowscn:
+            position = FEEDS[ChangeReader.ORA_ROWSCN].initial_position(source)
+            repo.incremental.update_state(key, last_scn=position)
+        else:
+            pending = capture.read_changes(source, record.spec(), objects, limit=None)
+            seqs = pending.column("gl_seq").to_pylist()
+            capture.delete_changes(source, objects, seqs)
+            result.changelog_changes = len(seqs)
+        result.lake_changes = _lake_changes(state)
+        if result.lake_changes:
+            with open_session(settings) as session:
+                tables.register_table(session, state.delta_table, state.delta_path)
+                session.execute(
+                    f"DELETE FROM {tables.quote(state.delta_table)} "
+                    f"WHERE {PARTITION_COLUMN} >= {int(state.view_min_partition)}"
+                )
+    log.info(
+        "discarded %s changelog changes and %d delta table changes of %s",
+        result.changelog_changes,
+        result.lake_changes,
+        key,
+    )
+    from_changelog = (
+        "the changes made since the last extraction"
+        if result.changelog_changes is None
+        else f"{result.changelog_changes} changes from the changelog"
+    )
+    result.message = (
+        f"discarded {from_changelog} and {result.lake_changes} changes from the delta table of "
+        f"{key}; {record.user_view} shows the base table as last compacted"
+    )
+    return result
