@@ -133,7 +133,7 @@ def test_migration_9_adds_shipped_seq_to_an_existing_repository(
         if backend == "sqlite"
         else request.getfixturevalue("pg_url")
     )
-    repo = Repository(url)
+    repo = Repository(url, create=True)
     state = IncrementalState(
         table_key="APP.T",
         method="CHANGELOG",

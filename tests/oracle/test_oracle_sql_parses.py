@@ -111,6 +111,9 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         "rowscn": {"schema": "APP", "table": "ORDERS", "columns": SELECTED},
     },
     "unique_keys": {"unique_keys": {}},
+    "count_duplicate_keys": {
+        "two keys": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID", "LINE_NO"]},
+    },
     "count_rows": {
         "plain names": {"schema": "APP", "table": "ORDERS"},
         "quoted names": {"schema": "app", "table": "Order Lines"},

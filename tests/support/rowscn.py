@@ -102,8 +102,8 @@ def install(setattr_: Callable[[Any, str, Any], None] | None = None) -> None:
     set_ = setattr_ or setattr
     original = gluon.source.connect
 
-    def connect(url: str) -> gluon.source.SourceDialect:
-        source = original(url)
+    def connect(url: str, timeouts: Any = None) -> gluon.source.SourceDialect:
+        source = original(url, timeouts)
         return RowscnSQLite(source.engine) if isinstance(source, SQLiteSource) else source
 
     set_(gluon.source, "connect", connect)

@@ -75,13 +75,22 @@ DROP TABLE APP_H."ORDER ITEMS_LOG" PURGE
 
 -- case: CHANGELOG_INSERT create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H."ORDER ITEMS"
-AFTER INSERT ON APP."order items"
+AFTER INSERT OR UPDATE OR DELETE ON APP."order items"
 FOR EACH ROW
 BEGIN
   -- gluon:00000000000000000000000000000000:
   IF INSERTING THEN
     INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
       VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
+  ELSIF UPDATING THEN
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
+      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :OLD.ID);
+    END IF;
+  ELSIF DELETING THEN
+    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
   END IF;
 END;
 

@@ -1,0 +1,7 @@
+-- case: two keys
+SELECT COUNT(*) FROM (
+  SELECT ORDER_ID, LINE_NO
+  FROM APP.ORDERS
+  GROUP BY ORDER_ID, LINE_NO
+  HAVING COUNT(*) > 1
+) gl_duplicates
