@@ -80,6 +80,7 @@ def _replace_partitions(
     for predicate in predicates:
         if predicate in done:
             continue
+        fault_point("compact.before_partition")
         context.lake().execute(
             f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
             f"SELECT * FROM {source_for(predicate)} WHERE {predicate}"

@@ -15,6 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gluon.errors import ConfigError, GluonError
+from gluon.faults import repository_write
 from gluon.repo import migrations, models
 from gluon.repo.common import now, upsert
 from gluon.repo.compaction import CompactionRepository
@@ -115,10 +116,12 @@ class Repository:
             rows = connection.execute(sa.select(table).order_by(table.c.table_key)).mappings()
             return [_to_record(row) for row in rows]
 
+    @repository_write("save_table")
     def save_table(self, record: OffloadedTable) -> None:
         """Insert or replace the record of ``record.table_key``."""
         upsert(self.engine, models.offloaded_tables, record.table_key, _to_row(record))
 
+    @repository_write("switch_generation")
     def switch_generation(
         self,
         table_key: str,
@@ -147,6 +150,7 @@ class Repository:
                 )
             )
 
+    @repository_write("delete_table")
     def delete_table(self, table_key: str) -> None:
         table = models.offloaded_tables
         with self.engine.begin() as connection:

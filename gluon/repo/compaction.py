@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.incremental import now
 
@@ -84,6 +85,7 @@ class CompactionRepository:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
 
+    @repository_write("start_run")
     def start_run(self, table_key: str, method: str, options: dict[str, Any]) -> CompactionRun:
         table = models.compaction_runs
         with self.engine.begin() as connection:
@@ -139,6 +141,7 @@ class CompactionRepository:
     def last_completed(self, table_key: str) -> CompactionRun | None:
         return next((run for run in self.runs(table_key) if run.status == SUCCESS), None)
 
+    @repository_write("update_run")
     def update_run(self, run_id: int, **values: Any) -> None:
         """Change columns of a run; ``snapshot`` and ``progress`` are stored as JSON."""
         table = models.compaction_runs
@@ -153,6 +156,7 @@ class CompactionRepository:
 
     # -- steps -----------------------------------------------------------------------------
 
+    @repository_write("step_started")
     def step_started(self, run_id: int, step: str) -> None:
         table = models.compaction_steps
         with self.engine.begin() as connection:
@@ -165,6 +169,7 @@ class CompactionRepository:
                 .values(current_step=step, status=RUNNING)
             )
 
+    @repository_write("step_finished")
     def step_finished(self, run_id: int, step: str, detail: str = "") -> None:
         table = models.compaction_steps
         with self.engine.begin() as connection:
@@ -197,6 +202,7 @@ class CompactionRepository:
 
     # -- obsolete objects ------------------------------------------------------------------
 
+    @repository_write("retain")
     def retain(self, obsolete: ObsoleteObject) -> None:
         table = models.obsolete_objects
         with self.engine.begin() as connection:

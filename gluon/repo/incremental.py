@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now, upsert
 
@@ -132,9 +133,11 @@ class IncrementalRepository:
             )
         return _state(row) if row else None
 
+    @repository_write("save_state")
     def save_state(self, state: IncrementalState) -> None:
         upsert(self.engine, models.incremental_state, state.table_key, _state_row(state))
 
+    @repository_write("update_state")
     def update_state(self, table_key: str, **fields: Any) -> None:
         """Change only ``fields`` of a table's state (concurrent runs own different fields)."""
         allowed = {f.name for f in models.incremental_state.columns} - {"table_key"}
@@ -149,6 +152,7 @@ class IncrementalRepository:
                 .values(**fields, updated_at=now())
             )
 
+    @repository_write("delete_state")
     def delete_state(self, table_key: str) -> None:
         table = models.incremental_state
         with self.engine.begin() as connection:
@@ -156,6 +160,7 @@ class IncrementalRepository:
 
     # -- extraction runs -------------------------------------------------------------------
 
+    @repository_write("start_extraction")
     def start_extraction(self, table_key: str) -> int:
         """Record a new run; runs still 'running' were cut short (the caller holds the lock)."""
         table = models.extraction_runs
@@ -172,6 +177,7 @@ class IncrementalRepository:
             assert key is not None
             return int(key[0])
 
+    @repository_write("finish_extraction")
     def finish_extraction(self, run_id: int, *, status: str, **values: Any) -> None:
         table = models.extraction_runs
         with self.engine.begin() as connection:
