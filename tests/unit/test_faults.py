@@ -21,6 +21,8 @@ from gluon.faults import COMPACTION_STEPS, FAULT_EXIT_CODE, FAULT_POINTS, REPOSI
 GLUON = Path(__file__).resolve().parents[2] / "gluon"
 LITERAL_POINT = re.compile(r"""fault_point\(\s*"([a-z_.]+)"\s*\)""")
 REPOSITORY_WRITE = re.compile(r"""@repository_write\("([a-z_]+)"\)\n\s+def \w+\(""")
+# A method of a repository class: its decorators, its name, and its body up to the next method.
+METHOD = re.compile(r"\n(    (?:@.*\n    )*)def (\w+)\(.*?(?=\n    (?:@|def )|\Z)", re.S)
 
 
 def _sources() -> dict[Path, str]:
@@ -58,7 +60,7 @@ def test_every_repository_write_is_decorated() -> None:
         if path.name in {"models.py", "migrations.py", "common.py"}:
             continue
         text = path.read_text()
-        for match in re.finditer(r"\n(    (?:@.*\n    )*)def (\w+)\(.*?(?=\n    (?:@|def )|\Z)", text, re.S):
+        for match in METHOD.finditer(text):
             decorators, name = match.group(1), match.group(2)
             body = match.group(0)
             writes = "engine.begin()" in body or "upsert(" in body
