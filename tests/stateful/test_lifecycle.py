@@ -27,7 +27,7 @@ import os
 import shutil
 import uuid
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +58,10 @@ from gluon.repo import Repository
 EXAMPLES = int(os.environ.get("GLUON_STATEFUL_EXAMPLES", "2"))
 STEPS = int(os.environ.get("GLUON_STATEFUL_STEPS", "12"))
 SEED = int(os.environ.get("GLUON_STATEFUL_SEED", "20261122"))
+AVOID_KNOWN_BUGS = os.environ.get("GLUON_STATEFUL_KNOWN_BUGS") != "1"
+"""Keep away from the overlaps issue 11 reports as losing data until they are fixed: disable
+(11.2) and a partial-offload increment (11.1) while a compaction is unfinished. Set
+GLUON_STATEFUL_KNOWN_BUGS=1 to explore them (test_interleavings.py replays both)."""
 
 NAMES = st.sampled_from(["alpha", "beta", "", "δέλτα", None])
 AMOUNTS = st.sampled_from(["0.00", "1.50", "-99.99", "12345.67", None])
@@ -269,6 +273,12 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
                     f"  shown but not expected:\n{show(extra)}"
                 )
 
+        def may_overlap_compaction(self) -> bool:
+            return self.compaction is None or not AVOID_KNOWN_BUGS
+
+        def has_chunks(self) -> bool:
+            return hasattr(self, "source") and bool(self.source.chunks)
+
         def showing_twice_is_documented(self) -> bool:
             # The spec's in-place compaction of an insert-only table shows rows inserted since
             # the last compaction twice until it finishes (it warns to treat it as offline).
@@ -444,11 +454,11 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
             if finished:
                 self.compacted(finished, flags, method)
                 return
-            if self.compaction is None:  # it may have started a run: the next command resumes it
+            if self.compaction is None:  # it may have started a run: the next compact resumes it
                 self.compaction, self.compaction_method = flags, method
-            # A compaction never changes what the user view shows.
+            # A compaction never changes what the user view shows. The user runs it again
+            # later (the compact rule), after whatever other steps come first.
             self.check(label=f"killed at {point}@{nth}")
-            self.compacted(self.offload(*flags), flags, method)
 
         @precondition(lambda self: self.enabled)
         @rule(
@@ -489,13 +499,13 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
                 self.source.view = None
                 self.source.pending = dict(self.source.lake)
 
-        @precondition(lambda self: self.enabled)
+        @precondition(lambda self: self.enabled and self.may_overlap_compaction())
         @rule(dml=DML)
         def disable(self, dml: list[Statement]) -> None:
             self.run_dml(dml)
             self.disabled(self.offload("--incremental-updates-disabled"))
 
-        @precondition(lambda self: self.enabled)
+        @precondition(lambda self: self.enabled and self.may_overlap_compaction())
         @rule(dml=DML, point=st.sampled_from(DISABLE_POINTS), nth=NTH)
         def disable_killed(self, dml: list[Statement], point: str, nth: int) -> None:
             self.run_dml(dml)
@@ -539,14 +549,14 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
             for model in (self.source.lake, self.source.pending):
                 model.update(rows)
 
-        @precondition(lambda self: hasattr(self, "source") and bool(self.source.chunks))
+        @precondition(lambda self: self.has_chunks() and self.may_overlap_compaction())
         @rule(dml=DML)
         def offload_increment(self, dml: list[Statement]) -> None:
             self.run_dml(dml)
             predicate, _ = self.source.chunks[0]
             self.offloaded_increment(self.offload(f"--offload-predicate={predicate}"))
 
-        @precondition(lambda self: hasattr(self, "source") and bool(self.source.chunks))
+        @precondition(lambda self: self.has_chunks() and self.may_overlap_compaction())
         @rule(dml=DML, point=st.sampled_from(INCREMENT_POINTS), nth=NTH)
         def offload_increment_killed(self, dml: list[Statement], point: str, nth: int) -> None:
             self.run_dml(dml)
@@ -608,13 +618,6 @@ def _machine_settings() -> settings:
         else Verbosity.normal,
         suppress_health_check=list(HealthCheck),
     )
-
-
-@pytest.fixture
-def stateful_tmp(tmp_path: Path) -> Iterator[Path]:
-    os.environ["GLUON_STATEFUL_TMP"] = str(tmp_path)
-    yield tmp_path
-    os.environ.pop("GLUON_STATEFUL_TMP", None)
 
 
 def _cases() -> list[Any]:
