@@ -20,14 +20,29 @@ INSERTS = [("table", "insert", 0, "alpha", "0.00")] * 3
 
 
 @pytest.fixture
-def sqlite_machine(stateful_tmp: Path) -> Callable[[str], Any]:
-    def make(method: str) -> Any:
-        def make_url() -> str:
-            return f"sqlite:///{stateful_tmp / uuid.uuid4().hex[:8]}.db"
+def machine_for(stateful_tmp: Path, request: pytest.FixtureRequest) -> Callable[[str, str], Any]:
+    """``machine_for(dialect, method)``: a lifecycle machine to drive by hand."""
 
-        return lifecycle_machine("sqlite", method, make_url)()
+    def make(dialect: str, method: str) -> Any:
+        if dialect == "sqlite":
+
+            def make_url() -> str:
+                return f"sqlite:///{stateful_tmp / uuid.uuid4().hex[:8]}.db"
+
+        else:
+            server = request.getfixturevalue("pg_server")
+
+            def make_url() -> str:
+                return str(server.create_database(f"interleaving_{uuid.uuid4().hex[:12]}"))
+
+        return lifecycle_machine(dialect, method, make_url)()
 
     return make
+
+
+@pytest.fixture
+def sqlite_machine(machine_for: Callable[[str, str], Any]) -> Callable[[str], Any]:
+    return lambda method: machine_for("sqlite", method)
 
 
 def _finish(machine: Any) -> None:
@@ -135,4 +150,40 @@ def test_a_change_shipped_before_a_diversion_is_not_shipped_again(
     m.extract(dml=[])  # reads the same changes again, writes to partition 1
     m.lake_equals_model()
     m.compact(dml=[], method="FULL", retain=False)
+    _finish(m)
+
+
+# Kills in the order a resumed unpartitioned in-place compaction reaches them: the staging
+# table written (not yet recorded), then written again and the base rewritten from it.
+IN_PLACE_KILLS = (
+    "compact.after_record_snapshot",
+    "lake.after_write@1",
+    "lake.after_write@2",
+    "compact.after_compact",
+    "compact.after_switch_views",
+    "repo.after_retain@1",
+    "compact.after_drop_obsolete",
+)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "method"), [("sqlite", "CHANGELOG_INSERT"), ("postgresql", "CHANGELOG")]
+)
+def test_unpartitioned_in_place_retaining_killed_again_and_again(
+    machine_for: Callable[[str, str], Any], dialect: str, method: str
+) -> None:
+    """The kill matrix: an unpartitioned in-place compaction with retained objects, killed at
+    one point after another (each run resumes the last), readers always see the model."""
+    m = machine_for(dialect, method)
+    m.offload_and_enable(partitioned=False, nullable_key=True, partial=False)
+    m.extract(dml=[*UPDATE_FIRST_ROWS, *INSERTS])
+    m.compact(dml=[], method="IN_PLACE", retain=True)
+    m.extract(dml=INSERTS)  # acknowledges; these land in the new control partition
+    assert m.compaction is not None
+    for kill in IN_PLACE_KILLS:
+        point, _, nth = kill.partition("@")
+        assert m.killed(point, int(nth or 1), *m.compaction) is None, f"not killed at {kill}"
+        m.lake_equals_model()
+    m.compact(dml=[], method="IN_PLACE", retain=True)
+    assert m.compaction is None
     _finish(m)
