@@ -47,6 +47,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon.errors import UnsupportedError, UsageError
+from gluon.faults import fault_point
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, shorten, source_object_names
 from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
@@ -335,7 +336,9 @@ def create_source_objects(
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):
             continue
         log.info("creating %s %s.%s", item.object_type.lower(), item.schema, item.name)
+        fault_point("capture.before_create_object")
         source.execute_script(f"create_{item.kind.value}", object=item, **context)
+        fault_point("capture.after_create_object")
 
 
 def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -> None:
@@ -356,7 +359,9 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
                 log.info("keeping schema %s: it still holds other objects", item.schema)
                 continue
         log.info("dropping %s %s.%s", item.object_type.lower(), item.schema, item.name)
+        fault_point("capture.before_drop_object")
         source.execute_script(f"drop_{item.kind.value}", object=item)
+        fault_point("capture.after_drop_object")
 
 
 # -- ownership ------------------------------------------------------------------------------

@@ -52,6 +52,7 @@ from gluon.errors import (
     UnsupportedError,
     UsageError,
 )
+from gluon.faults import fault_point
 from gluon.feeds import capture_objects
 from gluon.incremental import IncrementalResult
 from gluon.lake import tables
@@ -375,6 +376,7 @@ def _run(
     A statement with a list of parameter sets runs once per set (executemany).
     """
     counts: list[int] = []
+    fault_point("stage.before_source_commit")
     try:
         with source.engine.begin() as connection:
             for statement, params in statements:
@@ -387,6 +389,7 @@ def _run(
                     counts.append(connection.execute(statement).rowcount)
     except sa.exc.DBAPIError as exc:
         raise SourceError(f"{source.name}: {what} failed: {_first_line(exc)}") from exc
+    fault_point("stage.after_source_commit")
     return counts
 
 

@@ -97,6 +97,7 @@ def _replace_partitions(
     predicates = list(context.run.progress["partitions"])
     for batch in _batches([predicate for predicate in predicates if predicate not in done]):
         predicate = _any_partition(batch)
+        fault_point("compact.before_partition")
         context.lake().execute(
             f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
             f"SELECT * FROM {source_for(predicate)} WHERE {predicate}"

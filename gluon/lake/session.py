@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
+from gluon.faults import fault_point
 from gluon.lake import sqllog
 
 if TYPE_CHECKING:
@@ -169,6 +170,7 @@ class LakeSession:
             "write",
             f"{mode} {location} partitionBy={list(partition_by)} replaceWhere={replace_where}",
         )
+        fault_point("lake.before_write")
         try:
             writer.save(location)
         except Exception as exc:
@@ -177,10 +179,13 @@ class LakeSession:
             raise LakeError(
                 f"writing the Delta table at {location} failed: {_first_line(exc)}"
             ) from exc
+        fault_point("lake.after_write")
 
     def execute(self, statement: str) -> None:
         """Run a statement for its effect, again if its commit lost a race (it is idempotent)."""
+        fault_point("lake.before_execute")
         retry_commit(lambda: self.sql(statement).collect())
+        fault_point("lake.after_execute")
 
 
 # Messages of Delta commits that lost a race with another writer (measured on Sail: a

@@ -10,6 +10,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from gluon.errors import ConfigError
+from gluon.faults import fault_point
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +39,9 @@ def remove_table(location: str) -> bool:
     own tools (gluon keeps no credentials for deleting there).
     """
     if is_local(location):
+        fault_point("lake.before_remove_table")
         shutil.rmtree(local_path(location), ignore_errors=True)
+        fault_point("lake.after_remove_table")
         return True
     log.warning("remove %s with your object store's tools (gluon no longer uses it)", location)
     return False

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from gluon.config import parse_database_url
 from gluon.errors import ConfigError, GluonError
+from gluon.faults import repository_write
 from gluon.repo import migrations, models
 from gluon.repo.common import now, upsert
 from gluon.repo.compaction import CompactionRepository
@@ -183,10 +184,12 @@ class Repository:
             rows = connection.execute(sa.select(table).order_by(table.c.table_key)).mappings()
             return [_to_record(row) for row in rows]
 
+    @repository_write("save_table")
     def save_table(self, record: OffloadedTable) -> None:
         """Insert or replace the record of ``record.table_key``."""
         upsert(self.engine, models.offloaded_tables, record.table_key, _to_row(record))
 
+    @repository_write("update_columns")
     def update_columns(self, table_key: str, columns: tuple[Column, ...]) -> None:
         """Record the table's columns after a source schema change (nothing else changes)."""
         table = models.offloaded_tables
@@ -200,6 +203,7 @@ class Repository:
                 )
             )
 
+    @repository_write("switch_generation")
     def switch_generation(
         self,
         table_key: str,
@@ -228,6 +232,7 @@ class Repository:
                 )
             )
 
+    @repository_write("delete_table")
     def delete_table(self, table_key: str) -> None:
         table = models.offloaded_tables
         with self.engine.begin() as connection:

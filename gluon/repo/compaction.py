@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.incremental import now, of_enablement
 
@@ -89,6 +90,7 @@ class CompactionRepository:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
 
+    @repository_write("start_run")
     def start_run(
         self,
         table_key: str,
@@ -161,6 +163,7 @@ class CompactionRepository:
         runs = self.runs(table_key, enablement_id=enablement_id)
         return next((run for run in runs if run.status == SUCCESS), None)
 
+    @repository_write("update_run")
     def update_run(self, run_id: int, **values: Any) -> None:
         """Change columns of a run; ``snapshot`` and ``progress`` are stored as JSON."""
         table = models.compaction_runs
@@ -177,6 +180,7 @@ class CompactionRepository:
 
     # -- steps -----------------------------------------------------------------------------
 
+    @repository_write("step_started")
     def step_started(self, run_id: int, step: str) -> None:
         table = models.compaction_steps
         with self.engine.begin() as connection:
@@ -189,6 +193,7 @@ class CompactionRepository:
                 .values(current_step=step, status=RUNNING)
             )
 
+    @repository_write("step_finished")
     def step_finished(self, run_id: int, step: str, detail: str = "") -> None:
         table = models.compaction_steps
         with self.engine.begin() as connection:
@@ -221,6 +226,7 @@ class CompactionRepository:
 
     # -- obsolete objects ------------------------------------------------------------------
 
+    @repository_write("retain")
     def retain(self, obsolete: ObsoleteObject) -> None:
         """Record a kept object once (a resumed run records the same object again)."""
         table = models.obsolete_objects

@@ -9,6 +9,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now, upsert
 
@@ -146,9 +147,11 @@ class IncrementalRepository:
             )
         return _state(row) if row else None
 
+    @repository_write("save_state")
     def save_state(self, state: IncrementalState) -> None:
         upsert(self.engine, models.incremental_state, state.table_key, _state_row(state))
 
+    @repository_write("update_state")
     def update_state(self, table_key: str, **fields: Any) -> None:
         """Change only ``fields`` of a table's state (concurrent runs own different fields)."""
         allowed = {f.name for f in models.incremental_state.columns} - {"table_key"}
@@ -163,6 +166,7 @@ class IncrementalRepository:
                 .values(**fields, updated_at=now())
             )
 
+    @repository_write("record_shipping")
     def record_shipping(self, table_key: str, highest_seq: int) -> None:
         """Raise the table's ``shipped_seq`` to ``highest_seq`` (never lowers it)."""
         table = models.incremental_state
@@ -176,6 +180,7 @@ class IncrementalRepository:
                 .values(shipped_seq=highest_seq, updated_at=now())
             )
 
+    @repository_write("delete_state")
     def delete_state(self, table_key: str) -> None:
         table = models.incremental_state
         with self.engine.begin() as connection:
@@ -183,6 +188,7 @@ class IncrementalRepository:
 
     # -- enablements -----------------------------------------------------------------------
 
+    @repository_write("new_enablement")
     def new_enablement(self, table_key: str, method: str) -> int:
         """Record the start of an enabling; its id scopes everything it does."""
         table = models.enablements
@@ -195,6 +201,7 @@ class IncrementalRepository:
         assert key is not None
         return int(key[0])
 
+    @repository_write("enablement_finished")
     def enablement_finished(self, enablement_id: int | None, **values: dt.datetime) -> None:
         """Set ``enabled_at`` or ``disabled_at`` of an enablement."""
         if enablement_id is None:
@@ -214,6 +221,7 @@ class IncrementalRepository:
 
     # -- extraction runs -------------------------------------------------------------------
 
+    @repository_write("start_extraction")
     def start_extraction(self, table_key: str, enablement_id: int | None = None) -> int:
         """Record a new run; runs still 'running' were cut short (the caller holds the lock)."""
         table = models.extraction_runs
@@ -235,6 +243,7 @@ class IncrementalRepository:
             assert key is not None
             return int(key[0])
 
+    @repository_write("finish_extraction")
     def finish_extraction(self, run_id: int, *, status: str, **values: Any) -> None:
         table = models.extraction_runs
         with self.engine.begin() as connection:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.incremental import now
 
@@ -41,6 +42,7 @@ class IncrementRepository:
             ).mappings()
             return [OffloadIncrement(**dict(row)) for row in rows]
 
+    @repository_write("start_increment")
     def start(self, table_key: str, kind: str, predicate: str, boundary: str | None) -> int:
         """Record a pending increment (or return the pending one with the same predicate)."""
         for increment in self.increments(table_key):
@@ -61,6 +63,7 @@ class IncrementRepository:
         assert key is not None
         return int(key[0])
 
+    @repository_write("finish_increment")
     def finish(self, increment_id: int, rows: int) -> None:
         table = models.offload_increments
         with self.engine.begin() as connection:
@@ -70,6 +73,7 @@ class IncrementRepository:
                 .values(status=DONE, rows=rows, offloaded_at=now())
             )
 
+    @repository_write("delete_increments")
     def delete_all(self, table_key: str, *, keep: int | None = None) -> None:
         """Forget a table's increments (all but ``keep``)."""
         table = models.offload_increments

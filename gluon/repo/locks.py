@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 
 
@@ -43,6 +44,7 @@ class LockRepository:
             return None
         return LockRecord(row["command"], row["pid"], row["host"], row["acquired_at"])
 
+    @repository_write("claim")
     def claim(
         self,
         table_key: str,
@@ -91,6 +93,7 @@ class LockRepository:
             self._delete(table_key, lock_name, current)
         return current
 
+    @repository_write("delete")
     def _delete(self, table_key: str, lock_name: str, holder: LockRecord) -> None:
         table = models.table_locks
         with self.engine.begin() as connection:

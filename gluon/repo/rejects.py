@@ -23,6 +23,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now
 
@@ -64,6 +65,7 @@ class RejectedChanges:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
 
+    @repository_write("record")
     def record(
         self, table_key: str, enabled_at: dt.datetime, changes: Sequence[RejectedChange]
     ) -> list[RejectedChange]:
@@ -144,6 +146,7 @@ class RejectedChanges:
             ).all()
         return [json.loads(row or key) for key, row in found]
 
+    @repository_write("clear")
     def clear(self, table_key: str) -> int:
         """Forget the table's records (its lake was copied from the source again)."""
         with self.engine.begin() as connection:
