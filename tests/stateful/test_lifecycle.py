@@ -524,7 +524,10 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
                 self.disabled(finished)
                 return
             self.check(label=f"killed at {point}@{nth}")
-            self.disable(dml=[])
+            again = self.offload("--incremental-updates-disabled")
+            if again.code == 1 and "is not enabled" in again.stderr:
+                again = Outcome(0, again.stdout, "")  # it died after its last step: done
+            self.disabled(again)
 
         @precondition(lambda self: not self.enabled)
         @rule(dml=DML)
