@@ -30,9 +30,17 @@ def request_diversion(context: CompactionContext) -> str:
     """Ask extractions to write to a new control partition. Re-run: asks for the same one."""
     if context.run.new_partition is None:
         compacted = context.state.active_partition
+        # One write: a crash between the partitions and the progress left a run no resume
+        # could read (the model test found it).
         context.repo.compaction.update_run(
-            context.run.id, compacted_partition=compacted, new_partition=compacted + 1
+            context.run.id,
+            compacted_partition=compacted,
+            new_partition=compacted + 1,
+            progress={**context.run.progress, "min_partition": context.state.view_min_partition},
         )
+        context.refresh()
+    elif "min_partition" not in context.run.progress:
+        # A run recorded by a release that wrote the two separately and died in between.
         context.save_progress(min_partition=context.state.view_min_partition)
     assert context.run.new_partition is not None
     if context.state.requested_partition != context.run.new_partition:

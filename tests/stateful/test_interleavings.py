@@ -87,6 +87,25 @@ def test_disable_and_enable_with_an_unfinished_compaction(
     _finish(m)
 
 
+@pytest.mark.parametrize("nth", [1, 2, 3])
+def test_compaction_killed_between_its_first_repository_writes(
+    sqlite_machine: Callable[[str], Any], nth: int
+) -> None:
+    """Found by the model test: a kill between the run's first writes (the partitions it
+    compacts, then where they start) left a run that every resume failed on (KeyError)."""
+    m = sqlite_machine("CHANGELOG")
+    m.offload_and_enable(partitioned=True, nullable_key=False, partial=False)
+    m.extract(dml=UPDATE_FIRST_ROWS)
+    m.compact_killed(
+        dml=[], method="PARTITION_WISE_FULL", retain=False, point="repo.after_update_run", nth=nth
+    )
+    m.compact(dml=[], method="PARTITION_WISE_FULL", retain=False)
+    m.extract(dml=[])
+    m.compact(dml=[], method="PARTITION_WISE_FULL", retain=False)
+    assert m.compaction is None
+    _finish(m)
+
+
 @pytest.mark.parametrize("method", ["IN_PLACE", "PARTITION_WISE_FULL"])
 def test_compaction_killed_after_its_first_partition(
     sqlite_machine: Callable[[str], Any], method: str
