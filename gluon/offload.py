@@ -88,6 +88,23 @@ class OffloadContext:
     """The offload --reset-backend-table replaces: it stays queryable until the new one is done."""
 
 
+def _refuse_during_compaction(repo: Repository, table_key: str) -> None:
+    """An increment writes to the current base: a compaction run that is still open would
+    switch the views to a base written before it, and the increment's rows would be lost.
+
+    Raises:
+        StateError: a compaction run of the current enablement is unfinished.
+    """
+    state = repo.incremental.get_state(table_key)
+    run = repo.compaction.open_run(table_key, state.enablement_id) if state else None
+    if run is not None:
+        raise StateError(
+            f"compaction run {run.id} of {table_key} is unfinished: finish it with "
+            f"`offload -t {table_key} -x --incremental-run-compaction` (or end it with "
+            "--incremental-abandon-compaction), then offload the increment"
+        )
+
+
 def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
     """Check everything an offload needs; change nothing."""
     storage.check_writable(settings.lake_root)
@@ -108,6 +125,7 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
         else None
     )
     if options.increment.is_partial:
+        _refuse_during_compaction(repo, ref.key)
         context = _validate_increment(
             settings, options, source, spec, repo, None if replaces else existing
         )

@@ -79,7 +79,7 @@ View statements run on the application table when the method has no updatable vi
 DML = st.lists(STATEMENTS, max_size=4)
 """The source DML every step starts with."""
 COMPACTIONS = {
-    "IN_PLACE": (),
+    "IN_PLACE": ("--incremental-in-place-compaction",),
     "FULL": ("--incremental-full-compaction",),
     "PARTITION_WISE_FULL": ("--incremental-partition-wise-full-compaction",),
 }
@@ -192,6 +192,10 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
             self.source = LifecycleSource(dialect, url, schema, nullable_key, partial)
             self.source.create()
             self.key_flags = ("--incremental-key-columns=id",) if nullable_key else ()
+            if nullable_key and insert_only:
+                # A UNIQUE column that allows NULL is no key constraint for an insert-only
+                # method; the model never inserts a NULL key there, so the user may vouch.
+                self.key_flags += ("--incremental-no-verify-primary-key",)
             self.offload_flags = (
                 ("--partition-columns=id", "--partition-granularity=10") if partitioned else ()
             )
