@@ -58,7 +58,14 @@ def test_queries_started_before_the_switch_finish_without_error(
     enable(run_cli, source, "CHANGELOG", "--partition-columns=id", "--partition-granularity=10")
     workload.round(20)
     extract(run_cli, source)
-    flags = ("-t", source.table, "-x", "--incremental-run-compaction", *METHOD_FLAGS[compaction])
+    flags = (
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
+        *METHOD_FLAGS[compaction],
+        f"--incremental-wait-time={WAIT_MINUTES}",  # recorded by the first command of the run
+    )
     stopped = run_cli("offload", *flags, "--incremental-terminate-compaction")
     assert stopped.exit_code == 0, stopped.stderr
     extract(run_cli, source)  # acknowledges the diversion
@@ -92,7 +99,6 @@ def test_queries_started_before_the_switch_finish_without_error(
                 "-c",
                 "from gluon.cli.offload import main; main()",
                 *flags,
-                f"--incremental-wait-time={WAIT_MINUTES}",
             ],
             env=dict(os.environ),
             stdout=subprocess.PIPE,
