@@ -27,11 +27,11 @@ step "Nothing left to extract (no engine started)" offload -t main.products -x -
 step "The latest state through the user view" gluon query "SELECT * FROM main.products ORDER BY prod_id"
 python "$ROOT/scripts/sample_source.py" more "$OFFLOAD_HOME/sample.db"
 step "Compaction, single-session style: stop at the acknowledgement step" \
-  offload -t main.products -x --incremental-run-compaction --incremental-terminate-compaction
+  offload -t main.products -x --incremental-run-compaction --incremental-terminate-compaction --incremental-wait-time=0
 step "An extraction acknowledges the new control partition (and ships the newest changes)" \
   offload -t main.products -x --incremental-run-extraction
 step "The compaction resumes and finishes" \
-  offload -t main.products -x --incremental-run-compaction --incremental-wait-time=0
+  offload -t main.products -x --incremental-run-compaction
 step "Changes per control partition after the compaction" \
   gluon query "SELECT gl_control_partition, COUNT(*) AS changes FROM main_load.products_changes GROUP BY gl_control_partition"
 step "The latest state, now from the compacted base table" \
