@@ -80,7 +80,11 @@ def test_a_table_with_removed_files_stops_only_its_own_queries(
         db.execute(sa.text("UPDATE healthy SET label = 'changed' WHERE id = 2"))
     for flags in (
         ("--incremental-run-extraction",),
-        ("--incremental-run-compaction", "--incremental-terminate-compaction"),
+        (
+            "--incremental-run-compaction",
+            "--incremental-terminate-compaction",
+            "--incremental-wait-time=0",
+        ),
         ("--incremental-run-extraction",),
         ("--incremental-run-compaction", "--incremental-wait-time=0"),
     ):
