@@ -115,14 +115,14 @@ def test_migration_6_scopes_existing_rows_and_abandons_stale_runs(tmp_path: Path
 
 
 def test_a_new_repository_has_enablement_ids(tmp_path: Path) -> None:
-    repo = Repository(f"sqlite:///{tmp_path / 'repo.db'}")
+    repo = Repository(f"sqlite:///{tmp_path / 'repo.db'}", create=True)
     columns = {c["name"] for c in sa.inspect(repo.engine).get_columns("compaction_runs")}
     assert "enablement_id" in columns
 
 
 def test_a_kept_object_is_recorded_once(tmp_path: Path) -> None:
     """A resumed in-place run retains the same partitions again: one record."""
-    repo = Repository(f"sqlite:///{tmp_path / 'repo.db'}")
+    repo = Repository(f"sqlite:///{tmp_path / 'repo.db'}", create=True)
     kept = ObsoleteObject(
         table_key=KEY,
         kind="base partitions before compaction",
