@@ -23,6 +23,7 @@ from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
 from gluon.lake import storage, tables
+from gluon.lake.session import exactly_where
 from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.repo.compaction import ObsoleteObject
 from gluon.repo.incremental import now
@@ -77,7 +78,8 @@ def _partitions_sql(context: CompactionContext, template: str) -> str:
 
 PARTITIONS_PER_COMMIT = 100
 """Partitions replaced by one statement. Its predicate ORs one term per partition, and the
-engine overflows its stack near 900 terms (measured on Sail 0.7.2); 100 keeps far below."""
+engine overflows its stack near 900 terms (measured on Sail 0.7.2); 100, doubled by
+:func:`exactly_where`, keeps far below."""
 
 
 def _batches(predicates: list[str]) -> list[list[str]]:
@@ -99,7 +101,7 @@ def _replace_partitions(
         predicate = _any_partition(batch)
         fault_point("compact.before_partition")
         context.lake().execute(
-            f"INSERT INTO {tables.quote(target)} REPLACE WHERE {predicate} "
+            f"INSERT INTO {tables.quote(target)} REPLACE WHERE {exactly_where(predicate)} "
             f"SELECT * FROM {source_for(predicate)} WHERE {predicate}"
         )
         done.update(batch)

@@ -161,7 +161,7 @@ class LakeSession:
         """
         writer = frame.write.format("delta").mode(mode)
         if replace_where:
-            writer = writer.option("replaceWhere", replace_where)
+            writer = writer.option("replaceWhere", exactly_where(replace_where))
         if overwrite_schema:  # an overwrite that changes column types (schema evolution)
             writer = writer.option("overwriteSchema", "true")
         if partition_by:
@@ -223,6 +223,17 @@ def _first_line(exc: BaseException) -> str:
 def first_line(exc: BaseException) -> str:
     """The first line of an error's message, for one-line reports."""
     return _first_line(exc)
+
+
+def exactly_where(predicate: str) -> str:
+    """``predicate`` for a replaceWhere: the rows it is TRUE for, not those it is NULL for.
+
+    Sail 0.7.2 keeps the rows of a rewritten file where ``NOT predicate`` is TRUE, so a row
+    whose predicate is NULL (a NULL key outside an increment's range) was dropped. The
+    ``IS TRUE`` term makes NULL count as FALSE; the bare conjunct keeps file pruning by
+    statistics, which ``IS TRUE`` alone defeats (every file would be rewritten).
+    """
+    return f"({predicate}) AND (({predicate}) IS TRUE)"
 
 
 @contextmanager
