@@ -36,9 +36,10 @@ from gluon.config import Settings
 from gluon.errors import LockHeldError, NotFoundError, StateError
 from gluon.faults import fault_point
 from gluon.feeds import capture_objects
+from gluon.increments import previous_predicate
 from gluon.locks import LIFECYCLE, table_lock
 from gluon.methods import get_method
-from gluon.methods.base import SourceObject, ViewKind
+from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
@@ -243,8 +244,7 @@ def _carry(
         # method's lake follows its view's patches, not the application table.
         follows_table = method.has_object(SourceObject.CHANGELOG_TRIGGER)
         if changelog is not None and follows_table and method.view_kind is ViewKind.MERGE:
-            context = capture.script_context(source, spec, method, objects, state.key_columns)
-            source.execute_script("record_table_images", **context)
+            _record_table_images(source, repo, spec, method, objects, state)
             fault_point("schema.after_row_images")
         with open_session(settings) as session:
             for location, name in (
@@ -255,6 +255,30 @@ def _carry(
                 fault_point("schema.after_delta_evolution")
     repo.update_columns(record.table_key, changes.columns)
     return replace(record, columns=changes.columns)
+
+
+def _record_table_images(
+    source: SourceDialect,
+    repo: Repository,
+    spec: TableSpec,
+    method: type[ExtractionMethod],
+    objects: list[capture.SourceObjectRef],
+    state: IncrementalState,
+) -> None:
+    """Record every offloaded row's current image in the changelog, in one transaction.
+
+    A partially offloaded table's rows not offloaded yet stay out: their images would
+    reach the lake before their offload, which would then be refused as touched rows.
+    """
+    offloaded = previous_predicate(repo.increments.increments(state.table_key))
+    where, params = offloaded.to_source_sql(spec.columns, source.quote) if offloaded else ("", {})
+    params = source.adapt_params(params)
+    context = capture.script_context(source, spec, method, objects, state.key_columns)
+    script = source.render("record_table_images", **context, where=where)
+    source.execute_in_transaction(
+        [(statement, params) for statement in source.split_script(script)],
+        what=f"recording the rows of {state.table_key} after a schema change",
+    )
 
 
 def _alter_capture_tables(

@@ -90,7 +90,8 @@ def _image_cases() -> dict[str, dict[str, Any]]:
         naming, CAPTURED_TABLE, method, objects, CAPTURED_TABLE.primary_key
     )
     naming.engine.dispose()
-    return {"record_table_images": {"CHANGELOG": context}}
+    partial = {**context, "where": '"ORDER_ID" < :p0'}  # a partially offloaded table
+    return {"record_table_images": {"CHANGELOG": {**context, "where": ""}, "PARTIAL": partial}}
 
 
 CHANGELOG = capture.SourceObjectRef(SourceObject.CHANGELOG_TABLE, "APP_H", "ORDERS_LOG", "TABLE")
