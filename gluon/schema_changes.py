@@ -239,13 +239,22 @@ def _carry(
         from gluon.lake.session import open_session  # status reads changes without Spark
 
         changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
-        # Only where the lake follows the application table's rows, and merges them:
-        # insert-only methods would show each image as one more row, and the UPDATABLE
-        # method's lake follows its view's patches, not the application table.
+        # Only where the lake follows the application table's rows alone, and merges them:
+        # insert-only methods would show each image as one more row, and where patches
+        # arrive through an updatable view the table's image would undo them.
         follows_table = method.has_object(SourceObject.CHANGELOG_TRIGGER)
+        patched = method.has_object(SourceObject.UPDATABLE_VIEW)
         if changelog is not None and follows_table and method.view_kind is ViewKind.MERGE:
-            _record_table_images(source, repo, spec, method, objects, state)
-            fault_point("schema.after_row_images")
+            if patched and changes.added:
+                log.warning(
+                    "%s: rows unchanged since %s was added show it as NULL in the lake "
+                    "(recording the table's rows would undo patches made through the view)",
+                    record.table_key,
+                    ", ".join(column.name for column in changes.added),
+                )
+            elif not patched:
+                _record_table_images(source, repo, spec, method, objects, state)
+                fault_point("schema.after_row_images")
         with open_session(settings) as session:
             for location, name in (
                 (record.base_path, record.base_table),

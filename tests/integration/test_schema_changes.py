@@ -102,15 +102,13 @@ def _recorded_columns(source: Source) -> list[str]:
     return [column.name.lower() for column in record.columns]
 
 
-@pytest.mark.parametrize("method", ["CHANGELOG", "UPDATABLE_CHANGELOG"])
 def test_added_column_with_a_default_reaches_every_lake_row(
     source: Source,
-    method: str,
     offload_home: Path,
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _enabled(source, run_cli, monkeypatch, method)
+    _enabled(source, run_cli, monkeypatch, "CHANGELOG")
     table = source.table
     _run(
         source,
@@ -130,6 +128,42 @@ def test_added_column_with_a_default_reaches_every_lake_row(
     )
     extract(run_cli, source)
     assert _lake_view(source) == _source_rows(source)
+
+
+def test_added_column_keeps_the_patches_made_through_the_view(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """UPDATABLE_CHANGELOG: the table's rows are not recorded again after ADD COLUMN, since
+    their images would undo the patches (found by the model test: a key changed through the
+    view came back). Rows unchanged since the column was carried show it as NULL."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    table = source.table
+    _run(
+        source,
+        f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name VARCHAR(20))",
+        f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b'), (3, 'c')",
+    )
+    enable(run_cli, source, "UPDATABLE_CHANGELOG")
+    state = Repository(load_settings().repo_url).incremental.get_state(table.upper())
+    assert state is not None
+    view = next(o for o in state.source_objects if o.kind == "updatable_view")
+    view_name = view.name if source.dialect == "sqlite" else f"{view.schema}.{view.name}"
+    _run(source, f"ALTER TABLE {table} ADD COLUMN extra VARCHAR(20) DEFAULT 'preset'")
+    _run(
+        source,
+        f"UPDATE {view_name} SET id = 100 WHERE id = 1",
+        f"UPDATE {view_name} SET name = 'patched' WHERE id = 2",
+    )
+    extract(run_cli, source)  # carries the column
+    _run(source, f"UPDATE {table} SET name = 'C', extra = 'set' WHERE id = 3")
+    extract(run_cli, source)
+    shown = {dict(row)["id"]: dict(row) for row in _lake_view(source)}
+    assert sorted(shown) == [2, 3, 100]
+    assert (shown[2]["name"], shown[2]["extra"]) == ("patched", None)
+    assert (shown[3]["name"], shown[3]["extra"]) == ("C", "set")
 
 
 def test_added_column_on_a_partially_offloaded_table_records_only_offloaded_rows(

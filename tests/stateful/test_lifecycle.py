@@ -6,7 +6,10 @@ through the updatable view), extractions, compactions of every method started
 at the acknowledgement step (``--incremental-terminate-compaction``) and
 resumed, partial-offload increments, ``--incremental-stage-lake-rows``,
 disable/enable, and kill -9 at the fault points of ``gluon.faults.FAULT_POINTS``
-(``GLUON_FAULT=point@n``: the n-th visit, so a step can die half-way).
+(``GLUON_FAULT=point@n``: the n-th visit, so a step can die half-way); and the
+source's own hazards: a second installation enabling the same table, a reset
+of the changelog's sequence (refused, then the documented way out), and
+source schema changes (a column added, dropped and restored, widened).
 After every step the user view must equal the model of ``support.lifecycle``
 row for row, with no key shown twice.
 
@@ -32,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, Verbosity, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -153,6 +157,8 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
     """The state machine class for one dialect and method."""
     method = registered_methods()[method_name]
     triggers = method.has_object(SourceObject.CHANGELOG_TRIGGER)
+    sequenced = method.has_object(SourceObject.CHANGELOG_TABLE)
+    owns_source_objects = bool(method.source_objects)
     patches = method.has_object(SourceObject.UPDATABLE_VIEW)
     insert_only = method.view_kind is ViewKind.UNION_ALL
 
@@ -173,6 +179,9 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
             self.compaction_method = ""
             self.captured_since_extraction = False
             self.offload_flags: tuple[str, ...] = ()
+            self.note = "absent"
+            """The ``note`` column the source gains: absent, added, carried (to the lake)."""
+            self.widened = False
 
         def teardown(self) -> None:
             for name, value in self.saved_env.items():
@@ -191,7 +200,9 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
             schema = "main" if dialect == "sqlite" else "app"
             self.source = LifecycleSource(dialect, url, schema, nullable_key, partial)
             self.source.create()
-            self.key_flags = ("--incremental-key-columns=id",) if nullable_key else ()
+            self.key_flags: tuple[str, ...] = (
+                ("--incremental-key-columns=id",) if nullable_key else ()
+            )
             if nullable_key and insert_only:
                 # A UNIQUE column that allows NULL is no key constraint for an insert-only
                 # method; the model never inserts a NULL key there, so the user may vouch.
@@ -626,6 +637,150 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
                 assert finished.code in (0, 1), finished
                 return
             self.stage_lake_rows(dml=[], bound=2000)
+
+        # -- the source's own hazards ----------------------------------------------------------
+
+        def source_object(self, kind: SourceObject) -> str | None:
+            state = Repository(load_settings().repo_url).incremental.get_state(
+                self.source.table.upper()
+            )
+            assert state is not None
+            item = next((o for o in state.source_objects if o.kind == kind.value), None)
+            if item is None:
+                return None
+            return item.name if dialect == "sqlite" else f"{item.schema}.{item.name}"
+
+        def shipped_seq(self) -> int:
+            state = Repository(load_settings().repo_url).incremental.get_state(
+                self.source.table.upper()
+            )
+            assert state is not None
+            return state.shipped_seq or 0
+
+        def ddl(self, statement: str) -> str | None:
+            """Run a DBA's statement on the source; the database's refusal, if any."""
+            trace(f"source: {statement}")
+            try:
+                with self.source.engine.begin() as db:
+                    db.execute(sa.text(statement))
+            except sa.exc.DBAPIError as exc:
+                return str(exc.orig)
+            return None
+
+        @precondition(lambda self: self.enabled and owns_source_objects)
+        @rule(dml=DML)
+        def second_installation_is_refused(self, dml: list[Statement]) -> None:
+            """Another OFFLOAD_HOME enabling the table is refused; this one loses nothing."""
+            self.run_dml(dml)
+            second = self.home.with_name(f"{self.home.name}_second")
+            os.environ["OFFLOAD_HOME"] = str(second)
+            try:
+                done = self.offload(*self.enable_args(), *self.offload_flags)
+            finally:
+                os.environ["OFFLOAD_HOME"] = str(self.home)
+                shutil.rmtree(second, ignore_errors=True)
+            assert done.code != 0 and len(done.stderr.strip().splitlines()) == 1, done
+            assert "another gluon installation" in done.stderr, done
+
+        def set_sequence(self, value: int) -> None:
+            """Make the changelog hand out ``value + 1`` next (what a DBA's RESTART does)."""
+            if dialect == "sqlite":
+                changelog = self.source_object(SourceObject.CHANGELOG_TABLE)
+                self.ddl(f"UPDATE sqlite_sequence SET seq = {value} WHERE name = '{changelog}'")
+            else:
+                sequence = self.source_object(SourceObject.CHANGELOG_SEQUENCE)
+                self.ddl(f"ALTER SEQUENCE {sequence} RESTART WITH {value + 1}")
+
+        @precondition(
+            lambda self: (
+                sequenced and self.enabled and self.compaction is None and not self.has_chunks()
+            )
+        )
+        @rule(dml=DML, after=DML)
+        def sequence_reset(self, dml: list[Statement], after: list[Statement]) -> None:
+            """The changelog's sequence restarts at 1: refused, then the documented way out."""
+            self.extract(dml)
+            shipped = self.shipped_seq()
+            self.set_sequence(0)
+            self.run_dml(after)
+            done = self.offload("--incremental-run-extraction")
+            if shipped == 0:  # nothing shipped yet: nothing to confuse the new changes with
+                self.extracted(done)
+                return
+            assert done.code == 1 and len(done.stderr.strip().splitlines()) == 1, done
+            assert "reset" in done.stderr and "Changelog sequence reset" in done.stderr, done
+            self.check(label="extraction refused after a sequence reset")
+            # docs/operations.md, "Changelog sequence reset": restart above what was shipped,
+            # empty the changelog, ship, compact, disable, offload again from the table.
+            self.set_sequence(shipped)
+            changelog = self.source_object(SourceObject.CHANGELOG_TABLE)
+            prefix = "main." if dialect == "sqlite" else ""
+            assert self.ddl(f"DELETE FROM {prefix}{changelog}") is None
+            self.source.pending = dict(self.source.lake)  # the rebuild brings their effect
+            self.captured_since_extraction = False
+            self.compaction_cycle(dml=[], method="FULL", retain=False, during=[])
+            done = self.offload("--incremental-updates-disabled")
+            assert done.code == 0, done
+            self.enabled = False
+            rebuilt = self.offload(
+                "--reset-backend-table", *self.enable_args(), *self.offload_flags
+            )
+            self.source.lake = dict(self.source.app)
+            self.enabled_by(rebuilt)
+            if self.note == "added":
+                self.note = "carried"  # the copy is made with the source's columns
+
+        def extract_carrying(self, label: str) -> bool:
+            """Extract; True if the source's columns reached the lake (not postponed)."""
+            self.extract(dml=[])
+            if self.compaction is not None:
+                return False  # carried after the compaction under way
+            with lake_session(load_settings()) as session:
+                names = session.sql(f"SELECT * FROM {self.source.schema}.items").columns
+            assert [name.lower() for name in names][3:] == ["note"] * (self.note != "absent"), (
+                f"{label}: the user view has columns {names}"
+            )
+            return True
+
+        @precondition(lambda self: self.enabled and self.note == "absent")
+        @rule(dml=DML)
+        def add_column(self, dml: list[Statement]) -> None:
+            """ADD COLUMN: application DML goes on, the next extraction carries it."""
+            assert self.ddl(f"ALTER TABLE {self.source.table} ADD COLUMN note VARCHAR(20)") is None
+            self.note = "added"
+            self.run_dml(dml)
+            if self.extract_carrying("after ADD COLUMN"):
+                self.note = "carried"
+
+        @precondition(lambda self: dialect == "postgresql" and self.enabled)
+        @precondition(lambda self: self.note == "carried")
+        @rule(dml=DML)
+        def drop_column_is_refused(self, dml: list[Statement]) -> None:
+            """DROP COLUMN: application DML goes on, extraction refuses until it is restored."""
+            refused = self.ddl(f"ALTER TABLE {self.source.table} DROP COLUMN note")
+            if refused is not None:  # a view of gluon's depends on it: the DBA is told so
+                assert "depend" in refused, refused
+                return
+            self.run_dml(dml)
+            done = self.offload("--incremental-run-extraction")
+            assert done.code == 1 and len(done.stderr.strip().splitlines()) == 1, done
+            assert "restore the column" in done.stderr, done
+            self.check(label="extraction refused after DROP COLUMN")
+            assert self.ddl(f"ALTER TABLE {self.source.table} ADD COLUMN note VARCHAR(20)") is None
+            self.extract_carrying("after the column was restored")
+
+        @precondition(lambda self: dialect == "postgresql" and self.enabled and not self.widened)
+        @rule(dml=DML)
+        def widen_column(self, dml: list[Statement]) -> None:
+            """A longer varchar: application DML goes on, the next extraction carries it."""
+            statement = f"ALTER TABLE {self.source.table} ALTER COLUMN name TYPE VARCHAR(80)"
+            refused = self.ddl(statement)
+            if refused is not None:  # a view of gluon's depends on it: the DBA is told so
+                assert "depend" in refused, refused
+                return
+            self.widened = True
+            self.run_dml(dml)
+            self.extract_carrying("after widening a column")
 
     Lifecycle.__name__ = f"Lifecycle_{dialect}_{method_name}"
     return Lifecycle
