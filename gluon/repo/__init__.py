@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gluon.config import parse_database_url
-from gluon.errors import ConfigError, GluonError
+from gluon.errors import ConfigError, RepositoryError
 from gluon.faults import repository_write
 from gluon.repo import migrations, models
 from gluon.repo.common import now, upsert
@@ -27,10 +27,6 @@ from gluon.repo.locks import LockRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 log = logging.getLogger(__name__)
-
-
-class RepositoryError(GluonError):
-    """The repository database failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +117,7 @@ class Repository:
         try:
             if not create:
                 with self.engine.connect() as connection:
-                    if migrations.current_version(connection) == 0:
+                    if not migrations.is_repository(connection):
                         raise ConfigError(
                             "the repository database (GLUON_REPO_URL) holds no gluon "
                             "repository: check the setting; the first offload of a table "
@@ -130,7 +126,7 @@ class Repository:
             if self.engine.dialect.name == "sqlite":
                 with self.engine.connect() as connection:
                     connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-            self.version = migrations.migrate(self.engine)
+            self.revision = migrations.migrate(self.engine)
         except sa.exc.DBAPIError as exc:
             raise RepositoryError(
                 f"cannot open the repository ({_shown(url)}): {exc.orig}"
