@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 
 def now() -> dt.datetime:
-    """Repository timestamps are naive UTC."""
+    """The repository's clock: every timestamp it records is naive UTC."""
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 

@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.incremental import now, of_enablement
+from gluon.repo.common import now
+from gluon.repo.incremental import of_enablement
 
 RUNNING = "running"
 WAITING = "waiting"
