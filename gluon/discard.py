@@ -94,7 +94,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     )
     if not execute:
         return result
-    with lifecycle_lock(settings, key, "offload --incremental-discard-changes"):
+    with lifecycle_lock(settings, key, "offload --incremental-discard-changes", repo=repo):
         record, state = _enabled(repo, key)  # again, under the locks
         if rowscn:
             position = FEEDS[ChangeReader.ORA_ROWSCN].initial_position(source)

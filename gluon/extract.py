@@ -87,7 +87,7 @@ def run_extraction(
     started = time.monotonic()
     repo = Repository(settings.repo_url)
     repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)
-    with extraction_lock(settings, ref.key):
+    with extraction_lock(settings, ref.key, repo=repo):
         record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)  # under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url(), settings.source_timeouts)

@@ -61,7 +61,7 @@ def run_compaction(
     repo = Repository(settings.repo_url)
     key = options.table.key
     repo.enabled_table(key, otherwise="nothing to compact")
-    with compaction_lock(settings, key):
+    with compaction_lock(settings, key, repo=repo):
         record, state = repo.enabled_table(key, otherwise="nothing to compact")
         result = CompactionResult(key)
         run = repo.compaction.open_run(key, state.enablement_id)
