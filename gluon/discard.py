@@ -30,7 +30,7 @@ from gluon.methods import get_method
 from gluon.methods.base import ChangeReader
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import ENABLED, IncrementalState
+from gluon.repo.incremental import IncrementalState
 
 log = logging.getLogger(__name__)
 
@@ -47,10 +47,7 @@ class DiscardResult:
 
 
 def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:
-    record = repo.get_table(key)
-    state = repo.incremental.get_state(key)
-    if record is None or state is None or state.status != ENABLED:
-        raise StateError(f"incremental update is not enabled for {key}: no changes to discard")
+    record, state = repo.enabled_table(key, otherwise="no changes to discard")
     run = repo.compaction.open_run(key, state.enablement_id)
     if run is not None:
         raise StateError(
@@ -97,7 +94,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     )
     if not execute:
         return result
-    with lifecycle_lock(settings, key, "offload --incremental-discard-changes"):
+    with lifecycle_lock(settings, key, "offload --incremental-discard-changes", repo=repo):
         record, state = _enabled(repo, key)  # again, under the locks
         if rowscn:
             position = FEEDS[ChangeReader.ORA_ROWSCN].initial_position(source)

@@ -50,6 +50,10 @@ class LakeError(GluonError):
     """The lake engine or storage failed."""
 
 
+class RepositoryError(GluonError):
+    """The repository database failed, or holds what this release cannot use."""
+
+
 class LockHeldError(GluonError):
     """Another run holds the lock for this table and operation."""
 

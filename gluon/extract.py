@@ -38,7 +38,7 @@ from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import ENABLED, IncrementalState, now
+from gluon.repo.incremental import IncrementalState, now
 from gluon.schema_changes import carry_changes
 
 log = logging.getLogger(__name__)
@@ -65,15 +65,9 @@ class ExtractionResult:
     """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
 
 
-def _enabled(repo: Repository, ref: TableRef) -> tuple[OffloadedTable, IncrementalState]:
-    record = repo.get_table(ref.key)
-    state = repo.incremental.get_state(ref.key)
-    if record is None or state is None or state.status != ENABLED:
-        raise StateError(
-            f"incremental update is not enabled for {ref.key}: enable it with "
-            "--incremental-updates-enabled --incremental-extraction-method=METHOD"
-        )
-    return record, state
+NOT_ENABLED_HINT = (
+    "enable it with --incremental-updates-enabled --incremental-extraction-method=METHOD"
+)
 
 
 def run_extraction(
@@ -92,9 +86,9 @@ def run_extraction(
     """
     started = time.monotonic()
     repo = Repository(settings.repo_url)
-    _enabled(repo, ref)
-    with extraction_lock(settings, ref.key):
-        record, state = _enabled(repo, ref)  # re-read under the lock
+    repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)
+    with extraction_lock(settings, ref.key, repo=repo):
+        record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)  # under the lock
         method = get_method(state.method)
         source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         record = carry_changes(settings, source, repo, record, state)

@@ -478,13 +478,9 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     """
     ref = options.table
     repo = Repository(settings.repo_url)
-    state = repo.incremental.get_state(ref.key)
-    record = repo.get_table(ref.key)
-    if state is None or record is None or state.status != ENABLED:
-        raise StateError(
-            f"incremental update is not enabled for {ref.key}: "
-            "--incremental-recreate-capture-objects repairs an enabled table"
-        )
+    record, state = repo.enabled_table(
+        ref.key, otherwise="--incremental-recreate-capture-objects repairs an enabled table"
+    )
     method = get_method(options.method)
     if method.name != state.method:
         raise StateError(
@@ -512,7 +508,9 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     result = IncrementalResult(ref.key, steps, options.execute)
     if not options.execute:
         return result
-    with lifecycle_lock(settings, ref.key, "offload --incremental-recreate-capture-objects"):
+    with lifecycle_lock(
+        settings, ref.key, "offload --incremental-recreate-capture-objects", repo=repo
+    ):
         schemas = [item for item in missing if item.kind is SourceObject.HYBRID_SCHEMA]
         capture.create_source_objects(
             source, spec, method, schemas + objects, state.key_columns, marker
@@ -568,20 +566,25 @@ def disable_incremental(
         StateError: not enabled, or changes are outstanding (the message says what to run).
         LockHeldError: another command on the table is running (exit code 3).
     """
+    repo = Repository(settings.repo_url)
     if not execute:
         return _disable_incremental(
-            settings, ref, execute=False, take_over_objects=take_over_objects
+            settings, repo, ref, execute=False, take_over_objects=take_over_objects
         )
-    with lifecycle_lock(settings, ref.key, "offload --incremental-updates-disabled"):
+    with lifecycle_lock(settings, ref.key, "offload --incremental-updates-disabled", repo=repo):
         return _disable_incremental(
-            settings, ref, execute=True, take_over_objects=take_over_objects
+            settings, repo, ref, execute=True, take_over_objects=take_over_objects
         )
 
 
 def _disable_incremental(
-    settings: Settings, ref: TableRef, *, execute: bool, take_over_objects: bool
+    settings: Settings,
+    repo: Repository,
+    ref: TableRef,
+    *,
+    execute: bool,
+    take_over_objects: bool,
 ) -> IncrementalResult:
-    repo = Repository(settings.repo_url)
     state = repo.incremental.get_state(ref.key)
     record = repo.get_table(ref.key)
     if state is None or record is None:

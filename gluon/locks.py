@@ -88,7 +88,12 @@ def lock_path(settings: Settings, table_key: str, lock_name: str) -> Path:
 
 @contextmanager
 def lifecycle_lock(
-    settings: Settings, table_key: str, command: str, *, create_repository: bool = False
+    settings: Settings,
+    table_key: str,
+    command: str,
+    *,
+    create_repository: bool = False,
+    repo: Repository | None = None,
 ) -> Iterator[None]:
     """Hold both locks of ``table_key``: nothing else may run on the table meanwhile.
 
@@ -98,24 +103,28 @@ def lifecycle_lock(
         LockHeldError: another command holds either lock (exit code 3).
     """
     with (
-        table_lock(settings, table_key, LIFECYCLE, command, create_repository),
-        table_lock(settings, table_key, EXTRACTION, command, create_repository),
+        table_lock(settings, table_key, LIFECYCLE, command, create_repository, repo=repo),
+        table_lock(settings, table_key, EXTRACTION, command, create_repository, repo=repo),
     ):
         fault_point("lock.lifecycle_held")
         yield
 
 
 @contextmanager
-def compaction_lock(settings: Settings, table_key: str) -> Iterator[None]:
+def compaction_lock(
+    settings: Settings, table_key: str, *, repo: Repository | None = None
+) -> Iterator[None]:
     """Hold the lifecycle lock only: extractions keep running (they finish a compaction)."""
-    with table_lock(settings, table_key, LIFECYCLE, COMPACTION):
+    with table_lock(settings, table_key, LIFECYCLE, COMPACTION, repo=repo):
         yield
 
 
 @contextmanager
-def extraction_lock(settings: Settings, table_key: str) -> Iterator[None]:
+def extraction_lock(
+    settings: Settings, table_key: str, *, repo: Repository | None = None
+) -> Iterator[None]:
     """Hold the extraction lock only: it may overlap a compaction, nothing else."""
-    with table_lock(settings, table_key, EXTRACTION, EXTRACTION_COMMAND):
+    with table_lock(settings, table_key, EXTRACTION, EXTRACTION_COMMAND, repo=repo):
         yield
 
 
@@ -126,8 +135,12 @@ def table_lock(
     lock_name: str,
     command: str,
     create_repository: bool = False,
+    *,
+    repo: Repository | None = None,
 ) -> Iterator[None]:
     """Hold the ``lock_name`` lock of ``table_key`` as ``command``; fail at once if taken.
+
+    ``repo``: the command's repository, if it opened one already (else the lock opens it).
 
     Raises:
         LockHeldError: another process holds the lock (exit code 3).
@@ -152,7 +165,8 @@ def table_lock(
         os.ftruncate(fd, 0)
         os.pwrite(fd, _holder_text(holder).encode(), 0)
         try:
-            repo = Repository(settings.repo_url, create=create_repository)
+            if repo is None:
+                repo = Repository(settings.repo_url, create=create_repository)
             _claim_in_repository(repo, table_key, lock_name, holder)
             try:
                 yield

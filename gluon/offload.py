@@ -29,6 +29,7 @@ from gluon.naming import TableRef, lake_names
 from gluon.partitioning import plan_partitioning
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
+from gluon.repo.common import now
 from gluon.repo.increments import PENDING
 from gluon.repo.rejects import RejectedChanges
 from gluon.schema import TableSpec
@@ -386,7 +387,7 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
         repo.increments.finish(increment_id, rows)
     if context.replaces is not None:
         repo.increments.delete_all(record.table_key, keep=increment_id)
-    done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=_utcnow())
+    done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=now())
     repo.save_table(done)
     if not context.appending:
         # The lake is a fresh copy of the source: what insert-only extraction rejected is moot.
@@ -443,7 +444,3 @@ def _verify(
             f"the lake table {record.base_table} holds {counted} rows but {rows} were read; "
             "run the offload again with --reset-backend-table"
         )
-
-
-def _utcnow() -> dt.datetime:
-    return dt.datetime.now(dt.UTC).replace(tzinfo=None)

@@ -143,7 +143,7 @@ def abandon_compaction(settings: Settings, ref: TableRef, *, execute: bool) -> A
     result = AbandonResult(key, run.id, _plan(_context(settings, repo, run)), execute)
     if not execute:
         return result
-    with lifecycle_lock(settings, key, "offload --incremental-abandon-compaction"):
+    with lifecycle_lock(settings, key, "offload --incremental-abandon-compaction", repo=repo):
         current = repo.compaction.get_run(run.id)
         state = repo.incremental.get_state(key) or state
         if current is None or current.status not in ("running", "waiting", "failed"):

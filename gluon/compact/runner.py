@@ -11,7 +11,7 @@ from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod, CompactionOptions
 from gluon.compact.steps import STEPS, TERMINATED
 from gluon.config import Settings
-from gluon.errors import GluonError, StateError, StepFailedError
+from gluon.errors import GluonError, StepFailedError
 from gluon.faults import fault_point
 from gluon.insert_only import IN_PLACE_WARNING
 from gluon.lake import storage
@@ -20,9 +20,8 @@ from gluon.locks import compaction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.progress import NullProgress, Progress
-from gluon.repo import OffloadedTable, Repository
+from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, SUCCESS, CompactionRun
-from gluon.repo.incremental import ENABLED, IncrementalState
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +42,6 @@ class CompactionResult:
     message: str = ""
 
 
-def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:
-    record = repo.get_table(key)
-    state = repo.incremental.get_state(key)
-    if record is None or state is None or state.status != ENABLED:
-        raise StateError(f"incremental update is not enabled for {key}: nothing to compact")
-    return record, state
-
-
 def run_compaction(
     settings: Settings,
     options: CompactionOptions,
@@ -69,9 +60,9 @@ def run_compaction(
     """
     repo = Repository(settings.repo_url)
     key = options.table.key
-    _enabled(repo, key)
-    with compaction_lock(settings, key):
-        record, state = _enabled(repo, key)
+    repo.enabled_table(key, otherwise="nothing to compact")
+    with compaction_lock(settings, key, repo=repo):
+        record, state = repo.enabled_table(key, otherwise="nothing to compact")
         result = CompactionResult(key)
         run = repo.compaction.open_run(key, state.enablement_id)
         if run is None:

@@ -16,21 +16,17 @@ from typing import Any
 import sqlalchemy as sa
 
 from gluon.config import parse_database_url
-from gluon.errors import ConfigError, GluonError
+from gluon.errors import ConfigError, RepositoryError, StateError
 from gluon.faults import repository_write
 from gluon.repo import migrations, models
 from gluon.repo.common import now, upsert
 from gluon.repo.compaction import CompactionRepository
-from gluon.repo.incremental import IncrementalRepository
+from gluon.repo.incremental import ENABLED, IncrementalRepository, IncrementalState
 from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 log = logging.getLogger(__name__)
-
-
-class RepositoryError(GluonError):
-    """The repository database failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,7 +117,7 @@ class Repository:
         try:
             if not create:
                 with self.engine.connect() as connection:
-                    if migrations.current_version(connection) == 0:
+                    if not migrations.is_repository(connection):
                         raise ConfigError(
                             "the repository database (GLUON_REPO_URL) holds no gluon "
                             "repository: check the setting; the first offload of a table "
@@ -130,7 +126,7 @@ class Repository:
             if self.engine.dialect.name == "sqlite":
                 with self.engine.connect() as connection:
                     connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-            self.version = migrations.migrate(self.engine)
+            self.revision = migrations.migrate(self.engine)
         except sa.exc.DBAPIError as exc:
             raise RepositoryError(
                 f"cannot open the repository ({_shown(url)}): {exc.orig}"
@@ -183,6 +179,20 @@ class Repository:
         with self.engine.connect() as connection:
             rows = connection.execute(sa.select(table).order_by(table.c.table_key)).mappings()
             return [_to_record(row) for row in rows]
+
+    def enabled_table(
+        self, table_key: str, *, otherwise: str
+    ) -> tuple[OffloadedTable, IncrementalState]:
+        """The record and incremental state of a table whose incremental update is enabled.
+
+        Raises:
+            StateError: it is not (``otherwise`` ends the message: what this means here).
+        """
+        record = self.get_table(table_key)
+        state = self.incremental.get_state(table_key)
+        if record is None or state is None or state.status != ENABLED:
+            raise StateError(f"incremental update is not enabled for {table_key}: {otherwise}")
+        return record, state
 
     @repository_write("save_table")
     def save_table(self, record: OffloadedTable) -> None:

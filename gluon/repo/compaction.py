@@ -11,7 +11,8 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.incremental import now, of_enablement
+from gluon.repo.common import now
+from gluon.repo.incremental import of_enablement
 
 RUNNING = "running"
 WAITING = "waiting"
@@ -156,6 +157,17 @@ class CompactionRepository:
                 .limit(limit)
             ).mappings()
             return [_run(row) for row in rows]
+
+    def run_counts(self, table_key: str, enablement_id: int | None = None) -> dict[str, int]:
+        """Compaction runs of ``table_key`` by status."""
+        runs = models.compaction_runs
+        query = (
+            sa.select(runs.c.status, sa.func.count(runs.c.id))
+            .where(runs.c.table_key == table_key, *of_enablement(runs, enablement_id))
+            .group_by(runs.c.status)
+        )
+        with self.engine.connect() as connection:
+            return {str(status): int(count) for status, count in connection.execute(query)}
 
     def last_completed(
         self, table_key: str, *, enablement_id: int | None = None

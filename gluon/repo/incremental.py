@@ -17,6 +17,12 @@ ENABLING = "enabling"
 ENABLED = "enabled"
 DISABLING = "disabling"
 
+# Extraction run statuses.
+EXTRACTION_RUNNING = "running"
+EXTRACTION_SUCCESS = "success"
+EXTRACTION_FAILED = "failed"
+EXTRACTION_INTERRUPTED = "interrupted"
+
 
 @dataclass(frozen=True, slots=True)
 class SourceObjectRecord:
@@ -129,6 +135,21 @@ def _state(row: sa.RowMapping) -> IncrementalState:
 def of_enablement(table: sa.Table, enablement_id: int | None) -> list[sa.ColumnElement[bool]]:
     """The condition selecting rows of one enablement (none: every row)."""
     return [] if enablement_id is None else [table.c.enablement_id == enablement_id]
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionTotals:
+    """Every extraction run of one table, summed up."""
+
+    runs: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    interrupted: int = 0
+    rows_written: int = 0
+    max_seq: int | None = None
+    """The highest ``gl_seq`` a run recorded (None: no run recorded one)."""
+    last_success_at: dt.datetime | None = None
+    first_started_at: dt.datetime | None = None
 
 
 class IncrementalRepository:
@@ -289,3 +310,36 @@ class IncrementalRepository:
                 .limit(limit)
             ).mappings()
             return [ExtractionRun(**dict(row)) for row in rows]
+
+    def extraction_totals(
+        self, table_key: str, enablement_id: int | None = None
+    ) -> ExtractionTotals:
+        """Counts by status, rows shipped, and the latest successful finish of ``table_key``."""
+        runs = models.extraction_runs
+        is_status = {
+            name: sa.case((runs.c.status == name, 1), else_=0)
+            for name in (EXTRACTION_SUCCESS, EXTRACTION_FAILED, EXTRACTION_INTERRUPTED)
+        }
+        succeeded = runs.c.status == EXTRACTION_SUCCESS
+        query = sa.select(
+            sa.func.count(runs.c.id),
+            sa.func.sum(is_status[EXTRACTION_SUCCESS]),
+            sa.func.sum(is_status[EXTRACTION_FAILED]),
+            sa.func.sum(is_status[EXTRACTION_INTERRUPTED]),
+            sa.func.sum(sa.case((succeeded, runs.c.rows_written), else_=0)),
+            sa.func.max(runs.c.max_seq),
+            sa.func.max(sa.case((succeeded, runs.c.finished_at), else_=None)),
+            sa.func.min(runs.c.started_at),
+        ).where(runs.c.table_key == table_key, *of_enablement(runs, enablement_id))
+        with self.engine.connect() as connection:
+            row = connection.execute(query).one()
+        return ExtractionTotals(
+            runs=int(row[0] or 0),
+            succeeded=int(row[1] or 0),
+            failed=int(row[2] or 0),
+            interrupted=int(row[3] or 0),
+            rows_written=int(row[4] or 0),
+            max_seq=None if row[5] is None else int(row[5]),
+            last_success_at=row[6],
+            first_started_at=row[7],
+        )

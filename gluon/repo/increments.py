@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.incremental import now
+from gluon.repo.common import now
 
 PENDING = "pending"
 DONE = "done"

@@ -11,7 +11,11 @@ from collections.abc import Callable
 
 from gluon.locks import INTERRUPTED
 from gluon.repo.compaction import FAILED, RUNNING, WAITING
-from gluon.status import queries
+from gluon.repo.incremental import (
+    EXTRACTION_FAILED,
+    EXTRACTION_INTERRUPTED,
+    EXTRACTION_RUNNING,
+)
 from gluon.status.formatting import count, when
 from gluon.status.incremental_status import age_minutes
 from gluon.status.model import Finding, TableStatus, Thresholds
@@ -122,7 +126,7 @@ def _compaction_interrupted(
 
 def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     last = status.extraction.last_run if status.extraction else None
-    if last is None or last.status != queries.FAILED:
+    if last is None or last.status != EXTRACTION_FAILED:
         return []
     reason = f": {last.message.splitlines()[0]}" if last.message else ""
     return [
@@ -142,7 +146,7 @@ def _extraction_interrupted(
         return []
     found = []
     last = status.extraction.last_run
-    if last is not None and last.status == queries.RUNNING:
+    if last is not None and last.status == EXTRACTION_RUNNING:
         minutes = age_minutes(last.started_at, at) or 0.0
         if minutes > limits.wait_minutes:
             found.append(
@@ -156,7 +160,7 @@ def _extraction_interrupted(
                 )
             )
     recent = status.extraction.recent_runs
-    interrupted = [run for run in recent if run.status == queries.INTERRUPTED]
+    interrupted = [run for run in recent if run.status == EXTRACTION_INTERRUPTED]
     if interrupted:
         ids = ", ".join(str(run.id) for run in interrupted)
         found.append(

@@ -15,7 +15,6 @@ from gluon.repo.compaction import (
     WAITING,
     CompactionRun,
 )
-from gluon.status import queries
 from gluon.status.model import (
     CompactionRunInfo,
     CompactionStatus,
@@ -128,7 +127,7 @@ def compaction_status(
     return CompactionStatus(
         ongoing=_compaction_run(repo, ongoing) if ongoing else None,
         last_completed=_compaction_run(repo, completed) if completed else None,
-        completed_runs=queries.compaction_count(repo, table_key, enablement_id).get("success", 0),
+        completed_runs=repo.compaction.run_counts(table_key, enablement_id).get(SUCCESS, 0),
         snapshot=_snapshot(with_snapshot) if with_snapshot else None,
         retained=tuple(
             RetainedObject(

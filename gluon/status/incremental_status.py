@@ -25,14 +25,15 @@ from gluon.naming import TableRef, lake_names
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import (
     ENABLED,
+    EXTRACTION_RUNNING,
     ExtractionRun,
+    ExtractionTotals,
     IncrementalState,
     SourceObjectRecord,
     now,
 )
 from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
-from gluon.status import queries
 from gluon.status.compaction_status import compaction_status
 from gluon.status.model import (
     Backlog,
@@ -298,7 +299,7 @@ def _with_live_status(
     repo: Repository, table_key: str, run: ExtractionRunInfo
 ) -> ExtractionRunInfo:
     """An extraction recorded as running that no process holds the lock of was interrupted."""
-    if run.status != queries.RUNNING or locks.is_held(
+    if run.status != EXTRACTION_RUNNING or locks.is_held(
         repo, table_key, locks.EXTRACTION, locks.EXTRACTION_COMMAND
     ):
         return run
@@ -331,7 +332,7 @@ def _extraction_status(
     history: int,
     scope: int | None,
 ) -> ExtractionStatus:
-    totals = queries.extraction_totals(repo, state.table_key, scope)
+    totals = repo.incremental.extraction_totals(state.table_key, scope)
     recorded = [
         _run_info(run)
         for run in repo.incremental.extraction_runs(state.table_key, history, enablement_id=scope)
@@ -355,7 +356,7 @@ def _extraction_status(
 
 def _max_position(
     state: IncrementalState,
-    totals: queries.ExtractionTotals,
+    totals: ExtractionTotals,
     delta: DeltaStats,
     compaction: CompactionStatus,
 ) -> int | None:

@@ -30,7 +30,7 @@ from support.workload import Workload
 
 from gluon.config import load_settings
 from gluon.methods.base import SourceObject
-from gluon.repo import Repository
+from gluon.repo import Repository, migrations
 from gluon.repo.incremental import IncrementalState
 
 
@@ -124,10 +124,10 @@ def test_reused_sequence_values_are_never_taken_for_shipped_ones(
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
-def test_migration_9_adds_shipped_seq_to_an_existing_repository(
+def test_revision_0009_adds_shipped_seq_to_an_existing_repository(
     backend: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
-    """A repository made before migration 9 gains the column and keeps its rows."""
+    """A repository made before revision 0009 gains the column and keeps its rows."""
     url = (
         f"sqlite:///{tmp_path / 'repo.db'}"
         if backend == "sqlite"
@@ -144,14 +144,14 @@ def test_migration_9_adds_shipped_seq_to_an_existing_repository(
         delta_path="/lake/t_changes",
     )
     repo.incremental.save_state(state)
-    with repo.engine.begin() as db:  # back to the repository as version 4 left it
+    with repo.engine.begin() as db:  # back to the repository as revision 0008 left it
         db.execute(sa.text("ALTER TABLE incremental_state DROP COLUMN shipped_seq"))
-        db.execute(sa.text("DELETE FROM gluon_schema_version WHERE version = 9"))
+        db.execute(sa.text(f"UPDATE {migrations.VERSION_TABLE} SET version_num = '0008'"))
     repo.engine.dispose()
 
     migrated = Repository(url)
 
-    assert migrated.version == 9
+    assert migrated.revision == "0009"
     assert migrated.incremental.get_state("APP.T") == state
     migrated.incremental.record_shipping("APP.T", 41)
     migrated.incremental.record_shipping("APP.T", 7)  # never lowered

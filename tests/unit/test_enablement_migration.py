@@ -1,4 +1,4 @@
-"""Migration 6 on a real SQLite repository shaped as migration 4 left it."""
+"""Revision 0006 (migration 6) on a real SQLite repository shaped as migration 4 left it."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _version_4_repository(url: str) -> sa.Engine:
     engine = sa.create_engine(url)
     old = sa.MetaData()
     for table in (
-        models.schema_version,
+        migrations.legacy_schema_version,
         models.offloaded_tables,
         models.incremental_state,
         models.extraction_runs,
@@ -47,11 +47,11 @@ def _version_4_repository(url: str) -> sa.Engine:
         _without_enablement_ids(table, old)
     old.create_all(engine)
     with engine.begin() as db:
-        for number, description, _ in migrations.MIGRATIONS[:4]:
+        for number in range(1, 5):
             db.execute(
                 old.tables["gluon_schema_version"]
                 .insert()
-                .values(version=number, description=description, applied_at=BEFORE)
+                .values(version=number, description=f"migration {number}", applied_at=BEFORE)
             )
         db.execute(
             old.tables["incremental_state"]
@@ -94,7 +94,7 @@ def test_migration_6_scopes_existing_rows_and_abandons_stale_runs(tmp_path: Path
     url = f"sqlite:///{tmp_path / 'repo.db'}"
     _version_4_repository(url)
     repo = Repository(url)
-    assert repo.version >= 6
+    assert repo.revision == migrations.head()
     state = repo.incremental.get_state(KEY)
     assert state is not None and state.enablement_id is not None
     [enablement] = repo.incremental.enablements(KEY)
