@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import GluonError, StateError
+from gluon.errors import GluonError, StateError, UsageError
 from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
@@ -44,6 +44,20 @@ from gluon.schema_changes import carry_changes
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 100_000
+MAX_BATCH_SIZE = 2**31 - 1
+"""The largest batch every source's LIMIT/FETCH FIRST and the DBAPI fetch size accept."""
+
+
+def check_batch_size(batch_size: int) -> None:
+    """Refuse a batch size no source accepts, before anything runs.
+
+    Raises:
+        UsageError: ``batch_size`` is out of range.
+    """
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise UsageError(
+            f"--incremental-batch-size must be between 1 and {MAX_BATCH_SIZE}, found {batch_size}"
+        )
 
 
 class CaptureBrokenError(GluonError):

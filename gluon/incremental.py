@@ -668,3 +668,29 @@ def _lake_table_is_ours(location: str, mine: ownership.Marker) -> bool:
     """Unmarked delta tables predate markers: the repository recorded them, so they are ours."""
     found = ownership.lake_table_marker(location)
     return found is None or ownership.classify(found, mine) is ownership.Ownership.OURS
+
+
+def initial_offload_needed(settings: Settings, ref: TableRef, reset_backend_table: bool) -> bool:
+    """Whether enabling ``ref`` offloads it first (it is not offloaded, or is to be reset)."""
+    record = Repository(settings.repo_url, create=True).get_table(ref.key)
+    return reset_backend_table or record is None or record.status != OFFLOADED
+
+
+def check_capture_object_flags(
+    *, enabling: bool, disabling: bool, take_over_objects: bool, recreate_capture_objects: bool
+) -> None:
+    """Refuse the capture-object flags without the action they belong to.
+
+    Raises:
+        UsageError: ``--incremental-take-over-objects`` without enabling or disabling, or
+            ``--incremental-recreate-capture-objects`` without enabling.
+    """
+    if take_over_objects and not (enabling or disabling):
+        raise UsageError(
+            "--incremental-take-over-objects goes with --incremental-updates-enabled or "
+            "--incremental-updates-disabled"
+        )
+    if recreate_capture_objects and not enabling:
+        raise UsageError(
+            "--incremental-recreate-capture-objects goes with --incremental-updates-enabled"
+        )

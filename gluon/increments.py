@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from gluon.errors import StateError, UnsupportedError, UsageError
@@ -25,10 +26,31 @@ from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema import Column, TableSpec
 from gluon.source.base import PartitionBound, SourceDialect
 
+
+class OffloadType(StrEnum):
+    """The offload types ``--offload-type`` names."""
+
+    FULL = "FULL"
+    INCREMENTAL = "INCREMENTAL"
+
+
 FULL = "FULL"
 FULL_100_10 = "FULL_100_10"
 INCREMENTAL = "INCREMENTAL"
 OFFLOAD_TYPES = (FULL, INCREMENTAL)
+
+
+def check_offload_predicate(offload_predicate: str | None) -> None:
+    """Refuse an empty ``--offload-predicate`` before anything runs.
+
+    Raises:
+        UsageError: the predicate is given but blank.
+    """
+    if offload_predicate is not None and not offload_predicate.strip():
+        raise UsageError(
+            "--offload-predicate is empty: give the rows to offload, e.g. "
+            "'column(SOLD_ON) < date(2020-01-01)', or leave the option out to offload every row"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
