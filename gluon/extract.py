@@ -40,6 +40,7 @@ from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState, now
 from gluon.schema_changes import carry_changes
+from gluon.states import ExtractionStatus
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +134,7 @@ def run_extraction(
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
-                status="failed",
+                status=ExtractionStatus.FAILED,
                 message=str(exc)[:2000],
                 rows_read=result.rows_read,
                 rows_written=result.rows_written,
@@ -151,7 +152,7 @@ def run_extraction(
             log.info("acknowledged change ingestion diversion to control partition %d", partition)
         repo.incremental.finish_extraction(
             result.run_id,
-            status="success",
+            status=ExtractionStatus.SUCCESS,
             rows_read=result.rows_read,
             rows_written=result.rows_written,
             min_seq=result.min_seq,

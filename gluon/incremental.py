@@ -19,12 +19,13 @@ from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
+from gluon.increments import OffloadType
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject, ViewKind
+from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -48,12 +49,6 @@ from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
 log = logging.getLogger(__name__)
-
-OFFLOAD_USE_CASES: dict[str, OffloadUseCase] = {
-    "FULL": OffloadUseCase.FULL_100_0,
-    "FULL_100_10": OffloadUseCase.FULL_100_10,
-    "INCREMENTAL": OffloadUseCase.INCREMENTAL_90_10,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,13 +195,13 @@ def _plan_enable(
         )
     if offload_context:
         source, spec = offload_context.source, offload_context.spec
-        use_case = OFFLOAD_USE_CASES[offload_context.record.offload_type]
+        use_case = OffloadType(offload_context.record.offload_type).use_case
     else:
         assert record is not None
         source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         source.check_connection()
         spec = source.describe_table(ref)
-        use_case = OFFLOAD_USE_CASES[record.offload_type]
+        use_case = OffloadType(record.offload_type).use_case
     if not method.supports_dialect(source.name):
         raise UnsupportedError(
             f"extraction method {method.name} does not work on {source.name} sources"

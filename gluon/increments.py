@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any
 
 from gluon.errors import StateError, UnsupportedError, UsageError
+from gluon.methods.base import OffloadUseCase
 from gluon.predicates import Compare, Predicate, parse_predicate
 from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema import Column, TableSpec
@@ -28,16 +29,36 @@ from gluon.source.base import PartitionBound, SourceDialect
 
 
 class OffloadType(StrEnum):
-    """The offload types ``--offload-type`` names."""
+    """An offload type, as recorded with the table (``OffloadedTable.offload_type``)."""
 
     FULL = "FULL"
+    """The whole table, in one go (100/0)."""
+    FULL_100_10 = "FULL_100_10"
+    """The whole table, offloaded in parts (100/10): ``--offload-type=FULL`` with an increment."""
     INCREMENTAL = "INCREMENTAL"
+    """Only the older rows (90/10)."""
+
+    @property
+    def option_value(self) -> OffloadType:
+        """How ``--offload-type`` names it."""
+        return OffloadType.FULL if self is OffloadType.FULL_100_10 else self
+
+    @property
+    def use_case(self) -> OffloadUseCase:
+        """The spec's use case, which an extraction method supports or not."""
+        return {
+            OffloadType.FULL: OffloadUseCase.FULL_100_0,
+            OffloadType.FULL_100_10: OffloadUseCase.FULL_100_10,
+            OffloadType.INCREMENTAL: OffloadUseCase.INCREMENTAL_90_10,
+        }[self]
 
 
-FULL = "FULL"
-FULL_100_10 = "FULL_100_10"
-INCREMENTAL = "INCREMENTAL"
-OFFLOAD_TYPES = (FULL, INCREMENTAL)
+class RequestedOffloadType(StrEnum):
+    """The offload types ``--offload-type`` takes (its choices): ``OffloadType``'s, but not
+    FULL_100_10, which an offload in parts records for FULL."""
+
+    FULL = OffloadType.FULL.value
+    INCREMENTAL = OffloadType.INCREMENTAL.value
 
 
 def check_offload_predicate(offload_predicate: str | None) -> None:
@@ -169,7 +190,9 @@ def plan_increment(
     if len(chosen) != 1:
         raise UsageError(f"use only one of {', '.join(chosen)} in one offload")
     offload_type = (
-        INCREMENTAL if (request.offload_type or INCREMENTAL) == INCREMENTAL else FULL_100_10
+        OffloadType.INCREMENTAL
+        if (request.offload_type or OffloadType.INCREMENTAL) == OffloadType.INCREMENTAL
+        else OffloadType.FULL_100_10
     )
     boundary: str | None = None
     if request.offload_predicate:

@@ -18,7 +18,7 @@ from typing import Any
 import typer
 
 from gluon.errors import UsageError
-from gluon.increments import OffloadType
+from gluon.increments import RequestedOffloadType
 
 COMMON = frozenset({"table", "execute", "verbose", "debug"})
 """Options every action takes (parameter names of ``gluon.cli.offload.offload``)."""
@@ -120,7 +120,7 @@ class OffloadArguments:
     reset_backend_table: bool
     partition_columns: str | None
     partition_granularity: str | None
-    offload_type: OffloadType | None
+    offload_type: RequestedOffloadType | None
     offload_predicate: str | None
     less_than_value: str | None
     older_than_date: str | None

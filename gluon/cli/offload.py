@@ -22,7 +22,7 @@ from gluon.compact.options import (
 from gluon.discard import DiscardResult
 from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult
 from gluon.incremental import IncrementalResult
-from gluon.increments import OffloadType
+from gluon.increments import RequestedOffloadType
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
@@ -66,7 +66,7 @@ def offload(
         ),
     ] = None,
     offload_type: Annotated[
-        OffloadType | None,
+        RequestedOffloadType | None,
         typer.Option(
             "--offload-type",
             case_sensitive=False,

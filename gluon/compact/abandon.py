@@ -31,7 +31,7 @@ from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
 from gluon.progress import NullProgress
 from gluon.repo import Repository
-from gluon.repo.compaction import ABANDONED, CompactionRun
+from gluon.repo.compaction import ABANDONED, OPEN_STATUSES, CompactionRun
 from gluon.repo.incremental import ENABLED, IncrementalState
 
 log = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def abandon_compaction(settings: Settings, ref: TableRef, *, execute: bool) -> A
     with lifecycle_lock(settings, key, "offload --incremental-abandon-compaction"):
         current = repo.compaction.get_run(run.id)
         state = repo.incremental.get_state(key) or state
-        if current is None or current.status not in ("running", "waiting", "failed"):
+        if current is None or current.status not in OPEN_STATUSES:
             raise StateError(f"compaction run {run.id} of {key} is no longer unfinished")
         refusal = abandon_refusal(repo, current, state)
         if refusal:

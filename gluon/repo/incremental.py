@@ -12,10 +12,11 @@ import sqlalchemy as sa
 from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now, upsert
+from gluon.states import ExtractionStatus, IncrementalStatus
 
-ENABLING = "enabling"
-ENABLED = "enabled"
-DISABLING = "disabling"
+ENABLING = IncrementalStatus.ENABLING
+ENABLED = IncrementalStatus.ENABLED
+DISABLING = IncrementalStatus.DISABLING
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,13 +229,13 @@ class IncrementalRepository:
         with self.engine.begin() as connection:
             connection.execute(
                 table.update()
-                .where(table.c.table_key == table_key, table.c.status == "running")
-                .values(status="interrupted")
+                .where(table.c.table_key == table_key, table.c.status == ExtractionStatus.RUNNING)
+                .values(status=ExtractionStatus.INTERRUPTED)
             )
             result = connection.execute(
                 table.insert().values(
                     table_key=table_key,
-                    status="running",
+                    status=ExtractionStatus.RUNNING,
                     started_at=now(),
                     enablement_id=enablement_id,
                 )
@@ -266,7 +267,7 @@ class IncrementalRepository:
         with self.engine.connect() as connection:
             last_success = connection.execute(
                 sa.select(sa.func.max(table.c.id)).where(
-                    table.c.table_key == table_key, table.c.status == "success"
+                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
                 )
             ).scalar()
             rows = connection.execute(

@@ -9,12 +9,13 @@ import sqlalchemy as sa
 
 from gluon.repo import Repository, models
 from gluon.repo.incremental import of_enablement
+from gluon.states import ExtractionStatus
 
-# Extraction run statuses (gluon.repo.incremental writes them as plain strings).
-SUCCESS = "success"
-FAILED = "failed"
-INTERRUPTED = "interrupted"
-RUNNING = "running"
+# Extraction run statuses.
+SUCCESS = ExtractionStatus.SUCCESS
+FAILED = ExtractionStatus.FAILED
+INTERRUPTED = ExtractionStatus.INTERRUPTED
+RUNNING = ExtractionStatus.RUNNING
 
 
 @dataclass(frozen=True, slots=True)
