@@ -119,7 +119,11 @@ def run_extraction(
             and state.acknowledged_partition != state.requested_partition
         )
         partition = state.requested_partition if diverting else state.active_partition
-        assert partition is not None
+        if partition is None:
+            raise StateError(
+                f"the incremental state of {ref.key} names no control partition to write to: "
+                "its repository record is incomplete"
+            )
         result = ExtractionResult(
             ref.key, repo.incremental.start_extraction(ref.key, state.enablement_id)
         )

@@ -328,11 +328,6 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
             "create_delta_table",
             f"create delta table {plan.state.delta_table} at {plan.state.delta_path}",
         ),
-        Step(
-            "create_views",
-            f"create internal delta view generation {plan.state.view_generation} and make the "
-            f"user view show the latest state ({plan.method.view_kind.value})",
-        ),
         Step("record_enabled", "record incremental update as enabled in the repository"),
     ]
     return steps
@@ -396,7 +391,8 @@ def _enable_incremental(
     if plan.offload:
         result.rows = execute_offload(plan.offload, progress or NullProgress())
     record = plan.repo.get_table(plan.state.table_key)
-    assert record is not None
+    if record is None:
+        raise StateError(f"the repository has no record of {plan.state.table_key} to enable")
     with open_session(settings) as session:
         create_delta_table(session, plan.state.delta_path, record.columns)
     ownership.mark_lake_table(plan.state.delta_path, plan.marker)

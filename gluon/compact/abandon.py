@@ -77,7 +77,11 @@ def abandon_refusal(repo: Repository, run: CompactionRun, state: IncrementalStat
 def _context(settings: Settings, repo: Repository, run: CompactionRun) -> CompactionContext:
     record = repo.get_table(run.table_key)
     state = repo.incremental.get_state(run.table_key)
-    assert record is not None and state is not None
+    if record is None or state is None:
+        raise StateError(
+            f"{run.table_key} has no offload record or incremental state: compaction run "
+            f"{run.id} cannot be abandoned"
+        )
     options = CompactionOptions(table=TableRef.parse(run.table_key))
     return CompactionContext(settings, repo, options, run, record, state, NullProgress())
 

@@ -40,7 +40,6 @@ class CompactionOptions:
     without_snapshot: bool = False
     vacuum_retention_hours: float = DEFAULT_VACUUM_RETENTION_HOURS
     ack_poll_seconds: float = ACK_POLL_SECONDS
-    ack_timeout_minutes: float | None = None
     given: frozenset[str] | None = None
     """The names of the options the user gave (None: all of them). A resumed run notes only
     given options that differ from the ones it keeps, not defaults."""
