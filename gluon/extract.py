@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import GluonError, StateError
+from gluon.errors import GluonError, StateError, UsageError
 from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
@@ -40,10 +40,25 @@ from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, now
 from gluon.schema_changes import carry_changes
+from gluon.states import ExtractionStatus
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH_SIZE = 100_000
+MAX_BATCH_SIZE = 2**31 - 1
+"""The largest batch every source's LIMIT/FETCH FIRST and the DBAPI fetch size accept."""
+
+
+def check_batch_size(batch_size: int) -> None:
+    """Refuse a batch size no source accepts, before anything runs.
+
+    Raises:
+        UsageError: ``batch_size`` is out of range.
+    """
+    if not 1 <= batch_size <= MAX_BATCH_SIZE:
+        raise UsageError(
+            f"--incremental-batch-size must be between 1 and {MAX_BATCH_SIZE}, found {batch_size}"
+        )
 
 
 class CaptureBrokenError(GluonError):
@@ -98,7 +113,11 @@ def run_extraction(
             and state.acknowledged_partition != state.requested_partition
         )
         partition = state.requested_partition if diverting else state.active_partition
-        assert partition is not None
+        if partition is None:
+            raise StateError(
+                f"the incremental state of {ref.key} names no control partition to write to: "
+                "its repository record is incomplete"
+            )
         result = ExtractionResult(
             ref.key, repo.incremental.start_extraction(ref.key, state.enablement_id)
         )
@@ -113,7 +132,7 @@ def run_extraction(
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
-                status="failed",
+                status=ExtractionStatus.FAILED,
                 message=str(exc)[:2000],
                 rows_read=result.rows_read,
                 rows_written=result.rows_written,
@@ -131,7 +150,7 @@ def run_extraction(
             log.info("acknowledged change ingestion diversion to control partition %d", partition)
         repo.incremental.finish_extraction(
             result.run_id,
-            status="success",
+            status=ExtractionStatus.SUCCESS,
             rows_read=result.rows_read,
             rows_written=result.rows_written,
             min_seq=result.min_seq,

@@ -19,12 +19,13 @@ from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
 from gluon.feeds import FEEDS, capture_objects, object_records
+from gluon.increments import OffloadType
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, OffloadUseCase, SourceObject, ViewKind
+from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -48,12 +49,6 @@ from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
 log = logging.getLogger(__name__)
-
-OFFLOAD_USE_CASES: dict[str, OffloadUseCase] = {
-    "FULL": OffloadUseCase.FULL_100_0,
-    "FULL_100_10": OffloadUseCase.FULL_100_10,
-    "INCREMENTAL": OffloadUseCase.INCREMENTAL_90_10,
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,13 +195,13 @@ def _plan_enable(
         )
     if offload_context:
         source, spec = offload_context.source, offload_context.spec
-        use_case = OFFLOAD_USE_CASES[offload_context.record.offload_type]
+        use_case = OffloadType(offload_context.record.offload_type).use_case
     else:
         assert record is not None
         source = sources.connect(settings.require_source_url(), settings.source_timeouts)
         source.check_connection()
         spec = source.describe_table(ref)
-        use_case = OFFLOAD_USE_CASES[record.offload_type]
+        use_case = OffloadType(record.offload_type).use_case
     if not method.supports_dialect(source.name):
         raise UnsupportedError(
             f"extraction method {method.name} does not work on {source.name} sources"
@@ -333,11 +328,6 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
             "create_delta_table",
             f"create delta table {plan.state.delta_table} at {plan.state.delta_path}",
         ),
-        Step(
-            "create_views",
-            f"create internal delta view generation {plan.state.view_generation} and make the "
-            f"user view show the latest state ({plan.method.view_kind.value})",
-        ),
         Step("record_enabled", "record incremental update as enabled in the repository"),
     ]
     return steps
@@ -401,7 +391,8 @@ def _enable_incremental(
     if plan.offload:
         result.rows = execute_offload(plan.offload, progress or NullProgress())
     record = plan.repo.get_table(plan.state.table_key)
-    assert record is not None
+    if record is None:
+        raise StateError(f"the repository has no record of {plan.state.table_key} to enable")
     with open_session(settings) as session:
         create_delta_table(session, plan.state.delta_path, record.columns)
     ownership.mark_lake_table(plan.state.delta_path, plan.marker)
@@ -671,3 +662,29 @@ def _lake_table_is_ours(location: str, mine: ownership.Marker) -> bool:
     """Unmarked delta tables predate markers: the repository recorded them, so they are ours."""
     found = ownership.lake_table_marker(location)
     return found is None or ownership.classify(found, mine) is ownership.Ownership.OURS
+
+
+def initial_offload_needed(settings: Settings, ref: TableRef, reset_backend_table: bool) -> bool:
+    """Whether enabling ``ref`` offloads it first (it is not offloaded, or is to be reset)."""
+    record = Repository(settings.repo_url, create=True).get_table(ref.key)
+    return reset_backend_table or record is None or record.status != OFFLOADED
+
+
+def check_capture_object_flags(
+    *, enabling: bool, disabling: bool, take_over_objects: bool, recreate_capture_objects: bool
+) -> None:
+    """Refuse the capture-object flags without the action they belong to.
+
+    Raises:
+        UsageError: ``--incremental-take-over-objects`` without enabling or disabling, or
+            ``--incremental-recreate-capture-objects`` without enabling.
+    """
+    if take_over_objects and not (enabling or disabling):
+        raise UsageError(
+            "--incremental-take-over-objects goes with --incremental-updates-enabled or "
+            "--incremental-updates-disabled"
+        )
+    if recreate_capture_objects and not enabling:
+        raise UsageError(
+            "--incremental-recreate-capture-objects goes with --incremental-updates-enabled"
+        )

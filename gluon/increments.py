@@ -17,18 +17,61 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from gluon.errors import StateError, UnsupportedError, UsageError
+from gluon.methods.base import OffloadUseCase
 from gluon.predicates import Compare, Predicate, parse_predicate
 from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema import Column, TableSpec
 from gluon.source.base import PartitionBound, SourceDialect
 
-FULL = "FULL"
-FULL_100_10 = "FULL_100_10"
-INCREMENTAL = "INCREMENTAL"
-OFFLOAD_TYPES = (FULL, INCREMENTAL)
+
+class OffloadType(StrEnum):
+    """An offload type, as recorded with the table (``OffloadedTable.offload_type``)."""
+
+    FULL = "FULL"
+    """The whole table, in one go (100/0)."""
+    FULL_100_10 = "FULL_100_10"
+    """The whole table, offloaded in parts (100/10): ``--offload-type=FULL`` with an increment."""
+    INCREMENTAL = "INCREMENTAL"
+    """Only the older rows (90/10)."""
+
+    @property
+    def option_value(self) -> OffloadType:
+        """How ``--offload-type`` names it."""
+        return OffloadType.FULL if self is OffloadType.FULL_100_10 else self
+
+    @property
+    def use_case(self) -> OffloadUseCase:
+        """The spec's use case, which an extraction method supports or not."""
+        return {
+            OffloadType.FULL: OffloadUseCase.FULL_100_0,
+            OffloadType.FULL_100_10: OffloadUseCase.FULL_100_10,
+            OffloadType.INCREMENTAL: OffloadUseCase.INCREMENTAL_90_10,
+        }[self]
+
+
+class RequestedOffloadType(StrEnum):
+    """The offload types ``--offload-type`` takes (its choices): ``OffloadType``'s, but not
+    FULL_100_10, which an offload in parts records for FULL."""
+
+    FULL = OffloadType.FULL.value
+    INCREMENTAL = OffloadType.INCREMENTAL.value
+
+
+def check_offload_predicate(offload_predicate: str | None) -> None:
+    """Refuse an empty ``--offload-predicate`` before anything runs.
+
+    Raises:
+        UsageError: the predicate is given but blank.
+    """
+    if offload_predicate is not None and not offload_predicate.strip():
+        raise UsageError(
+            "--offload-predicate is empty: give the rows to offload, e.g. "
+            "'column(SOLD_ON) < date(2020-01-01)', or leave the option out to offload every row"
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,7 +190,9 @@ def plan_increment(
     if len(chosen) != 1:
         raise UsageError(f"use only one of {', '.join(chosen)} in one offload")
     offload_type = (
-        INCREMENTAL if (request.offload_type or INCREMENTAL) == INCREMENTAL else FULL_100_10
+        OffloadType.INCREMENTAL
+        if (request.offload_type or OffloadType.INCREMENTAL) == OffloadType.INCREMENTAL
+        else OffloadType.FULL_100_10
     )
     boundary: str | None = None
     if request.offload_predicate:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gluon.errors import StateError
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import LakeSession
 from gluon.lake.tables import quote
@@ -74,7 +75,11 @@ class Screen:
             return changes
         record = self.repo.get_table(self.table_key)
         state = self.repo.incremental.get_state(self.table_key)
-        assert record is not None and state is not None and state.enabled_at is not None
+        if record is None or state is None or state.enabled_at is None:
+            raise StateError(
+                f"incremental update of {self.table_key} is no longer enabled: its repository "
+                "records changed during this extraction"
+            )
         keys = [name.lower() for name in state.key_columns]
         inserts = changes.filter(pc.equal(changes.column("gl_op"), "I"))
         rejected = [

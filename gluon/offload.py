@@ -16,8 +16,8 @@ from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import LakeError, StateError, UsageError
 from gluon.increments import (
-    FULL,
     IncrementRequest,
+    OffloadType,
     PlannedIncrement,
     plan_increment,
     previous_predicate,
@@ -34,13 +34,12 @@ from gluon.repo.increments import PENDING
 from gluon.repo.rejects import RejectedChanges
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
+from gluon.states import TableStatus
 
 log = logging.getLogger(__name__)
 
-OFFLOAD_TYPE_NAMES = {"FULL": "FULL", "FULL_100_10": "FULL", "INCREMENTAL": "INCREMENTAL"}
-
-OFFLOADED = "offloaded"
-OFFLOADING = "offloading"
+OFFLOADED = TableStatus.OFFLOADED
+OFFLOADING = TableStatus.OFFLOADING
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -131,7 +130,7 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
             settings, options, source, spec, repo, None if replaces else existing
         )
         return _replacing(context, replaces)
-    if options.increment.offload_type not in (None, FULL):
+    if options.increment.offload_type not in (None, OffloadType.FULL):
         raise UsageError(
             "--offload-type=INCREMENTAL needs the rows to offload: --offload-predicate, "
             "--less-than-value, --older-than-date or --partition-names"
@@ -143,7 +142,7 @@ def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadCont
             if existing.offloaded_at
             else f"{ref.key} is already offloaded: add --reset-backend-table to offload it again"
         )
-    record = _new_record(settings, options, source, spec, offload_type=FULL)
+    record = _new_record(settings, options, source, spec, offload_type=OffloadType.FULL)
     if existing is None and not options.reset_backend_table:
         _refuse_foreign_base(repo, record)
     return _replacing(OffloadContext(settings, options, source, spec, repo, record), replaces)
@@ -225,17 +224,17 @@ def _validate_increment(
     previous = repo.increments.increments(ref.key) if existing is not None else []
     planned = plan_increment(source, spec, options.increment, previous)
     appending = existing is not None and existing.status == OFFLOADED
-    if existing is not None and existing.offload_type == FULL and appending:
+    if existing is not None and existing.offload_type == OffloadType.FULL and appending:
         raise StateError(
             f"{ref.key} is already fully offloaded: a partial offload would copy rows twice "
             "(use --reset-backend-table to start again as a partial offload)"
         )
     if appending and existing is not None:
         requested = options.increment.offload_type
-        if requested and OFFLOAD_TYPE_NAMES[existing.offload_type] != requested:
+        if requested and OffloadType(existing.offload_type).option_value != requested:
             raise StateError(
                 f"{ref.key} was offloaded with offload type "
-                f"{OFFLOAD_TYPE_NAMES[existing.offload_type]}; keep using it"
+                f"{OffloadType(existing.offload_type).option_value}; keep using it"
             )
         planned = replace(planned, offload_type=existing.offload_type)
         if options.partition_columns and tuple(
@@ -268,7 +267,7 @@ def plan_steps(record: OffloadedTable, increment: PlannedIncrement | None = None
     """The steps an offload of ``record`` runs, in order."""
     parts = ", ".join(p.lake_column for p in record.partitioning) or "none"
     rows = f"the rows matching {increment.predicate.text!r} of " if increment else ""
-    kind = f" (offload type {OFFLOAD_TYPE_NAMES[record.offload_type]})" if increment else ""
+    kind = f" (offload type {OffloadType(record.offload_type).option_value})" if increment else ""
     return [
         Step("record_start", f"record the offload of {record.table_key} in the repository{kind}"),
         Step(

@@ -63,9 +63,3 @@ def render(
 
 def _no_quoting(text: str) -> str:
     return text
-
-
-def split_statements(script: str, delimiter: str = ";\n") -> list[str]:
-    """Split a rendered script on a delimiter line ending; drop empty parts."""
-    parts = [part.strip() for part in script.split(delimiter)]
-    return [part.rstrip(";").strip() if delimiter == ";\n" else part for part in parts if part]

@@ -2,58 +2,29 @@
 
 from __future__ import annotations
 
-import math
-from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from gluon.cli.actions import Action, refuse_ignored_options
-from gluon.cli.common import progress_for, run_command, stderr, stdout
-from gluon.cli.options import DebugOption, TableOption, VerboseOption, split_list
-from gluon.compact import CompactionMethod, CompactionOptions, CompactionResult, run_compaction
-from gluon.compact.abandon import AbandonResult, abandon_compaction
+from gluon.cli.actions import OffloadArguments, given_flags
+from gluon.cli.common import run_command, stderr, stdout
+from gluon.cli.offload_actions import PROGRAM, Result, dispatch, validate
+from gluon.cli.options import DebugOption, TableOption, VerboseOption
+from gluon.compact import CompactionResult
+from gluon.compact.abandon import AbandonResult
 from gluon.compact.options import (
     DEFAULT_DELTA_THRESHOLD,
     DEFAULT_VACUUM_RETENTION_HOURS,
     DEFAULT_WAIT_MINUTES,
 )
-from gluon.config import Settings
-from gluon.discard import DiscardResult, discard_changes
-from gluon.errors import UsageError
-from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult, run_extraction
-from gluon.incremental import (
-    EnableOptions,
-    IncrementalResult,
-    disable_incremental,
-    enable_incremental,
-    repair_capture_objects,
-)
-from gluon.increments import IncrementRequest
-from gluon.insert_only import default_compaction_method
-from gluon.naming import TableRef
-from gluon.offload import OFFLOADED, OffloadOptions, OffloadResult, offload_table
-from gluon.patching import StageOptions, stage_lake_rows
-from gluon.repo import Repository
+from gluon.discard import DiscardResult
+from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult
+from gluon.incremental import IncrementalResult
+from gluon.increments import RequestedOffloadType
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
-
-
-class OffloadType(StrEnum):
-    FULL = "FULL"
-    INCREMENTAL = "INCREMENTAL"
-
-
-PROGRAM = "offload"
-Result = (
-    OffloadResult
-    | IncrementalResult
-    | ExtractionResult
-    | CompactionResult
-    | AbandonResult
-    | DiscardResult
-)
 
 
 @app.command(
@@ -95,7 +66,7 @@ def offload(
         ),
     ] = None,
     offload_type: Annotated[
-        OffloadType | None,
+        RequestedOffloadType | None,
         typer.Option(
             "--offload-type",
             case_sensitive=False,
@@ -327,194 +298,51 @@ def offload(
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
-    actions = [
-        updates_enabled,
-        updates_disabled,
-        run_extraction_flag,
-        run_compaction_flag,
-        abandon_compaction_flag,
-        discard_changes_flag,
-    ]
-
-    def body(settings: Settings) -> Result:
-        ref = TableRef.parse(table)
-        if sum(actions) > 1:
-            raise UsageError(
-                "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
-                "--incremental-run-extraction, --incremental-run-compaction, "
-                "--incremental-abandon-compaction, --incremental-discard-changes"
-            )
-        if sum([full_compaction, partition_wise_full_compaction, in_place_compaction]) > 1:
-            raise UsageError(
-                "use only one of --incremental-full-compaction, "
-                "--incremental-partition-wise-full-compaction and "
-                "--incremental-in-place-compaction"
-            )
-        if stage_lake_rows_predicate is not None:
-            if sum(actions):
-                raise UsageError(
-                    "--incremental-stage-lake-rows is a command of its own: run it without "
-                    "--incremental-updates-enabled/-disabled, -run-extraction, -run-compaction"
-                )
-            refuse_ignored_options(ctx, Action.STAGE_LAKE_ROWS)
-            staging = StageOptions(table=ref, predicate=stage_lake_rows_predicate, execute=execute)
-            return stage_lake_rows(settings, staging, progress_for(quiet=False))
-        offload_options = OffloadOptions(
-            table=ref,
-            execute=execute,
-            reset_backend_table=reset_backend_table,
-            partition_columns=split_list(partition_columns),
-            partition_granularity=split_list(partition_granularity),
-            increment=IncrementRequest(
-                offload_type=offload_type.value if offload_type else None,
-                offload_predicate=offload_predicate,
-                less_than_value=less_than_value,
-                older_than_date=older_than_date,
-                partition_names=split_list(partition_names),
-            ),
-        )
-        progress = progress_for(quiet=False)
-        if abandon_compaction_flag:
-            refuse_ignored_options(ctx, Action.ABANDON_COMPACTION)
-            return abandon_compaction(settings, ref, execute=execute)
-        if discard_changes_flag:
-            refuse_ignored_options(ctx, Action.DISCARD_CHANGES)
-            return discard_changes(settings, ref, execute=execute)
-        if run_extraction_flag:
-            refuse_ignored_options(ctx, Action.EXTRACTION)
-            if not execute:
-                raise UsageError("--incremental-run-extraction needs -x")
-            return run_extraction(settings, ref, batch_size=batch_size, progress=progress)
-        if run_compaction_flag:
-            refuse_ignored_options(ctx, Action.COMPACTION)
-            if not execute:
-                raise UsageError("--incremental-run-compaction needs -x")
-            method = (
-                CompactionMethod.FULL
-                if full_compaction
-                else CompactionMethod.PARTITION_WISE_FULL
-                if partition_wise_full_compaction
-                else CompactionMethod.IN_PLACE
-                if in_place_compaction
-                else default_compaction_method(Repository(settings.repo_url), ref.key)
-            )
-            compaction = CompactionOptions(
-                table=ref,
-                method=method,
-                terminate_at_acknowledgement=terminate_compaction,
-                delta_threshold=delta_threshold,
-                wait_minutes=wait_time,
-                retain_obsolete_objects=retain_obsolete_objects,
-                without_snapshot=without_snapshot,
-                vacuum_retention_hours=vacuum_retention_hours,
-            )
-            return run_compaction(settings, compaction, progress, warn=_warn_now)
-        if take_over_objects and not (updates_enabled or updates_disabled):
-            raise UsageError(
-                "--incremental-take-over-objects goes with --incremental-updates-enabled or "
-                "--incremental-updates-disabled"
-            )
-        if recreate_capture_objects and not updates_enabled:
-            raise UsageError(
-                "--incremental-recreate-capture-objects goes with --incremental-updates-enabled"
-            )
-        if updates_disabled:
-            refuse_ignored_options(ctx, Action.DISABLE)
-            return disable_incremental(
-                settings, ref, execute=execute, take_over_objects=take_over_objects
-            )
-        if updates_enabled:
-            initial = _needs_offload(settings, ref, reset_backend_table)
-            refuse_ignored_options(ctx, Action.ENABLE_WITH_OFFLOAD if initial else Action.ENABLE)
-            if not extraction_method:
-                raise UsageError(
-                    "--incremental-updates-enabled needs --incremental-extraction-method=METHOD"
-                )
-            options = EnableOptions(
-                table=ref,
-                method=extraction_method,
-                key_columns=split_list(key_columns),
-                no_verify_primary_key=no_verify_primary_key,
-                changelog_table=changelog_table,
-                execute=execute,
-                take_over_objects=take_over_objects,
-                recreate_capture_objects=recreate_capture_objects,
-            )
-            if recreate_capture_objects:
-                return repair_capture_objects(settings, options)
-            return enable_incremental(
-                settings, options, offload_options if initial else None, progress
-            )
-        refuse_ignored_options(ctx, Action.OFFLOAD)
-        return offload_table(settings, offload_options, progress)
-
-    def validate() -> None:
-        TableRef.parse(table)
-        check_option_values(
-            batch_size=batch_size,
-            delta_threshold=delta_threshold,
-            wait_time=wait_time,
-            vacuum_retention_hours=vacuum_retention_hours,
-            offload_predicate=offload_predicate,
-        )
-
+    arguments = OffloadArguments(
+        table=table,
+        execute=execute,
+        reset_backend_table=reset_backend_table,
+        partition_columns=partition_columns,
+        partition_granularity=partition_granularity,
+        offload_type=offload_type,
+        offload_predicate=offload_predicate,
+        less_than_value=less_than_value,
+        older_than_date=older_than_date,
+        partition_names=partition_names,
+        updates_enabled=updates_enabled,
+        extraction_method=extraction_method,
+        key_columns=key_columns,
+        no_verify_primary_key=no_verify_primary_key,
+        changelog_table=changelog_table,
+        take_over_objects=take_over_objects,
+        recreate_capture_objects=recreate_capture_objects,
+        updates_disabled=updates_disabled,
+        run_extraction_flag=run_extraction_flag,
+        batch_size=batch_size,
+        run_compaction_flag=run_compaction_flag,
+        terminate_compaction=terminate_compaction,
+        full_compaction=full_compaction,
+        in_place_compaction=in_place_compaction,
+        partition_wise_full_compaction=partition_wise_full_compaction,
+        delta_threshold=delta_threshold,
+        wait_time=wait_time,
+        retain_obsolete_objects=retain_obsolete_objects,
+        without_snapshot=without_snapshot,
+        vacuum_retention_hours=vacuum_retention_hours,
+        abandon_compaction_flag=abandon_compaction_flag,
+        discard_changes_flag=discard_changes_flag,
+        stage_lake_rows_predicate=stage_lake_rows_predicate,
+        given=given_flags(ctx),
+    )
     result, log_path = run_command(
         PROGRAM,
-        body,
+        partial(dispatch, arguments),
         subject=table.replace(".", "_"),
-        validate=validate,
+        validate=partial(validate, arguments),
         verbose=verbose,
         debug=debug,
     )
     _render(result, log_path)
-
-
-MAX_BATCH_SIZE = 2**31 - 1
-"""The largest batch every source's LIMIT/FETCH FIRST and the DBAPI fetch size accept."""
-
-
-def check_option_values(
-    *,
-    batch_size: int,
-    delta_threshold: int,
-    wait_time: float,
-    vacuum_retention_hours: float,
-    offload_predicate: str | None,
-) -> None:
-    """Refuse option values no code path can take, before anything runs (one line, exit 2;
-    Click's own range checks print a usage block instead).
-
-    Raises:
-        UsageError: a value out of range, not finite, or an empty predicate.
-    """
-    if not 1 <= batch_size <= MAX_BATCH_SIZE:
-        raise UsageError(
-            f"--incremental-batch-size must be between 1 and {MAX_BATCH_SIZE}, found {batch_size}"
-        )
-    if delta_threshold < 0:
-        raise UsageError(
-            f"--incremental-delta-threshold must be at least 0, found {delta_threshold}"
-        )
-    for option, value in (
-        ("--incremental-wait-time", wait_time),
-        ("--incremental-vacuum-retention-hours", vacuum_retention_hours),
-    ):
-        if not (math.isfinite(value) and value >= 0):
-            raise UsageError(f"{option} must be a finite number of at least 0, found {value}")
-    if offload_predicate is not None and not offload_predicate.strip():
-        raise UsageError(
-            "--offload-predicate is empty: give the rows to offload, e.g. "
-            "'column(SOLD_ON) < date(2020-01-01)', or leave the option out to offload every row"
-        )
-
-
-def _warn_now(message: str) -> None:
-    stderr.print(f"{PROGRAM}: warning: {message}", markup=False)
-
-
-def _needs_offload(settings: Settings, ref: TableRef, reset: bool) -> bool:
-    record = Repository(settings.repo_url, create=True).get_table(ref.key)
-    return reset or record is None or record.status != OFFLOADED
 
 
 def _render(result: Result, log_path: Path | None) -> None:

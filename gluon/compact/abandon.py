@@ -31,7 +31,7 @@ from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
 from gluon.progress import NullProgress
 from gluon.repo import Repository
-from gluon.repo.compaction import ABANDONED, CompactionRun
+from gluon.repo.compaction import ABANDONED, OPEN_STATUSES, CompactionRun
 from gluon.repo.incremental import ENABLED, IncrementalState
 
 log = logging.getLogger(__name__)
@@ -77,7 +77,11 @@ def abandon_refusal(repo: Repository, run: CompactionRun, state: IncrementalStat
 def _context(settings: Settings, repo: Repository, run: CompactionRun) -> CompactionContext:
     record = repo.get_table(run.table_key)
     state = repo.incremental.get_state(run.table_key)
-    assert record is not None and state is not None
+    if record is None or state is None:
+        raise StateError(
+            f"{run.table_key} has no offload record or incremental state: compaction run "
+            f"{run.id} cannot be abandoned"
+        )
     options = CompactionOptions(table=TableRef.parse(run.table_key))
     return CompactionContext(settings, repo, options, run, record, state, NullProgress())
 
@@ -146,7 +150,7 @@ def abandon_compaction(settings: Settings, ref: TableRef, *, execute: bool) -> A
     with lifecycle_lock(settings, key, "offload --incremental-abandon-compaction", repo=repo):
         current = repo.compaction.get_run(run.id)
         state = repo.incremental.get_state(key) or state
-        if current is None or current.status not in ("running", "waiting", "failed"):
+        if current is None or current.status not in OPEN_STATUSES:
             raise StateError(f"compaction run {run.id} of {key} is no longer unfinished")
         refusal = abandon_refusal(repo, current, state)
         if refusal:

@@ -8,6 +8,7 @@ from typing import Any
 
 from gluon.compact.options import CompactionOptions
 from gluon.config import Settings
+from gluon.errors import StateError
 from gluon.lake import tables
 from gluon.lake.changes import PARTITION_COLUMN, view_sql
 from gluon.lake.session import LakeSession, open_session
@@ -41,7 +42,11 @@ class CompactionContext:
         run = self.repo.compaction.get_run(self.run.id)
         record = self.repo.get_table(self.record.table_key)
         state = self.repo.incremental.get_state(self.record.table_key)
-        assert run is not None and record is not None and state is not None
+        if run is None or record is None or state is None:
+            raise StateError(
+                f"the repository records of compaction run {self.run.id} of "
+                f"{self.record.table_key} are gone: another command changed them"
+            )
         self.run, self.record, self.state = run, record, state
 
     def save_progress(self, **values: Any) -> None:
@@ -85,7 +90,10 @@ class CompactionContext:
 
     @property
     def max_partition(self) -> int:
-        assert self.run.compacted_partition is not None
+        if self.run.compacted_partition is None:
+            raise StateError(
+                f"compaction run {self.run.id} has not recorded the partition it compacts"
+            )
         return self.run.compacted_partition
 
     def partitions(self, alias: str) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
+from gluon.errors import UsageError
 from gluon.naming import TableRef
 
 
@@ -29,7 +31,8 @@ ACK_POLL_SECONDS = float(os.environ.get("GLUON_ACK_POLL_SECONDS", "5"))
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompactionOptions:
     table: TableRef
-    method: CompactionMethod = CompactionMethod.IN_PLACE
+    method: CompactionMethod | None = None
+    """None: the table's default (``gluon.insert_only.default_compaction_method``)."""
     terminate_at_acknowledgement: bool = False
     delta_threshold: int = DEFAULT_DELTA_THRESHOLD
     wait_minutes: float = DEFAULT_WAIT_MINUTES
@@ -37,10 +40,63 @@ class CompactionOptions:
     without_snapshot: bool = False
     vacuum_retention_hours: float = DEFAULT_VACUUM_RETENTION_HOURS
     ack_poll_seconds: float = ACK_POLL_SECONDS
-    ack_timeout_minutes: float | None = None
+    given: frozenset[str] | None = None
+    """The names of the options the user gave (None: all of them). A resumed run notes only
+    given options that differ from the ones it keeps, not defaults."""
 
     def recorded(self) -> dict[str, Any]:
         """The options stored with the run (a resumed run keeps its method)."""
         values = asdict(self)
         values["table"] = self.table.key
+        del values["given"]
         return values
+
+    def is_given(self, name: str) -> bool:
+        """Whether the user gave option ``name`` (a field of this class)."""
+        return self.given is None or name in self.given
+
+
+def chosen_method(
+    *, full: bool, partition_wise_full: bool, in_place: bool
+) -> CompactionMethod | None:
+    """The compaction method the method flags name; None when none is given.
+
+    Raises:
+        UsageError: more than one is given.
+    """
+    chosen = [
+        method
+        for method, flag in (
+            (CompactionMethod.FULL, full),
+            (CompactionMethod.PARTITION_WISE_FULL, partition_wise_full),
+            (CompactionMethod.IN_PLACE, in_place),
+        )
+        if flag
+    ]
+    if len(chosen) > 1:
+        raise UsageError(
+            "use only one of --incremental-full-compaction, "
+            "--incremental-partition-wise-full-compaction and "
+            "--incremental-in-place-compaction"
+        )
+    return chosen[0] if chosen else None
+
+
+def check_option_values(
+    *, delta_threshold: int, wait_minutes: float, vacuum_retention_hours: float
+) -> None:
+    """Refuse compaction option values no run can take, before anything runs.
+
+    Raises:
+        UsageError: a value below 0 or not finite.
+    """
+    if delta_threshold < 0:
+        raise UsageError(
+            f"--incremental-delta-threshold must be at least 0, found {delta_threshold}"
+        )
+    for option, value in (
+        ("--incremental-wait-time", wait_minutes),
+        ("--incremental-vacuum-retention-hours", vacuum_retention_hours),
+    ):
+        if not (math.isfinite(value) and value >= 0):
+            raise UsageError(f"{option} must be a finite number of at least 0, found {value}")

@@ -13,7 +13,7 @@ from gluon.compact.steps import STEPS, TERMINATED
 from gluon.config import Settings
 from gluon.errors import GluonError, StepFailedError
 from gluon.faults import fault_point
-from gluon.insert_only import IN_PLACE_WARNING
+from gluon.insert_only import IN_PLACE_WARNING, default_compaction_method
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.locks import compaction_lock
@@ -61,6 +61,8 @@ def run_compaction(
     repo = Repository(settings.repo_url)
     key = options.table.key
     repo.enabled_table(key, otherwise="nothing to compact")
+    method = options.method or default_compaction_method(repo, key)
+    options = replace(options, method=method)
     with compaction_lock(settings, key, repo=repo):
         record, state = repo.enabled_table(key, otherwise="nothing to compact")
         result = CompactionResult(key)
@@ -78,7 +80,7 @@ def run_compaction(
                 )
                 return result
             run = repo.compaction.start_run(
-                key, options.method.value, options.recorded(), state.enablement_id
+                key, method.value, options.recorded(), state.enablement_id
             )
             repo.compaction.update_run(run.id, changes=changes)
         else:
@@ -146,7 +148,8 @@ def _option_text(name: str, value: Any) -> str:
 def recorded_options(
     run: CompactionRun, options: CompactionOptions
 ) -> tuple[CompactionOptions, list[str]]:
-    """``options`` with the run's recorded choices; the texts of those that differ."""
+    """``options`` with the run's recorded choices; the texts of those that differ from an
+    option the user gave (a default this command would have used is not worth a note)."""
     recorded = {**run.options, "method": run.method}
     kept: dict[str, Any] = {}
     differing = []
@@ -160,7 +163,7 @@ def recorded_options(
         if name in ADDABLE_ON_RESUME:
             value = value or current
         kept[name] = value
-        if value != current:
+        if value != current and options.is_given(name):
             differing.append(_option_text(name, value))
     return replace(options, **kept), differing
 

@@ -13,13 +13,14 @@ from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now
 from gluon.repo.incremental import of_enablement
+from gluon.states import CompactionStatus
 
-RUNNING = "running"
-WAITING = "waiting"
+RUNNING = CompactionStatus.RUNNING
+WAITING = CompactionStatus.WAITING
 """Stopped at the acknowledgement step (--incremental-terminate-compaction)."""
-FAILED = "failed"
-SUCCESS = "success"
-ABANDONED = "abandoned"
+FAILED = CompactionStatus.FAILED
+SUCCESS = CompactionStatus.SUCCESS
+ABANDONED = CompactionStatus.ABANDONED
 """Ended before its views switched (--incremental-abandon-compaction); never resumed."""
 OPEN_STATUSES = (RUNNING, WAITING, FAILED)
 """A run in one of these states is resumed by the next compaction of its table."""

@@ -12,16 +12,17 @@ import sqlalchemy as sa
 from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now, upsert
+from gluon.states import ExtractionStatus, IncrementalStatus
 
-ENABLING = "enabling"
-ENABLED = "enabled"
-DISABLING = "disabling"
+ENABLING = IncrementalStatus.ENABLING
+ENABLED = IncrementalStatus.ENABLED
+DISABLING = IncrementalStatus.DISABLING
 
 # Extraction run statuses.
-EXTRACTION_RUNNING = "running"
-EXTRACTION_SUCCESS = "success"
-EXTRACTION_FAILED = "failed"
-EXTRACTION_INTERRUPTED = "interrupted"
+EXTRACTION_RUNNING = ExtractionStatus.RUNNING
+EXTRACTION_SUCCESS = ExtractionStatus.SUCCESS
+EXTRACTION_FAILED = ExtractionStatus.FAILED
+EXTRACTION_INTERRUPTED = ExtractionStatus.INTERRUPTED
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,13 +250,13 @@ class IncrementalRepository:
         with self.engine.begin() as connection:
             connection.execute(
                 table.update()
-                .where(table.c.table_key == table_key, table.c.status == "running")
-                .values(status="interrupted")
+                .where(table.c.table_key == table_key, table.c.status == ExtractionStatus.RUNNING)
+                .values(status=ExtractionStatus.INTERRUPTED)
             )
             result = connection.execute(
                 table.insert().values(
                     table_key=table_key,
-                    status="running",
+                    status=ExtractionStatus.RUNNING,
                     started_at=now(),
                     enablement_id=enablement_id,
                 )
@@ -287,7 +288,7 @@ class IncrementalRepository:
         with self.engine.connect() as connection:
             last_success = connection.execute(
                 sa.select(sa.func.max(table.c.id)).where(
-                    table.c.table_key == table_key, table.c.status == "success"
+                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
                 )
             ).scalar()
             rows = connection.execute(

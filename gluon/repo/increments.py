@@ -10,9 +10,10 @@ import sqlalchemy as sa
 from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import now
+from gluon.states import IncrementStatus
 
-PENDING = "pending"
-DONE = "done"
+PENDING = IncrementStatus.PENDING
+DONE = IncrementStatus.DONE
 
 
 @dataclass(frozen=True, slots=True)

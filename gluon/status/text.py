@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gluon import states
 from gluon.status.formatting import count, size, when
 from gluon.status.model import (
     CompactionRunInfo,
@@ -163,7 +164,7 @@ def _compaction_run(run: CompactionRunInfo) -> str:
     if run.current_step:
         text += f"; current step: {run.current_step}"
     text += f"; status: {run.status_text}"
-    if run.message and run.status != "success":
+    if run.message and run.status != states.CompactionStatus.SUCCESS:
         text += f" ({run.message.splitlines()[0]})"
     return text
 

@@ -212,19 +212,17 @@ def test_a_resumed_compaction_keeps_the_options_it_started_with(
     old_base = repo().get_table(KEY).base_path  # type: ignore[union-attr]
     workload.round(5)
     extract(run_cli, sqlite)
-    # The resume names neither the method, nor retain, and a different wait time.
+    # The resume names neither the method, nor retain, and a different wait time: the note
+    # names the wait time it keeps; the method and retain it keeps were not asked otherwise.
     resumed = offload(
         run_cli, sqlite, "-x", "--incremental-run-compaction", "--incremental-wait-time=0.01"
     )
     assert resumed.exit_code == 0, resumed.stderr  # type: ignore[attr-defined]
     note = one_line(resumed.stderr)  # type: ignore[attr-defined]
     assert note.startswith("offload: note: resuming compaction run")
-    for kept in (
-        "--incremental-full-compaction",
-        "--incremental-retain-obsolete-objects",
-        "--incremental-wait-time=0",
-    ):
-        assert kept in note
+    assert note.endswith(
+        ": --incremental-wait-time=0 (this command's differing options are not used)"
+    )
     run = repo().compaction.runs(KEY)[0]
     assert run.method == "FULL" and run.status == "success"
     steps = {step.step: step.detail for step in repo().compaction.steps(run.id)}
@@ -232,6 +230,33 @@ def test_a_resumed_compaction_keeps_the_options_it_started_with(
     retained = {o.kind: o for o in repo().compaction.retained(KEY)}
     assert "base table" in retained, "the recorded retain applies"
     assert retained["base table"].location == old_base and Path(old_base).is_dir()
+    assert lake_state("main") == workload.expected
+
+
+def test_a_resume_that_gives_no_options_prints_no_note(sqlite: Source, run_cli: RunCli) -> None:
+    """The recorded options differ from this command's defaults only: nothing to note."""
+    workload = prepared(sqlite, run_cli)
+    started = offload(
+        run_cli,
+        sqlite,
+        *compaction(
+            "--incremental-full-compaction",
+            "--incremental-retain-obsolete-objects",
+            "--incremental-vacuum-retention-hours=1",
+            "--incremental-terminate-compaction",
+        ),
+    )
+    assert started.exit_code == 0, started.stderr  # type: ignore[attr-defined]
+    workload.round(5)
+    extract(run_cli, sqlite)
+    resumed = offload(run_cli, sqlite, "-x", "--incremental-run-compaction")
+    assert resumed.exit_code == 0, resumed.stderr  # type: ignore[attr-defined]
+    assert resumed.stderr == ""  # type: ignore[attr-defined]
+    run = repo().compaction.runs(KEY)[0]
+    assert run.method == "FULL" and run.status == "success"
+    steps = {step.step: step.detail for step in repo().compaction.steps(run.id)}
+    assert steps["wait_for_queries"] == "no wait", "the recorded wait time applies"
+    assert {o.kind for o in repo().compaction.retained(KEY)} >= {"base table"}
     assert lake_state("main") == workload.expected
 
 

@@ -14,8 +14,9 @@ from support.cli import error_lines
 from support.incremental import RunCli
 from typer.testing import Result
 
-from gluon.cli.actions import ACCEPTED, COMMON, Action
+from gluon.cli.actions import ACCEPTED, COMMON, Action, OffloadArguments
 from gluon.cli.offload import app
+from gluon.cli.offload_actions import HANDLERS
 from gluon.config import load_settings
 from gluon.repo import Repository
 
@@ -113,3 +114,16 @@ def test_every_offload_option_belongs_to_an_action() -> None:
     names = {parameter.name for parameter in command.params}
     known = COMMON.union(*ACCEPTED.values())
     assert names == known
+
+
+def test_every_offload_option_reaches_the_actions_and_every_action_has_a_function() -> None:
+    """``OffloadArguments`` carries every parameter but the console ones to the actions."""
+    import dataclasses
+
+    import typer.main
+
+    command = typer.main.get_command(app)
+    names = {parameter.name for parameter in command.params} - {"verbose", "debug"}
+    fields = {field.name for field in dataclasses.fields(OffloadArguments)} - {"given"}
+    assert fields == names
+    assert set(HANDLERS) == set(Action)

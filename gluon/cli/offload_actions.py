@@ -1,0 +1,266 @@
+"""The actions of ``offload``: one function each, validating its own options, calling one service.
+
+``dispatch`` picks the action the command line names (``actions.ACTION_FLAGS``;
+none: an offload) and runs its function from ``HANDLERS``. Each function
+refuses the options its action would ignore (``actions.ACCEPTED``), applies
+the rules only it has (such as needing ``-x``), builds the service's options
+and calls the service. Rules about a service's options live with the service:
+compaction in ``gluon/compact/options.py``, the batch size in
+``gluon/extract.py``, the capture-object flags in ``gluon/incremental.py``,
+the offload predicate in ``gluon/increments.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gluon.cli.actions import ONE_ACTION, Action, OffloadArguments, refuse_ignored_options
+from gluon.cli.common import progress_for, stderr
+from gluon.cli.options import split_list
+from gluon.compact import CompactionOptions, CompactionResult, run_compaction
+from gluon.compact import options as compaction_rules
+from gluon.compact.abandon import AbandonResult, abandon_compaction
+from gluon.config import Settings
+from gluon.discard import DiscardResult, discard_changes
+from gluon.errors import UsageError
+from gluon.extract import ExtractionResult, check_batch_size, run_extraction
+from gluon.incremental import (
+    EnableOptions,
+    IncrementalResult,
+    check_capture_object_flags,
+    disable_incremental,
+    enable_incremental,
+    initial_offload_needed,
+    repair_capture_objects,
+)
+from gluon.increments import IncrementRequest, check_offload_predicate
+from gluon.naming import TableRef
+from gluon.offload import OffloadOptions, OffloadResult, offload_table
+from gluon.patching import StageOptions, stage_lake_rows
+
+PROGRAM = "offload"
+
+Result = (
+    OffloadResult
+    | IncrementalResult
+    | ExtractionResult
+    | CompactionResult
+    | AbandonResult
+    | DiscardResult
+)
+Handler = Callable[[OffloadArguments, Settings], Result]
+
+
+def validate(arguments: OffloadArguments) -> None:
+    """Refuse values no action can take, before the log file is created (one line, exit 2;
+    Click's own range checks print a usage block instead).
+
+    Raises:
+        UsageError: a bad table name, a value out of range or not finite, an empty predicate.
+    """
+    TableRef.parse(arguments.table)
+    check_batch_size(arguments.batch_size)
+    compaction_rules.check_option_values(
+        delta_threshold=arguments.delta_threshold,
+        wait_minutes=arguments.wait_time,
+        vacuum_retention_hours=arguments.vacuum_retention_hours,
+    )
+    check_offload_predicate(arguments.offload_predicate)
+
+
+def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
+    """Run the one action the command line names.
+
+    Raises:
+        UsageError: more than one action, or conflicting compaction methods (named as such,
+            whichever the action, rather than as an option the action ignores).
+    """
+    chosen = arguments.chosen_actions()
+    if len(chosen) > 1:
+        raise UsageError(ONE_ACTION)
+    _compaction_method(arguments)
+    if arguments.stage_lake_rows_predicate is not None:
+        if chosen:
+            raise UsageError(
+                "--incremental-stage-lake-rows is a command of its own: run it without "
+                "--incremental-updates-enabled/-disabled, -run-extraction, -run-compaction"
+            )
+        action = Action.STAGE_LAKE_ROWS
+    else:
+        action = chosen[0] if chosen else Action.OFFLOAD
+    return HANDLERS[action](arguments, settings)
+
+
+def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
+    """Offload the table, or one increment of it (a partial offload)."""
+    check_capture_object_flags(
+        enabling=False,
+        disabling=False,
+        take_over_objects=arguments.take_over_objects,
+        recreate_capture_objects=arguments.recreate_capture_objects,
+    )
+    refuse_ignored_options(arguments, Action.OFFLOAD)
+    return offload_table(settings, _offload_options(arguments), progress_for(quiet=False))
+
+
+def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
+    """Enable incremental update (with the initial offload when the table is not offloaded),
+    or re-create its capture objects."""
+    ref = TableRef.parse(arguments.table)
+    initial = initial_offload_needed(settings, ref, arguments.reset_backend_table)
+    refuse_ignored_options(arguments, Action.ENABLE_WITH_OFFLOAD if initial else Action.ENABLE)
+    if not arguments.extraction_method:
+        raise UsageError(
+            "--incremental-updates-enabled needs --incremental-extraction-method=METHOD"
+        )
+    options = EnableOptions(
+        table=ref,
+        method=arguments.extraction_method,
+        key_columns=split_list(arguments.key_columns),
+        no_verify_primary_key=arguments.no_verify_primary_key,
+        changelog_table=arguments.changelog_table,
+        execute=arguments.execute,
+        take_over_objects=arguments.take_over_objects,
+        recreate_capture_objects=arguments.recreate_capture_objects,
+    )
+    if arguments.recreate_capture_objects:
+        return repair_capture_objects(settings, options)
+    return enable_incremental(
+        settings,
+        options,
+        _offload_options(arguments) if initial else None,
+        progress_for(quiet=False),
+    )
+
+
+def disable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
+    """Disable incremental update and drop its objects."""
+    check_capture_object_flags(
+        enabling=False,
+        disabling=True,
+        take_over_objects=arguments.take_over_objects,
+        recreate_capture_objects=arguments.recreate_capture_objects,
+    )
+    refuse_ignored_options(arguments, Action.DISABLE)
+    return disable_incremental(
+        settings,
+        TableRef.parse(arguments.table),
+        execute=arguments.execute,
+        take_over_objects=arguments.take_over_objects,
+    )
+
+
+def extract(arguments: OffloadArguments, settings: Settings) -> ExtractionResult:
+    """Ship the captured changes to the lake."""
+    refuse_ignored_options(arguments, Action.EXTRACTION)
+    if not arguments.execute:
+        raise UsageError("--incremental-run-extraction needs -x")
+    return run_extraction(
+        settings,
+        TableRef.parse(arguments.table),
+        batch_size=arguments.batch_size,
+        progress=progress_for(quiet=False),
+    )
+
+
+def compact(arguments: OffloadArguments, settings: Settings) -> CompactionResult:
+    """Merge the extracted changes into the base table (or resume the unfinished run)."""
+    refuse_ignored_options(arguments, Action.COMPACTION)
+    if not arguments.execute:
+        raise UsageError("--incremental-run-compaction needs -x")
+    options = CompactionOptions(
+        table=TableRef.parse(arguments.table),
+        method=_compaction_method(arguments),
+        terminate_at_acknowledgement=arguments.terminate_compaction,
+        delta_threshold=arguments.delta_threshold,
+        wait_minutes=arguments.wait_time,
+        retain_obsolete_objects=arguments.retain_obsolete_objects,
+        without_snapshot=arguments.without_snapshot,
+        vacuum_retention_hours=arguments.vacuum_retention_hours,
+        given=frozenset(
+            COMPACTION_OPTIONS[name] for name in arguments.given if name in COMPACTION_OPTIONS
+        ),
+    )
+    return run_compaction(settings, options, progress_for(quiet=False), warn=warn_now)
+
+
+COMPACTION_OPTIONS = {
+    "full_compaction": "method",
+    "partition_wise_full_compaction": "method",
+    "in_place_compaction": "method",
+    "terminate_compaction": "terminate_at_acknowledgement",
+    "delta_threshold": "delta_threshold",
+    "wait_time": "wait_minutes",
+    "retain_obsolete_objects": "retain_obsolete_objects",
+    "without_snapshot": "without_snapshot",
+    "vacuum_retention_hours": "vacuum_retention_hours",
+}
+"""The command's compaction parameters -> the ``CompactionOptions`` fields they set."""
+
+
+def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
+    """Copy the lake rows matching a predicate into the lake-rows table (UPDATABLE methods)."""
+    refuse_ignored_options(arguments, Action.STAGE_LAKE_ROWS)
+    predicate = arguments.stage_lake_rows_predicate
+    if predicate is None:  # dispatch chooses this action only when it is given
+        raise UsageError("--incremental-stage-lake-rows needs a predicate, or 'none'")
+    staging = StageOptions(
+        table=TableRef.parse(arguments.table), predicate=predicate, execute=arguments.execute
+    )
+    return stage_lake_rows(settings, staging, progress_for(quiet=False))
+
+
+def abandon(arguments: OffloadArguments, settings: Settings) -> AbandonResult:
+    """End the unfinished compaction run before its views switch."""
+    refuse_ignored_options(arguments, Action.ABANDON_COMPACTION)
+    return abandon_compaction(settings, TableRef.parse(arguments.table), execute=arguments.execute)
+
+
+def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
+    """Delete the changes not yet compacted."""
+    refuse_ignored_options(arguments, Action.DISCARD_CHANGES)
+    return discard_changes(settings, TableRef.parse(arguments.table), execute=arguments.execute)
+
+
+HANDLERS: dict[Action, Handler] = {
+    Action.OFFLOAD: offload,
+    Action.ENABLE_WITH_OFFLOAD: enable,
+    Action.ENABLE: enable,
+    Action.DISABLE: disable,
+    Action.EXTRACTION: extract,
+    Action.COMPACTION: compact,
+    Action.STAGE_LAKE_ROWS: stage,
+    Action.ABANDON_COMPACTION: abandon,
+    Action.DISCARD_CHANGES: discard,
+}
+"""The function that runs each action (``enable`` tells its two actions apart)."""
+
+
+def warn_now(message: str) -> None:
+    """A warning on stderr as soon as it is known (before a long run's steps)."""
+    stderr.print(f"{PROGRAM}: warning: {message}", markup=False)
+
+
+def _compaction_method(arguments: OffloadArguments) -> compaction_rules.CompactionMethod | None:
+    return compaction_rules.chosen_method(
+        full=arguments.full_compaction,
+        partition_wise_full=arguments.partition_wise_full_compaction,
+        in_place=arguments.in_place_compaction,
+    )
+
+
+def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
+    return OffloadOptions(
+        table=TableRef.parse(arguments.table),
+        execute=arguments.execute,
+        reset_backend_table=arguments.reset_backend_table,
+        partition_columns=split_list(arguments.partition_columns),
+        partition_granularity=split_list(arguments.partition_granularity),
+        increment=IncrementRequest(
+            offload_type=arguments.offload_type.value if arguments.offload_type else None,
+            offload_predicate=arguments.offload_predicate,
+            less_than_value=arguments.less_than_value,
+            older_than_date=arguments.older_than_date,
+            partition_names=split_list(arguments.partition_names),
+        ),
+    )

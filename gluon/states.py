@@ -1,0 +1,54 @@
+"""The states gluon records in the repository, each set defined once.
+
+The values are the stored strings (``StrEnum``: a member equals its value), so
+existing repositories, ``--json`` output and reports are unchanged.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class TableStatus(StrEnum):
+    """An offloaded table (``offloaded_tables.status``)."""
+
+    OFFLOADING = "offloading"
+    OFFLOADED = "offloaded"
+
+
+class IncrementStatus(StrEnum):
+    """One increment of a partially offloaded table."""
+
+    PENDING = "pending"
+    DONE = "done"
+
+
+class IncrementalStatus(StrEnum):
+    """Incremental update of a table (``incremental_state.status``)."""
+
+    ENABLING = "enabling"
+    ENABLED = "enabled"
+    DISABLING = "disabling"
+
+
+class ExtractionStatus(StrEnum):
+    """One extraction run."""
+
+    RUNNING = "running"
+    SUCCESS = "success"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    """Recorded as running by a command that died (a later extraction marks it; status also
+    shows a running run whose lock no live process holds so)."""
+
+
+class CompactionStatus(StrEnum):
+    """One compaction run."""
+
+    RUNNING = "running"
+    WAITING = "waiting"
+    """Stopped at the acknowledgement step (--incremental-terminate-compaction)."""
+    FAILED = "failed"
+    SUCCESS = "success"
+    ABANDONED = "abandoned"
+    """Ended before its views switched (--incremental-abandon-compaction); never resumed."""
