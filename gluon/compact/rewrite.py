@@ -22,7 +22,7 @@ from gluon import templates
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
-from gluon.lake import storage, tables
+from gluon.lake import sql, storage, tables
 from gluon.lake.session import exactly_where
 from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.repo.compaction import ObsoleteObject
@@ -34,7 +34,7 @@ log = logging.getLogger(__name__)
 
 def _literal(value: Any) -> str:
     if isinstance(value, str):
-        return tables.sql_string(value)
+        return sql.string_literal(value)
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | decimal.Decimal):

@@ -143,6 +143,14 @@ class LakeSession:
                 raise
             raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
 
+    def table_exists(self, name: str) -> bool:
+        """Whether the catalog has a table or view ``name`` (a quoted ``schema.table``)."""
+        log.debug("spark catalog: tableExists %s", name)
+        try:
+            return bool(self.spark.catalog.tableExists(name))
+        except Exception as exc:
+            raise LakeError(f"the lake engine's catalog failed: {_first_line(exc)}") from exc
+
     def write(
         self,
         frame: DataFrame,
