@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake import sql
 from gluon.lake.session import LakeSession
-from gluon.lake.tables import quote
+from gluon.lake.sql import quote
 from gluon.lake.types import struct_type
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -140,7 +140,7 @@ def _keys_in_lake(
     delta = (
         spark.read.format("delta")
         .load(delta_path)
-        .where(f"{PARTITION_COLUMN} >= {int(min_partition)} AND gl_op = 'I'")
+        .where(sql.inserted_since(min_partition))
         .select(*columns)
     )
     lake = base.unionByName(delta).alias("gl_lake")

@@ -285,7 +285,7 @@ def evolve_delta_table(
     from deltalake import DeltaTable
     from deltalake import Schema as DeltaSchema
 
-    from gluon.lake import tables
+    from gluon.lake import sql, tables
 
     table = DeltaTable(location)
     present = {field.name for field in table.schema().fields}
@@ -305,12 +305,10 @@ def evolve_delta_table(
         return
     tables.register_table(session, name, location)
     listed = [
-        f"CAST({tables.quote(field)} AS {widen[field]}) AS {tables.quote(field)}"
-        if field in widen
-        else tables.quote(field)
+        sql.cast_as(field, widen[field]) if field in widen else sql.quote_part(field)
         for field in current.names
     ]
-    frame = session.sql(f"SELECT {', '.join(listed)} FROM {tables.quote(name)}")
+    frame = session.sql(sql.select_expressions(sql.quote(name), listed))
     partitions = list(table.metadata().partition_columns)
     session.write(frame, location, mode="overwrite", partition_by=partitions, overwrite_schema=True)
     log.info("rewrote %s with wider types: %s", name, ", ".join(sorted(widen)))

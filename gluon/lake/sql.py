@@ -12,9 +12,14 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gluon import templates
+from gluon.lake.session import exactly_where
+
+if TYPE_CHECKING:
+    from gluon.predicates import Predicate
+    from gluon.schema import Column
 
 CONTROL_PARTITION = "gl_control_partition"
 """The delta table's Delta partition column (the change ingestion location)."""
@@ -81,9 +86,9 @@ def equals(column: str, value: Any) -> str:
     return f"{quoted} IS NULL" if value is None else f"{quoted} = {literal(value)}"
 
 
-def all_of(terms: Iterable[str]) -> str:
-    """``a AND b ...`` (``true`` for no terms)."""
-    return " AND ".join(terms) or "true"
+def partition_values(columns: Sequence[str], values: Sequence[Any]) -> str:
+    """``c1 = v1 AND c2 IS NULL ...``: the rows of one lake partition (NULL-aware)."""
+    return " AND ".join(equals(c, v) for c, v in zip(columns, values, strict=True))
 
 
 def any_of(predicates: Iterable[str]) -> str:
@@ -91,20 +96,130 @@ def any_of(predicates: Iterable[str]) -> str:
     return " OR ".join(f"({predicate})" for predicate in predicates) or "false"
 
 
-def exactly_where(predicate: str) -> str:
-    """``predicate`` for a replaceWhere: the rows it is TRUE for, not those it is NULL for.
-
-    Sail 0.7.2 keeps the rows of a rewritten file where ``NOT predicate`` is TRUE, so a row
-    whose predicate is NULL (a NULL key outside an increment's range) was dropped. The
-    ``IS TRUE`` term makes NULL count as FALSE; the bare conjunct keeps file pruning by
-    statistics, which ``IS TRUE`` alone defeats (every file would be rewritten).
-    """
-    return f"({predicate}) AND (({predicate}) IS TRUE)"
-
-
 def same_partition(columns: Sequence[str], left: str, right: str) -> str:
     """``left.c <=> right.c AND ...`` over the partition ``columns`` (NULL-safe)."""
     return " AND ".join(f"{left}.{quote_part(c)} <=> {right}.{quote_part(c)}" for c in columns)
+
+
+def predicate(parsed: Predicate, columns: Sequence[Column], *, over_user_view: bool = False) -> str:
+    """A parsed ``--offload-predicate`` as Spark SQL over the lake columns, with literals
+    typed like the columns.
+
+    ``over_user_view``: name the columns as the user view shows them (not as stored).
+    """
+    from gluon.predicates import Compare, IsNull, Node, Not
+
+    known = parsed.check_columns(columns)
+
+    def name(column: Column) -> str:
+        return quote_part(column.view_name if over_user_view else column.lake_name)
+
+    def typed(value: Any, column: Column) -> str:
+        if isinstance(value, dt.datetime):
+            cast = "TIMESTAMP_NTZ" if column.lake_type == "timestamp_ntz" else "TIMESTAMP"
+            return f"CAST({string_literal(value.isoformat(sep=' '))} AS {cast})"
+        return literal(value)
+
+    def render_node(node: Node) -> str:
+        if isinstance(node, Compare):
+            column = known[node.column.lower()]
+            return f"{name(column)} {node.op} {typed(node.value, column)}"
+        if isinstance(node, IsNull):
+            column = known[node.column.lower()]
+            return f"{name(column)} {'IS NOT NULL' if node.negated else 'IS NULL'}"
+        if isinstance(node, Not):
+            return f"NOT ({render_node(node.item)})"
+        return "(" + f" {node.op} ".join(render_node(item) for item in node.items) + ")"
+
+    return render_node(parsed.root)
+
+
+# --- partition columns (their expressions are stored in the repository) --------------------
+
+
+def date_prefix(column: str, length: int) -> str:
+    """The first ``length`` characters of a date's ``YYYY-MM-DD`` (Y, M or D granularity)."""
+    return f"substring(CAST(CAST({quote_part(column)} AS DATE) AS STRING), 1, {int(length)})"
+
+
+def as_bigint(column: str) -> str:
+    return f"CAST({quote_part(column)} AS BIGINT)"
+
+
+def integer_bucket(column: str, width: int) -> str:
+    """The lower bound of ``column``'s range of ``width`` values."""
+    return f"CAST(floor({quote_part(column)} / {int(width)}) * {int(width)} AS BIGINT)"
+
+
+def decimal_bucket(column: str, width: int) -> str:
+    return f"CAST(floor({quote_part(column)} / {int(width)}) * {int(width)} AS DECIMAL(38,0))"
+
+
+def string_prefix(column: str, length: int | None) -> str:
+    """``column`` itself, or its first ``length`` characters."""
+    if length is None:
+        return quote_part(column)
+    return f"substring({quote_part(column)}, 1, {int(length)})"
+
+
+# --- merges of a base relation with changes (templates/lake/) -----------------------------
+
+
+def merged_rows(
+    kind: str,
+    *,
+    columns: Sequence[str],
+    keys: Sequence[str],
+    base: str,
+    delta: str,
+    low: int,
+    high: int | None,
+) -> str:
+    """The SELECT that merges a base relation with changes (a delta view, or a compaction).
+
+    Args:
+        kind: ``merge`` or ``union_all`` (the method's view kind).
+        columns: the table's lake column names.
+        keys: the key columns' lake names.
+        base: the base relation, already rendered (a quoted name, maybe a subquery).
+        delta: the delta table relation, already rendered.
+        low: the lowest control partition applied.
+        high: the highest one applied (None: every newer partition).
+    """
+    return render(
+        f"{kind}_view",
+        columns=[quote_part(column) for column in columns],
+        keys=[quote_part(key) for key in keys],
+        base=base,
+        delta=delta,
+        changes_in_range=partition_range("gl_changes.", low, high),
+        delta_in_range=partition_range("gl_delta.", low, high),
+    )
+
+
+def partitions_to_write(
+    template: str,
+    *,
+    partition_columns: Sequence[str],
+    partition_expressions: Sequence[str],
+    keys: Sequence[str],
+    base: str,
+    delta: str,
+    low: int,
+    high: int,
+) -> str:
+    """The lake partitions a compaction writes (``affected_partitions``: those holding or
+    receiving a changed key; ``all_partitions``: every one of the compacted table)."""
+    return render(
+        template,
+        part_columns=[quote_part(column) for column in partition_columns],
+        part_expressions=list(partition_expressions),
+        keys=[quote_part(key) for key in keys],
+        base=base,
+        delta=delta,
+        changes_in_range=partition_range("gl_changes.", low, high),
+        delta_in_range=partition_range("gl_delta.", low, high),
+    )
 
 
 # --- relations and queries ----------------------------------------------------------------
@@ -121,9 +236,9 @@ def select_all(relation: str, where: str | None = None, *, alias: str = "") -> s
     return text + (f" WHERE {where}" if where else "")
 
 
-def subquery(select: str, alias: str) -> str:
-    """``(select) alias``: a query used as a relation."""
-    return f"({select}) {alias}"
+def subquery(select: str, alias: str = "") -> str:
+    """``(select) [alias]``: a query used as a relation."""
+    return f"({select}) {alias}" if alias else f"({select})"
 
 
 def count_where(relation: str, where: str) -> str:
@@ -163,6 +278,11 @@ def select_changes(delta_table: str, *, low: int, high: int, min_partition: int)
     )
 
 
+def inserted_since(min_partition: int) -> str:
+    """The delta table's inserts in control partitions from ``min_partition`` (a filter)."""
+    return f"{partition_range('', min_partition, None)} AND gl_op = 'I'"
+
+
 def changes_since(delta_table: str, min_partition: int, where: str) -> str:
     """Count the changes in control partitions from ``min_partition`` matching ``where``."""
     since = partition_range("", min_partition, None)
@@ -197,9 +317,10 @@ def create_view(name: str, select: str, column_names: Sequence[str] | None = Non
     return f"CREATE OR REPLACE VIEW {quote(name)}{listed} AS {select}"
 
 
-def select_columns(columns: Sequence[str], source: str) -> str:
-    """``SELECT <columns> FROM source`` for lake column names and a catalog name."""
-    return select_expressions(quote(source), [quote_part(c) for c in columns])
+def select_columns(columns: Sequence[str], source: str, *, where: str | None = None) -> str:
+    """``SELECT <columns> FROM source [WHERE ...]`` for column names and a catalog name."""
+    text = select_expressions(quote(source), [quote_part(c) for c in columns])
+    return f"{text} WHERE {where}" if where else text
 
 
 def replace_where(target: str, predicate: str, source: str) -> str:

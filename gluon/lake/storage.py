@@ -130,6 +130,20 @@ def version_readability(location: str, version: int) -> tuple[str, str]:
     return DELTALAKE, "checkpoints of object-store tables are not inspected"
 
 
+def vacuum(location: str, *, retention_hours: float) -> int:
+    """Delete the files of the Delta table at ``location`` that no version newer than
+    ``retention_hours`` ago uses; return how many were deleted.
+
+    """
+    from deltalake import DeltaTable
+
+    hours = int(retention_hours)
+    removed = DeltaTable(location).vacuum(
+        retention_hours=hours, enforce_retention_duration=False, dry_run=False
+    )
+    return len(removed)
+
+
 def delta_files(location: str) -> list[str]:
     """The data files of the current version, relative to the table root."""
     from deltalake import DeltaTable

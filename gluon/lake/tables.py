@@ -96,9 +96,9 @@ def create_view(session: LakeSession, name: str, select: str) -> None:
     session.execute(sql.create_view(name, select))
 
 
-def select_columns(columns: Iterable[Column], source: str) -> str:
-    """``SELECT <the table's columns> FROM source`` for a user view ``source``."""
-    return sql.select_columns([column.view_name for column in columns], source)
+def select_columns(columns: Iterable[Column], source: str, *, where: str | None = None) -> str:
+    """``SELECT <the table's columns> FROM source [WHERE ...]`` for a user view ``source``."""
+    return sql.select_columns([column.view_name for column in columns], source, where=where)
 
 
 def create_user_view(
