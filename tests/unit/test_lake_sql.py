@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import time
+from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from gluon.lake import sql
+from gluon.lake import sql, storage
+from gluon.lake.session import is_commit_conflict
 from gluon.predicates import parse_predicate
 from gluon.schema import Column
 
@@ -73,3 +77,30 @@ def test_templates_get_values_not_callbacks() -> None:
         high=5,
     )
     assert "gl_delta.gl_control_partition BETWEEN 2 AND 5" in listed
+
+
+@pytest.mark.parametrize(
+    ("message", "conflict"),
+    [
+        ("Failed to commit transaction: version 4 already exists", True),
+        ("Generic DeltaTable error: Missing commit file 00012.json", True),
+        ("io.delta.exceptions.ConcurrentAppendException: Files were added", True),
+        ("MetadataChangedException: The metadata of the Delta table has been changed", True),
+        ("cannot resolve column concurrent_users", False),
+        ("too many concurrent connections to the metastore", False),
+    ],
+)
+def test_only_commit_conflicts_are_retried(message: str, conflict: bool) -> None:
+    assert is_commit_conflict(RuntimeError(message)) is conflict
+
+
+def test_a_fractional_vacuum_retention_is_not_truncated_to_nothing(tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    location = str(tmp_path / "t")
+    write_deltalake(location, pa.table({"a": [1]}))
+    write_deltalake(location, pa.table({"a": [2]}), mode="overwrite")
+    assert len(DeltaTable(location).file_uris()) == 1
+    time.sleep(0.01)  # (the replaced file is a moment old: a 0-hour retention removes it)
+    assert storage.vacuum(location, retention_hours=0.5) == 0
+    assert storage.vacuum(location, retention_hours=0) == 1
