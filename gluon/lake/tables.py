@@ -10,7 +10,7 @@ read such views back).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -20,7 +20,7 @@ from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote, quote_part
 from gluon.lake.types import struct_type
 from gluon.progress import ProgressTask
-from gluon.schema import Column, PartitionColumn, arrow_schema
+from gluon.schema import Column, PartitionColumn, arrow_schema, arrow_type
 
 log = logging.getLogger(__name__)
 
@@ -171,3 +171,49 @@ def write_batches(
         flush([pa.RecordBatch.from_pylist([], schema=schema_of_rows)])
     log.info("wrote %d rows to %s", total, location)
     return total
+
+
+def evolve_table(
+    session: LakeSession,
+    name: str,
+    location: str,
+    *,
+    added: Sequence[Column],
+    widened: Sequence[Column],
+) -> None:
+    """Give the Delta table at ``location`` (registered as ``name``) the ``added`` columns
+    and the ``widened`` column types.
+
+    Added columns are a metadata change (deltalake's ``alter.add_columns``: Sail
+    has no ``ALTER TABLE ADD COLUMNS``); existing rows read them as NULL until
+    their recorded images arrive. A widened type rewrites the table once, in
+    one commit (Delta tables here have no type-widening feature).
+    """
+    from deltalake import DeltaTable
+    from deltalake import Schema as DeltaSchema
+
+    table = DeltaTable(location)
+    present = {field.name for field in table.schema().fields}
+    missing = [c for c in added if c.lake_name not in present]
+    if missing:
+        fields = pa.schema([pa.field(c.lake_name, arrow_type(c.lake_type)) for c in missing])
+        table.alter.add_columns(DeltaSchema.from_arrow(fields).fields)
+        table = DeltaTable(location)
+    current = pa.schema(table.schema().to_arrow())
+    widen = {
+        c.lake_name: c.lake_type
+        for c in widened
+        if c.lake_name in current.names
+        and current.field(c.lake_name).type != arrow_type(c.lake_type)
+    }
+    if not widen:
+        return
+    register_table(session, name, location)
+    listed = [
+        sql.cast_as(field, widen[field]) if field in widen else sql.quote_part(field)
+        for field in current.names
+    ]
+    frame = session.sql(sql.select_expressions(sql.quote(name), listed))
+    partitions = list(table.metadata().partition_columns)
+    session.write(frame, location, mode="overwrite", partition_by=partitions, overwrite_schema=True)
+    log.info("rewrote %s with wider types: %s", name, ", ".join(sorted(widen)))
