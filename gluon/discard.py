@@ -22,7 +22,7 @@ from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
 from gluon.feeds import FEEDS, capture_objects
-from gluon.lake import storage, tables
+from gluon.lake import sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
@@ -108,10 +108,8 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
         if result.lake_changes:
             with open_session(settings) as session:
                 tables.register_table(session, state.delta_table, state.delta_path)
-                session.execute(
-                    f"DELETE FROM {tables.quote(state.delta_table)} "
-                    f"WHERE {PARTITION_COLUMN} >= {int(state.view_min_partition)}"
-                )
+                live = sql.partition_range("", state.view_min_partition, None)
+                session.execute(sql.delete_where(state.delta_table, live))
     log.info(
         "discarded %s changelog changes and %d delta table changes of %s",
         result.changelog_changes,

@@ -234,9 +234,7 @@ def _plan_enable(
             key_columns=keys,
             source_objects=object_records(objects),
             delta_table=str(names.delta_table),
-            delta_path=storage.join(
-                settings.lake_root, names.schema_dir(names.load_schema), f"{names.stem}_changes"
-            ),
+            delta_path=names.delta_path(settings.lake_root),
         )
     )
     _check_delta_table(state.delta_path, marker, options.take_over_objects, resume=resume)

@@ -29,9 +29,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gluon.errors import StateError
-from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake import sql
 from gluon.lake.session import LakeSession
-from gluon.lake.tables import quote
+from gluon.lake.sql import quote
 from gluon.lake.types import struct_type
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -145,7 +145,7 @@ def _keys_in_lake(
     delta = (
         spark.read.format("delta")
         .load(delta_path)
-        .where(f"{PARTITION_COLUMN} >= {int(min_partition)} AND gl_op = 'I'")
+        .where(sql.inserted_since(min_partition))
         .select(*columns)
     )
     lake = base.unionByName(delta).alias("gl_lake")

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass
 
 from gluon.errors import UsageError
+from gluon.lake.storage import join
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
 # -t: each part a plain identifier (letters of any script, digits, _ $ #) or "a quoted one"
@@ -223,6 +224,44 @@ class LakeNames:
     def schema_dir(self, schema: str | None = None) -> str:
         """The directory of a lake schema below the lake root."""
         return f"{lake_identifier(schema or self.schema)}.db"
+
+    # Every lake location gluon writes is built below (DESIGN.md section 3).
+
+    def base_path(self, root: str) -> str:
+        """The base table's first location."""
+        return join(root, self.schema_dir(), f"{self.stem}_data")
+
+    def reset_base_path(self, root: str, stamp: str) -> str:
+        """A base table written by ``--reset-backend-table`` beside the old one."""
+        return join(root, self.schema_dir(), f"{self.stem}_data_r{stamp}")
+
+    def compacted_base_path(self, root: str, run_id: int) -> str:
+        """The new base table a full compaction (run ``run_id``) writes."""
+        return join(root, self.schema_dir(), f"{self.stem}_data_c{run_id}")
+
+    def delta_path(self, root: str) -> str:
+        """The delta table's location."""
+        return join(root, self.schema_dir(self.load_schema), f"{self.stem}_changes")
+
+    def run_table(self, root: str, suffix: str, run_id: int) -> tuple[QualifiedName, str]:
+        """Name and location of a compaction run's own table in the load schema."""
+        table = f"{self.stem}_{suffix}_{run_id}"
+        location = join(root, self.schema_dir(self.load_schema), table)
+        return QualifiedName(self.load_schema, table), location
+
+    def new_base_table(self, run_id: int) -> QualifiedName:
+        """The catalog name of the new base a partition-wise compaction writes."""
+        return QualifiedName(self.load_schema, f"gl_new_base_{run_id}")
+
+
+def retained_base_table(base_table: str, run_id: int) -> str:
+    """The name a base table replaced by compaction run ``run_id`` is retained under."""
+    return f"{base_table}_r{run_id}"
+
+
+def control_partition_path(delta_path: str, column: str, partition: int) -> str:
+    """The directory of one control partition of the delta table."""
+    return join(delta_path, f"{column}={partition}")
 
 
 def lake_names(ref: TableRef) -> LakeNames:

@@ -22,7 +22,7 @@ from gluon.increments import (
     plan_increment,
     previous_predicate,
 )
-from gluon.lake import storage, tables
+from gluon.lake import sql, storage, tables
 from gluon.lake.session import LakeSession, open_session
 from gluon.locks import lifecycle_lock
 from gluon.naming import TableRef, lake_names
@@ -172,9 +172,7 @@ def _replacing(context: OffloadContext, replaces: OffloadedTable | None) -> Offl
         return context
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S%f")
     names = lake_names(context.options.table)
-    path = storage.join(
-        context.settings.lake_root, names.schema_dir(), f"{names.stem}_data_r{stamp}"
-    )
+    path = names.reset_base_path(context.settings.lake_root, stamp)
     context.record = replace(context.record, base_path=path)
     context.replaces = replaces
     context.appending = False
@@ -202,7 +200,7 @@ def _new_record(
         lake_schema=names.schema,
         lake_table=names.table,
         base_table=str(names.base_table),
-        base_path=storage.join(settings.lake_root, names.schema_dir(), f"{names.stem}_data"),
+        base_path=names.base_path(settings.lake_root),
         columns=spec.columns,
         primary_key=spec.primary_key,
         partitioning=partitioning,
@@ -410,8 +408,8 @@ def _check_increment_is_new(
     if pending:
         return  # a crashed run of this very increment: its replaceWhere write is repeated
     tables.register_table(session, context.record.base_table, context.record.base_path)
-    base = tables.quote(context.record.base_table)
-    present = session.sql(f"SELECT COUNT(*) FROM {base} WHERE {lake_filter}").collect()[0][0]
+    base = sql.quote(context.record.base_table)
+    present = session.sql(sql.count_where(base, lake_filter)).collect()[0][0]
     if present:
         raise StateError(
             f"the lake already holds {present} rows matching {context.increment.predicate.text!r}: "
@@ -420,11 +418,8 @@ def _check_increment_is_new(
     state = context.repo.incremental.get_state(context.record.table_key)
     if state is not None:
         tables.register_table(session, state.delta_table, state.delta_path)
-        delta = tables.quote(state.delta_table)
-        changed = session.sql(
-            f"SELECT COUNT(*) FROM {delta} WHERE gl_control_partition >= "
-            f"{state.view_min_partition} AND {lake_filter}"
-        ).collect()[0][0]
+        statement = sql.changes_since(state.delta_table, state.view_min_partition, lake_filter)
+        changed = session.sql(statement).collect()[0][0]
         if changed:
             raise StateError(
                 f"{changed} captured changes touch rows of {context.increment.predicate.text!r} "

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gluon.errors import UsageError
+from gluon.lake import sql
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 DATE_GRANULARITIES: dict[str, int] = {"Y": 4, "M": 7, "D": 10}
@@ -20,10 +21,6 @@ INTEGER_TYPES = frozenset({"tinyint", "smallint", "int", "bigint"})
 DATE_TYPES = frozenset({"date", "timestamp_ntz", "timestamp"})
 
 
-def _quoted(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
-
-
 def _date_expression(column: Column, granularity: str) -> str:
     grain = (granularity or DEFAULT_DATE_GRANULARITY).upper()
     if grain not in DATE_GRANULARITIES:
@@ -32,14 +29,13 @@ def _date_expression(column: Column, granularity: str) -> str:
             f"found {granularity!r}"
         )
     length = DATE_GRANULARITIES[grain]
-    return f"substring(CAST(CAST({_quoted(column.lake_name)} AS DATE) AS STRING), 1, {length})"
+    return sql.date_prefix(column.lake_name, length)
 
 
 def _integer_expression(column: Column, granularity: str) -> str:
     if not granularity:
-        return f"CAST({_quoted(column.lake_name)} AS BIGINT)"
-    width = _positive(column, granularity)
-    return f"CAST(floor({_quoted(column.lake_name)} / {width}) * {width} AS BIGINT)"
+        return sql.as_bigint(column.lake_name)
+    return sql.integer_bucket(column.lake_name, _positive(column, granularity))
 
 
 def _decimal_expression(column: Column, granularity: str) -> str:
@@ -47,15 +43,12 @@ def _decimal_expression(column: Column, granularity: str) -> str:
         raise UsageError(
             f"--partition-granularity is needed for decimal column {column.name} (a range width)"
         )
-    width = _positive(column, granularity)
-    return f"CAST(floor({_quoted(column.lake_name)} / {width}) * {width} AS DECIMAL(38,0))"
+    return sql.decimal_bucket(column.lake_name, _positive(column, granularity))
 
 
 def _string_expression(column: Column, granularity: str) -> str:
-    if not granularity:
-        return _quoted(column.lake_name)
-    length = _positive(column, granularity)
-    return f"substring({_quoted(column.lake_name)}, 1, {length})"
+    length = _positive(column, granularity) if granularity else None
+    return sql.string_prefix(column.lake_name, length)
 
 
 def _positive(column: Column, granularity: str) -> int:

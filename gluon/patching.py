@@ -270,7 +270,7 @@ def _stage_lake_rows(
 
 def _read_lake_rows(settings: Settings, record: OffloadedTable, where: str) -> pa.Table:
     """The user view's rows matching ``where`` (Spark SQL built from a parsed predicate)."""
-    statement = f"{tables.select_columns(record.columns, record.user_view)} WHERE {where}"
+    statement = tables.select_columns(record.columns, record.user_view, where=where)
     with lake_session(settings) as session:
         if record.user_view in session.unavailable:
             raise LakeError(

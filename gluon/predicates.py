@@ -284,39 +284,10 @@ class Predicate:
         return render(self.root), params
 
     def to_spark_sql(self, columns: Sequence[Column], *, over_user_view: bool = False) -> str:
-        """Spark SQL over the lake columns, with literals typed like the columns.
+        """Spark SQL over the lake columns (rendered by the lake layer, gluon.lake.sql)."""
+        from gluon.lake import sql
 
-        ``over_user_view``: name the columns as the user view shows them (not as stored).
-        """
-        known = self.check_columns(columns)
-
-        def lake_name(column: Column) -> str:
-            return column.view_name if over_user_view else column.lake_name
-
-        def literal(value: Value, column: Column) -> str:
-            if isinstance(value, dt.datetime):
-                cast = "TIMESTAMP_NTZ" if column.lake_type == "timestamp_ntz" else "TIMESTAMP"
-                return f"CAST('{value.isoformat(sep=' ')}' AS {cast})"
-            if isinstance(value, dt.date):
-                return f"DATE '{value.isoformat()}'"
-            if isinstance(value, decimal.Decimal):
-                return str(value)
-            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-        def render(node: Node) -> str:
-            if isinstance(node, Compare):
-                column = known[node.column.lower()]
-                name = "`" + lake_name(column).replace("`", "``") + "`"
-                return f"{name} {node.op} {literal(node.value, column)}"
-            if isinstance(node, IsNull):
-                column = known[node.column.lower()]
-                null = "IS NOT NULL" if node.negated else "IS NULL"
-                return "`" + lake_name(column).replace("`", "``") + f"` {null}"
-            if isinstance(node, Not):
-                return f"NOT ({render(node.item)})"
-            return "(" + f" {node.op} ".join(render(item) for item in node.items) + ")"
-
-        return render(self.root)
+        return sql.predicate(self, columns, over_user_view=over_user_view)
 
 
 VALUE_KINDS: dict[str, frozenset[str]] = {

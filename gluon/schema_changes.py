@@ -29,8 +29,6 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from gluon import capture, ownership
 from gluon.config import Settings
 from gluon.errors import LockHeldError, NotFoundError, StateError
@@ -43,7 +41,7 @@ from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
-from gluon.schema import Column, TableSpec, arrow_type
+from gluon.schema import Column, TableSpec
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -308,42 +306,8 @@ def _alter_capture_tables(
 def evolve_delta_table(
     session: LakeSession, name: str, location: str, changes: SchemaChanges
 ) -> None:
-    """Give the Delta table at ``location`` the added columns and the widened types.
-
-    Added columns are a metadata change (deltalake's ``alter.add_columns``: Sail
-    has no ``ALTER TABLE ADD COLUMNS``); existing rows read them as NULL until
-    their recorded images arrive. A widened type rewrites the table once, in
-    one commit (Delta tables here have no type-widening feature).
-    """
-    from deltalake import DeltaTable
-    from deltalake import Schema as DeltaSchema
-
+    """Give the Delta table at ``location`` the added columns and the widened types
+    (the lake layer's :func:`gluon.lake.tables.evolve_table`)."""
     from gluon.lake import tables
 
-    table = DeltaTable(location)
-    present = {field.name for field in table.schema().fields}
-    missing = [c for c in changes.added if c.lake_name not in present]
-    if missing:
-        fields = pa.schema([pa.field(c.lake_name, arrow_type(c.lake_type)) for c in missing])
-        table.alter.add_columns(DeltaSchema.from_arrow(fields).fields)
-        table = DeltaTable(location)
-    current = pa.schema(table.schema().to_arrow())
-    widen = {
-        c.lake_name: c.lake_type
-        for c in changes.widened
-        if c.lake_name in current.names
-        and current.field(c.lake_name).type != arrow_type(c.lake_type)
-    }
-    if not widen:
-        return
-    tables.register_table(session, name, location)
-    listed = [
-        f"CAST({tables.quote(field)} AS {widen[field]}) AS {tables.quote(field)}"
-        if field in widen
-        else tables.quote(field)
-        for field in current.names
-    ]
-    frame = session.sql(f"SELECT {', '.join(listed)} FROM {tables.quote(name)}")
-    partitions = list(table.metadata().partition_columns)
-    session.write(frame, location, mode="overwrite", partition_by=partitions, overwrite_schema=True)
-    log.info("rewrote %s with wider types: %s", name, ", ".join(sorted(widen)))
+    tables.evolve_table(session, name, location, added=changes.added, widened=changes.widened)

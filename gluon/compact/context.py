@@ -9,8 +9,8 @@ from typing import Any
 from gluon.compact.options import CompactionOptions
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.lake import tables
-from gluon.lake.changes import PARTITION_COLUMN, view_sql
+from gluon.lake import sql, tables
+from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, open_session
 from gluon.methods import get_method
 from gluon.methods.base import ExtractionMethod
@@ -77,12 +77,12 @@ class CompactionContext:
 
     @property
     def base_relation(self) -> str:
-        return tables.quote(self.record.base_table)
+        return sql.quote(self.record.base_table)
 
     @property
     def delta_relation(self) -> str:
         """The delta table; its compacted partitions are static once diversion is acknowledged."""
-        return tables.quote(self.state.delta_table)
+        return sql.quote(self.state.delta_table)
 
     @property
     def min_partition(self) -> int:
@@ -96,11 +96,6 @@ class CompactionContext:
             )
         return self.run.compacted_partition
 
-    def partitions(self, alias: str) -> str:
-        """The predicate selecting the compacted control partitions."""
-        column = f"{alias}{PARTITION_COLUMN}"
-        return f"{column} BETWEEN {self.min_partition} AND {self.max_partition}"
-
     def merged_select(self, base: str | None = None) -> str:
         """Base rows with the compacted changes applied, plus the lake partition columns."""
         merged = view_sql(
@@ -112,8 +107,5 @@ class CompactionContext:
             min_partition=self.min_partition,
             max_partition=self.max_partition,
         )
-        derived = [
-            f"{part.expression} AS {tables.quote(part.lake_column)}"
-            for part in self.record.partitioning
-        ]
-        return f"SELECT {', '.join(['*', *derived])} FROM ({merged}) gl_merged"
+        derived = [(part.expression, part.lake_column) for part in self.record.partitioning]
+        return sql.with_columns(sql.subquery(merged, "gl_merged"), derived)

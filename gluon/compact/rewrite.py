@@ -13,17 +13,14 @@ merge is not idempotent):
 
 from __future__ import annotations
 
-import decimal
 import logging
 from collections.abc import Callable
 from typing import Any
 
-from gluon import templates
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
-from gluon.lake import storage, tables
-from gluon.lake.session import exactly_where
+from gluon.lake import sql, tables
 from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.repo.compaction import ObsoleteObject
 from gluon.repo.incremental import now
@@ -32,23 +29,9 @@ from gluon.schema import lake_column
 log = logging.getLogger(__name__)
 
 
-def _literal(value: Any) -> str:
-    if isinstance(value, str):
-        return tables.sql_string(value)
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | decimal.Decimal):
-        return str(value)
-    raise TypeError(f"unexpected partition value {value!r}")
-
-
 def partition_predicate(context: CompactionContext, values: tuple[Any, ...]) -> str:
     """``col = value AND ...`` for one lake partition (NULL-aware)."""
-    terms = []
-    for part, value in zip(context.record.partitioning, values, strict=True):
-        column = tables.quote(part.lake_column)
-        terms.append(f"{column} IS NULL" if value is None else f"{column} = {_literal(value)}")
-    return " AND ".join(terms)
+    return sql.partition_values([p.lake_column for p in context.record.partitioning], values)
 
 
 def _predicates(context: CompactionContext, template: str) -> list[str]:
@@ -63,16 +46,15 @@ def _predicates(context: CompactionContext, template: str) -> list[str]:
 
 def _partitions_sql(context: CompactionContext, template: str) -> str:
     """The query listing the lake partitions (their partition column values) to write."""
-    return templates.render(
-        "lake",
+    return sql.partitions_to_write(
         template,
-        quote=tables.quote,
-        part_columns=[tables.quote(p.lake_column) for p in context.record.partitioning],
-        part_expressions=[p.expression for p in context.record.partitioning],
-        keys=[tables.quote_part(lake_column(key)) for key in context.state.key_columns],
+        partition_columns=[p.lake_column for p in context.record.partitioning],
+        partition_expressions=[p.expression for p in context.record.partitioning],
+        keys=[lake_column(key) for key in context.state.key_columns],
         base=context.base_relation,
         delta=context.delta_relation,
-        partitions=context.partitions,
+        low=context.min_partition,
+        high=context.max_partition,
     )
 
 
@@ -100,10 +82,7 @@ def _replace_partitions(
     for batch in _batches([predicate for predicate in predicates if predicate not in done]):
         predicate = _any_partition(batch)
         fault_point("compact.before_partition")
-        context.lake().execute(
-            f"INSERT INTO {tables.quote(target)} REPLACE WHERE {exactly_where(predicate)} "
-            f"SELECT * FROM {source_for(predicate)} WHERE {predicate}"
-        )
+        context.lake().execute(sql.replace_where(target, predicate, source_for(predicate)))
         done.update(batch)
         context.save_progress(partitions_done=sorted(done))
         fault_point("compact.after_partition")
@@ -122,10 +101,8 @@ def _names(context: CompactionContext) -> LakeNames:
 
 def _load_table(context: CompactionContext, suffix: str) -> tuple[str, str]:
     """Name and location of a per-run table in the load schema."""
-    names = _names(context)
-    table = f"{names.stem}_{suffix}_{context.run.id}"
-    location = storage.join(context.settings.lake_root, names.schema_dir(names.load_schema), table)
-    return f"{names.load_schema}.{table}", location
+    name, location = _names(context).run_table(context.settings.lake_root, suffix, context.run.id)
+    return str(name), location
 
 
 def retained_changes_table(context: CompactionContext) -> tuple[str, str]:
@@ -140,7 +117,7 @@ def load_table_location(context: CompactionContext, suffix: str) -> str:
 
 def _any_partition(predicates: list[str]) -> str:
     """One predicate for a few partitions (callers batch them: see PARTITIONS_PER_COMMIT)."""
-    return " OR ".join(f"({predicate})" for predicate in predicates) or "false"
+    return sql.any_of(predicates)
 
 
 def _in_listed_partitions(context: CompactionContext, alias: str, listed: str) -> str:
@@ -148,11 +125,7 @@ def _in_listed_partitions(context: CompactionContext, alias: str, listed: str) -
 
     A semi-join keeps the statement the same size for any number of partitions.
     """
-    matches = " AND ".join(
-        f"gl_listed.{column} <=> {alias}.{column}"
-        for column in (tables.quote(p.lake_column) for p in context.record.partitioning)
-    )
-    return f"EXISTS (SELECT 1 FROM {listed} gl_listed WHERE {matches})"
+    return sql.exists_in(listed, alias, [p.lake_column for p in context.record.partitioning])
 
 
 def _listed_partitions(context: CompactionContext, template: str) -> str:
@@ -167,7 +140,7 @@ def _listed_partitions(context: CompactionContext, template: str) -> str:
         context.lake().write(listing, location, mode="overwrite")
         context.save_progress(partition_list=location)
     tables.register_table(context.lake(), name, location)
-    return tables.quote(name)
+    return sql.quote(name)
 
 
 def compact_in_place(context: CompactionContext) -> str:
@@ -179,36 +152,36 @@ def compact_in_place(context: CompactionContext) -> str:
                 # The overwrite below replaces the whole base: keep a copy of it first.
                 _retain_partitions(
                     context,
-                    f"SELECT * FROM {context.base_relation}",
+                    sql.select_all(context.base_relation),
                     kind="base table before compaction",
                 )
             _write(context, context.merged_select(), stage_path)
             context.save_progress(staged=stage_path)
         tables.register_table(context.lake(), stage_name, stage_path)
-        _write(context, f"SELECT * FROM {tables.quote(stage_name)}", context.record.base_path)
+        _write(context, sql.select_all(sql.quote(stage_name)), context.record.base_path)
         return "unpartitioned base table rewritten"
     stage_name, stage_path = _load_table(context, "compacted")
     if "staged" not in context.run.progress:
         listed = _listed_partitions(context, "affected_partitions")
         if "partitions" not in context.run.progress:
-            rows = context.lake().sql(f"SELECT * FROM {listed}").collect()
+            rows = context.lake().sql(sql.select_all(listed)).collect()
             predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
             context.save_progress(partitions=predicates)
-        base_rows = (
-            f"SELECT * FROM {context.base_relation} gl_base "
-            f"WHERE {_in_listed_partitions(context, 'gl_base', listed)}"
-        )
+        in_listed = _in_listed_partitions(context, "gl_base", listed)
+        base_rows = sql.select_all(context.base_relation, in_listed, alias="gl_base")
         if context.options.retain_obsolete_objects:
             _retain_partitions(context, base_rows)
         _write(
             context,
-            f"SELECT * FROM ({context.merged_select(f'({base_rows})')}) gl_compacted "
-            f"WHERE {_in_listed_partitions(context, 'gl_compacted', listed)}",
+            sql.select_all(
+                sql.subquery(context.merged_select(sql.subquery(base_rows)), "gl_compacted"),
+                _in_listed_partitions(context, "gl_compacted", listed),
+            ),
             stage_path,
         )
         context.save_progress(staged=stage_path)
     tables.register_table(context.lake(), stage_name, stage_path)
-    stage = tables.quote(stage_name)
+    stage = sql.quote(stage_name)
     count = _replace_partitions(context, context.record.base_table, lambda _: stage)
     return f"{count} partitions rewritten"
 
@@ -234,10 +207,7 @@ def _retain_partitions(
 
 
 def new_base_path(context: CompactionContext) -> str:
-    names = _names(context)
-    return storage.join(
-        context.settings.lake_root, names.schema_dir(), f"{names.stem}_data_c{context.run.id}"
-    )
+    return _names(context).compacted_base_path(context.settings.lake_root, context.run.id)
 
 
 def compact_full(context: CompactionContext) -> str:
@@ -255,16 +225,17 @@ def compact_partition_wise(context: CompactionContext) -> str:
     location = new_base_path(context)
     _predicates(context, "all_partitions")  # listed once, in the run's progress
     if "new_base_created" not in context.run.progress:
-        _write(context, f"SELECT * FROM ({context.merged_select()}) gl_none WHERE false", location)
+        nothing = sql.select_all(sql.subquery(context.merged_select(), "gl_none"), "false")
+        _write(context, nothing, location)
         context.save_progress(new_base_created=location)
-    target = f"{_names(context).load_schema}.gl_new_base_{context.run.id}"
+    target = str(_names(context).new_base_table(context.run.id))
     tables.register_table(context.lake(), target, location)
 
     def merged_partition(predicate: str) -> str:
         # Only this partition's base rows take part: a key that moved elsewhere is removed here
         # by the merge and written by the partition its latest row lands in.
-        base = f"(SELECT * FROM {context.base_relation} WHERE {predicate})"
-        return f"({context.merged_select(base)}) gl_partition"
+        base = sql.subquery(sql.select_all(context.base_relation, predicate))
+        return sql.subquery(context.merged_select(base), "gl_partition")
 
     count = _replace_partitions(context, target, merged_partition)
     context.save_progress(new_base_path=location)

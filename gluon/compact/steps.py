@@ -16,8 +16,9 @@ from gluon.compact.options import CompactionMethod
 from gluon.compact.rewrite import REWRITES, retained_changes_table, staged_tables
 from gluon.errors import LakeError, StateError
 from gluon.faults import fault_raise
-from gluon.lake import storage, tables
+from gluon.lake import sql, storage
 from gluon.lake.changes import PARTITION_COLUMN
+from gluon.naming import retained_base_table
 from gluon.repo.compaction import WAITING, ObsoleteObject
 from gluon.repo.incremental import now
 
@@ -172,7 +173,7 @@ def drop_obsolete(context: CompactionContext) -> str:
     if old_base and old_base != context.record.base_path:
         if retain:
             # A name `gluon query` registers (gluon.catalog): the base as it was before run N.
-            name = f"{context.record.base_table}_r{context.run.id}"
+            name = retained_base_table(context.record.base_table, context.run.id)
             _retain(context, "base table", name, old_base)
         elif storage.remove_table(old_base):
             dropped.append(f"old base {old_base}")
@@ -185,11 +186,11 @@ def drop_obsolete(context: CompactionContext) -> str:
         # the delete must not overwrite the copy with nothing.
         name, location = retained_changes_table(context)
         if "retained_changes" not in context.run.progress:
+            compacted = sql.select_all(
+                sql.quote(context.state.delta_table), sql.up_to_partition(context.max_partition)
+            )
             context.lake().write(
-                context.lake().sql(
-                    f"SELECT * FROM {tables.quote(context.state.delta_table)} "
-                    f"WHERE {PARTITION_COLUMN} <= {context.max_partition}"
-                ),
+                context.lake().sql(compacted),
                 location,
                 mode="overwrite",
                 partition_by=[PARTITION_COLUMN],
@@ -197,8 +198,7 @@ def drop_obsolete(context: CompactionContext) -> str:
             context.save_progress(retained_changes=location)
         _retain(context, "control partitions", name, location)
     context.lake().execute(
-        f"DELETE FROM {tables.quote(context.state.delta_table)} "
-        f"WHERE {PARTITION_COLUMN} <= {context.max_partition}"
+        sql.delete_where(context.state.delta_table, sql.up_to_partition(context.max_partition))
     )
     dropped.append(f"control partitions <= {context.max_partition}")
     return "dropped " + ", ".join(dropped)
@@ -222,16 +222,10 @@ def _retain(context: CompactionContext, kind: str, name: str, location: str) -> 
 
 def vacuum(context: CompactionContext) -> str:
     """Remove Delta files older than the retention. Re-run: removes what is left."""
-    from deltalake import DeltaTable
-
     hours = context.options.vacuum_retention_hours
     removed = 0
     for location in (context.record.base_path, context.state.delta_path):
-        removed += len(
-            DeltaTable(location).vacuum(
-                retention_hours=int(hours), enforce_retention_duration=False, dry_run=False
-            )
-        )
+        removed += storage.vacuum(location, retention_hours=hours)
     return f"removed {removed} files older than {hours:g} hours"
 
 

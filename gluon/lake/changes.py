@@ -11,8 +11,7 @@ import logging
 
 import pyarrow as pa
 
-from gluon import templates
-from gluon.lake import tables
+from gluon.lake import sql
 from gluon.lake.session import LakeSession
 from gluon.lake.storage import delta_version
 from gluon.lake.types import struct_type
@@ -26,7 +25,7 @@ CHANGE_COLUMNS: tuple[Column, ...] = (
     Column("gl_extraction_id", "gluon", "bigint"),
     Column("gl_control_partition", "gluon", "int"),
 )
-PARTITION_COLUMN = "gl_control_partition"
+PARTITION_COLUMN = sql.CONTROL_PARTITION
 
 
 def delta_columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
@@ -67,11 +66,8 @@ def present_changes(
 ) -> set[tuple[int, int]]:
     """``(gl_seq, gl_extraction_id)`` of the changes with ``gl_seq`` in [low, high] in the
     delta table's live partitions."""
-    rows = session.sql(
-        f"SELECT gl_seq, gl_extraction_id FROM {tables.quote(delta_table)} "
-        f"WHERE {PARTITION_COLUMN} >= {int(min_partition)} "
-        f"AND gl_seq BETWEEN {int(low)} AND {int(high)}"
-    ).collect()
+    statement = sql.select_changes(delta_table, low=low, high=high, min_partition=min_partition)
+    rows = session.sql(statement).collect()
     return {(int(row[0]), int(row[1])) for row in rows}
 
 
@@ -85,31 +81,16 @@ def view_sql(
     min_partition: int,
     max_partition: int | None = None,
 ) -> str:
-    """The SELECT that merges a base relation with changes (a delta view, or a compaction).
+    """The SELECT that merges a base relation with changes (see :func:`sql.merged_rows`).
 
-    Args:
-        kind: ``merge`` or ``union_all`` (the method's view kind).
-        columns: the table's columns.
-        keys: the key columns (source names).
-        base: the base relation, already rendered (a quoted name, maybe ``VERSION AS OF n``).
-        delta: the delta table relation, already rendered.
-        min_partition: the lowest control partition applied.
-        max_partition: the highest one applied (None: every newer partition).
+    ``keys`` are source names; ``columns`` the table's columns.
     """
-
-    def partitions(alias: str) -> str:
-        column = f"{alias}{PARTITION_COLUMN}"
-        if max_partition is None:
-            return f"{column} >= {int(min_partition)}"
-        return f"{column} BETWEEN {int(min_partition)} AND {int(max_partition)}"
-
-    return templates.render(
-        "lake",
-        f"{kind}_view",
-        quote=tables.quote,
-        columns=[tables.quote_part(column.lake_name) for column in columns],
-        keys=[tables.quote_part(lake_column(key)) for key in keys],
+    return sql.merged_rows(
+        kind,
+        columns=[column.lake_name for column in columns],
+        keys=[lake_column(key) for key in keys],
         base=base,
         delta=delta,
-        partitions=partitions,
-    ).strip()
+        low=min_partition,
+        high=max_partition,
+    )

@@ -143,6 +143,14 @@ class LakeSession:
                 raise
             raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
 
+    def table_exists(self, name: str) -> bool:
+        """Whether the catalog has a table or view ``name`` (a quoted ``schema.table``)."""
+        log.debug("spark catalog: tableExists %s", name)
+        try:
+            return bool(self.spark.catalog.tableExists(name))
+        except Exception as exc:
+            raise LakeError(f"the lake engine's catalog failed: {_first_line(exc)}") from exc
+
     def write(
         self,
         frame: DataFrame,
@@ -188,9 +196,15 @@ class LakeSession:
         fault_point("lake.after_execute")
 
 
-# Messages of Delta commits that lost a race with another writer (measured on Sail: a
-# DELETE racing an append fails with the first; a reader racing a checkpoint with the second).
-_RETRYABLE = re.compile(r"Failed to commit transaction|Missing commit file|concurrent", re.I)
+# Errors of Delta commits that lost a race with another writer, and nothing else (a message
+# that merely mentions "concurrent", such as a column name, is no conflict). Measured on
+# Sail: a DELETE racing an append fails with the first; a reader racing a checkpoint with
+# the second. Spark with delta-spark raises its conflict exceptions by class name.
+_RETRYABLE = re.compile(
+    r"(?i:Failed to commit transaction|Missing commit file)"
+    r"|\b(?:Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)"
+    r"|MetadataChanged|ProtocolChanged)Exception\b"
+)
 T = TypeVar("T")
 
 

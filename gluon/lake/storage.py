@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import shutil
 import uuid
@@ -130,11 +131,20 @@ def version_readability(location: str, version: int) -> tuple[str, str]:
     return DELTALAKE, "checkpoints of object-store tables are not inspected"
 
 
-def delta_files(location: str) -> list[str]:
-    """The data files of the current version, relative to the table root."""
+def vacuum(location: str, *, retention_hours: float) -> int:
+    """Delete the files of the Delta table at ``location`` that no version newer than
+    ``retention_hours`` ago uses; return how many were deleted.
+
+    deltalake counts retention in whole hours: a fraction is rounded up (0.5 keeps files
+    for an hour), never down, since 0 would delete files a running query may still read.
+    """
     from deltalake import DeltaTable
 
-    return sorted(DeltaTable(location).file_uris())
+    hours = math.ceil(retention_hours)
+    removed = DeltaTable(location).vacuum(
+        retention_hours=hours, enforce_retention_duration=False, dry_run=False
+    )
+    return len(removed)
 
 
 def delta_row_count(location: str, *, column: str | None = None, at_least: int = 0) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from gluon import locks
-from gluon.lake import storage
+from gluon.lake import sql, storage
 from gluon.repo import Repository
 from gluon.repo.compaction import (
     ABANDONED,
@@ -45,7 +45,7 @@ def _live_status(repo: Repository, run: CompactionRun) -> str:
 
 def snapshot_query(path: str, version: int) -> str:
     """Spark SQL reading version ``version`` of the Delta table at ``path``."""
-    return f"SELECT * FROM delta.`{path.replace('`', '``')}` VERSION AS OF {int(version)}"
+    return sql.version_of_path(path, version)
 
 
 def deltalake_command(path: str, version: int) -> str:

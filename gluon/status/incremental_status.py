@@ -17,11 +17,10 @@ from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError, NotFoundError
 from gluon.feeds import capture_objects
 from gluon.insert_only import status_notes
-from gluon.lake import storage
 from gluon.lake.stats import DeltaStats, delta_stats
 from gluon.methods import get_method
 from gluon.methods.base import ChangeReader, SourceObject, ViewKind
-from gluon.naming import TableRef, lake_names
+from gluon.naming import TableRef, control_partition_path, lake_names
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import (
     ENABLED,
@@ -379,7 +378,7 @@ def _max_position(
 
 
 def _location(state: IncrementalState, partition: int) -> str:
-    return storage.join(state.delta_path, f"{PARTITION_COLUMN}={partition}")
+    return control_partition_path(state.delta_path, PARTITION_COLUMN, partition)
 
 
 def _ingestion_status(
