@@ -16,7 +16,8 @@ from gluon.methods import get_method
 from gluon.methods.base import ExtractionMethod
 from gluon.progress import Progress
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.compaction import CompactionRun
+from gluon.repo.common import now
+from gluon.repo.compaction import CompactionRun, ObsoleteObject
 from gluon.repo.incremental import IncrementalState
 
 
@@ -54,6 +55,20 @@ class CompactionContext:
         progress = {**self.run.progress, **values}
         self.repo.compaction.update_run(self.run.id, progress=progress)
         self.refresh()
+
+    def record_retained(self, kind: str, name: str, location: str) -> None:
+        """Record an object this run keeps (once: a resumed run records it again)."""
+        self.repo.compaction.retain(
+            ObsoleteObject(
+                table_key=self.record.table_key,
+                kind=kind,
+                name=name,
+                location=location,
+                retained_at=now(),
+                compaction_run_id=self.run.id,
+                enablement_id=self.state.enablement_id,
+            )
+        )
 
     def lake(self) -> LakeSession:
         """The lake session, opened on first use, with the base and delta tables registered."""

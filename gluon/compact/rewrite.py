@@ -22,8 +22,6 @@ from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
 from gluon.lake import sql, tables
 from gluon.naming import LakeNames, TableRef, lake_names
-from gluon.repo.compaction import ObsoleteObject
-from gluon.repo.incremental import now
 from gluon.schema import lake_column
 
 log = logging.getLogger(__name__)
@@ -193,17 +191,7 @@ def _retain_partitions(
     Delta table of its own, queryable by its name; a vacuum of the base cannot remove it)."""
     name, location = _load_table(context, "retained")
     _write(context, base_rows, location)
-    context.repo.compaction.retain(
-        ObsoleteObject(
-            table_key=context.record.table_key,
-            kind=kind,
-            name=name,
-            location=location,
-            retained_at=now(),
-            compaction_run_id=context.run.id,
-            enablement_id=context.state.enablement_id,
-        )
-    )
+    context.record_retained(kind, name, location)
 
 
 def new_base_path(context: CompactionContext) -> str:

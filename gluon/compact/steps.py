@@ -19,7 +19,7 @@ from gluon.faults import fault_raise
 from gluon.lake import sql, storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.naming import retained_base_table
-from gluon.repo.compaction import WAITING, ObsoleteObject
+from gluon.repo.compaction import WAITING
 from gluon.repo.incremental import now
 
 log = logging.getLogger(__name__)
@@ -174,7 +174,7 @@ def drop_obsolete(context: CompactionContext) -> str:
         if retain:
             # A name `gluon query` registers (gluon.catalog): the base as it was before run N.
             name = retained_base_table(context.record.base_table, context.run.id)
-            _retain(context, "base table", name, old_base)
+            context.record_retained("base table", name, old_base)
         elif storage.remove_table(old_base):
             dropped.append(f"old base {old_base}")
     for stage in staged_tables(context):
@@ -196,28 +196,12 @@ def drop_obsolete(context: CompactionContext) -> str:
                 partition_by=[PARTITION_COLUMN],
             )
             context.save_progress(retained_changes=location)
-        _retain(context, "control partitions", name, location)
+        context.record_retained("control partitions", name, location)
     context.lake().execute(
         sql.delete_where(context.state.delta_table, sql.up_to_partition(context.max_partition))
     )
     dropped.append(f"control partitions <= {context.max_partition}")
     return "dropped " + ", ".join(dropped)
-
-
-def _retain(context: CompactionContext, kind: str, name: str, location: str) -> None:
-    if any(o.name == name for o in context.repo.compaction.retained(context.record.table_key)):
-        return
-    context.repo.compaction.retain(
-        ObsoleteObject(
-            table_key=context.record.table_key,
-            kind=kind,
-            name=name,
-            location=location,
-            retained_at=now(),
-            compaction_run_id=context.run.id,
-            enablement_id=context.state.enablement_id,
-        )
-    )
 
 
 def vacuum(context: CompactionContext) -> str:
