@@ -74,7 +74,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     repo = Repository(settings.repo_url)
     key = ref.key
     record, state = _enabled(repo, key)
-    source = sources.connect(settings.require_source_url())
+    source = sources.connect_configured(settings)
     source.check_connection()
     objects = capture_objects(state)
     rowscn = get_method(state.method).change_reader is ChangeReader.ORA_ROWSCN

@@ -105,7 +105,7 @@ def run_extraction(
     with extraction_lock(settings, ref.key, repo=repo):
         record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)  # under the lock
         method = get_method(state.method)
-        source = sources.connect(settings.require_source_url(), settings.source_timeouts)
+        source = sources.connect_configured(settings)
         record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         diverting = (

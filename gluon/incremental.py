@@ -198,7 +198,7 @@ def _plan_enable(
         use_case = OffloadType(offload_context.record.offload_type).use_case
     else:
         assert record is not None
-        source = sources.connect(settings.require_source_url(), settings.source_timeouts)
+        source = sources.connect_configured(settings)
         source.check_connection()
         spec = source.describe_table(ref)
         use_case = OffloadType(record.offload_type).use_case
@@ -476,7 +476,7 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
             f"{ref.key} uses extraction method {state.method}, not {method.name}: repeat it "
             "with --incremental-extraction-method"
         )
-    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
+    source = sources.connect_configured(settings)
     source.check_connection()
     spec = record.spec()
     objects = capture_objects(state)
@@ -578,7 +578,7 @@ def _disable_incremental(
     record = repo.get_table(ref.key)
     if state is None or record is None:
         raise StateError(f"incremental update is not enabled for {ref.key}")
-    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
+    source = sources.connect_configured(settings)
     source.check_connection()
     objects = capture_objects(state)
     mine = ownership.Marker(repo.installation_id, ref.key)

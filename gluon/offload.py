@@ -108,7 +108,7 @@ def _refuse_during_compaction(repo: Repository, table_key: str) -> None:
 def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
     """Check everything an offload needs; change nothing."""
     storage.check_writable(settings.lake_root)
-    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
+    source = sources.connect_configured(settings)
     source.check_connection()
     spec = source.describe_table(options.table)
     repo = Repository(settings.repo_url, create=True)  # the first offload starts a repository

@@ -170,7 +170,7 @@ def _plan(settings: Settings, options: StageOptions) -> _Plan:
             predicate.check_columns(record.columns)
         except UsageError as exc:
             raise UsageError(f"{OPTION}: {exc}") from None
-    source = sources.connect(settings.require_source_url(), settings.source_timeouts)
+    source = sources.connect_configured(settings)
     if source.name != record.source_dialect:
         raise ConfigError(
             f"GLUON_SOURCE_URL is a {source.name} database, but {key} was offloaded from "

@@ -25,7 +25,7 @@ import importlib
 
 import sqlalchemy as sa
 
-from gluon.config import SourceTimeouts, parse_database_url
+from gluon.config import Settings, SourceTimeouts, parse_database_url
 from gluon.errors import ConfigError, UnsupportedError
 from gluon.source.base import SourceDialect, registered_dialects
 
@@ -50,6 +50,15 @@ def dialect_class(name: str) -> type[SourceDialect]:
         raise UnsupportedError(f"source dialect {name!r} is not supported{hint}; use {supported}")
     importlib.import_module(module)
     return registered_dialects()[name]
+
+
+def connect_configured(settings: Settings) -> SourceDialect:
+    """The source database ``settings`` name, with the configured timeouts.
+
+    Raises:
+        ConfigError: no source URL is configured.
+    """
+    return connect(settings.require_source_url(), settings.source_timeouts)
 
 
 def connect(url: str, timeouts: SourceTimeouts | None = None) -> SourceDialect:

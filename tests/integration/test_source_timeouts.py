@@ -135,6 +135,29 @@ def test_extraction_from_a_hung_source_fails_and_releases_the_lock(
     assert lake_notes(run_cli) == {1: "c", 2: "b"}
 
 
+@pytest.mark.parametrize(
+    "action",
+    ["--incremental-discard-changes", "--incremental-updates-disabled"],
+)
+def test_table_commands_against_a_hung_source_fail_and_release_the_locks(
+    action: str,
+    enabled_items: sa.Engine,
+    pg_url: str,
+    hung_port: int,
+    small_timeouts: None,
+    offload_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli,
+) -> None:
+    """Every command that reads the source gets the timeouts (discard had none)."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", hung_url(pg_url, hung_port))
+    result = run_cli("offload", "-t", "public.items", "-x", action)
+    assert result.exit_code == 1, result.stderr
+    assert_one_line(result, "offload", "timeout")
+    assert_lock_free(offload_home, "lifecycle")
+    assert_lock_free(offload_home, "extraction")
+
+
 def test_status_and_report_over_a_hung_source_finish_and_say_why(
     enabled_items: sa.Engine,
     pg_url: str,
