@@ -6,7 +6,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Process exit codes (DESIGN.md section 8)."""
+    """Process exit codes (docs/operations.md, section 6)."""
 
     OK = 0
     ERROR = 1

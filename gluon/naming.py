@@ -1,4 +1,4 @@
-"""Object names for every dialect and the lake (DESIGN.md section 3).
+"""Object names for every dialect and the lake (docs/architecture.md, section 1).
 
 Names past a dialect's length limit keep a readable prefix and end in a stable
 hash of the full name, so the same table always gets the same short name.
@@ -225,7 +225,7 @@ class LakeNames:
         """The directory of a lake schema below the lake root."""
         return f"{lake_identifier(schema or self.schema)}.db"
 
-    # Every lake location gluon writes is built below (DESIGN.md section 3).
+    # Every lake location gluon writes is built below (docs/architecture.md, section 1).
 
     def base_path(self, root: str) -> str:
         """The base table's first location."""

@@ -2,7 +2,7 @@
 
 A persisted state machine (``steps.STEPS``): every step is idempotent and
 recorded in the repository, so a compaction killed at any point is resumed by
-running the same command again. See DESIGN.md section 6.
+running the same command again. See docs/architecture.md, sections 4 and 6.
 """
 
 from gluon.compact.options import CompactionMethod, CompactionOptions
