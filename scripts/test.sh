@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run gluon's checks: setup, ruff lint, ruff format check, mypy, pytest.
+# Run gluon's checks: setup, ruff lint, ruff format check, mypy, import contracts, pytest.
 #
 # Usage: bash scripts/test.sh [pytest args...]
 # Extra arguments go to pytest only. Stops at the first failing step and says
@@ -34,6 +34,8 @@ step setup bash "$ROOT/scripts/setup.sh"
 step "ruff check" "$BIN/ruff" check .
 step "ruff format" "$BIN/ruff" format --check .
 step "mypy" "$BIN/mypy"
+# The import boundaries declared in pyproject.toml ([tool.importlinter]).
+step "import contracts" "$BIN/lint-imports" --no-logo
 step pytest "$BIN/pytest" -q "$@"
 
 printf 'test: all checks passed\n'
