@@ -22,8 +22,8 @@ from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
 from gluon.lake import sql, tables
 from gluon.naming import LakeNames, TableRef, lake_names
+from gluon.repo.common import now
 from gluon.repo.compaction import ObsoleteObject
-from gluon.repo.incremental import now
 from gluon.schema import lake_column
 
 log = logging.getLogger(__name__)
