@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 from gluon.config import Settings
 from gluon.errors import LakeError
-from gluon.lake import storage, tables
+from gluon.lake import sql, storage, tables
 from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, first_line, open_session
 from gluon.methods import get_method
@@ -45,8 +45,8 @@ def register_incremental_views(
         method.view_kind.value,
         columns=record.columns,
         keys=state.key_columns,
-        base=tables.quote(record.base_table),
-        delta=tables.quote(state.delta_table),
+        base=sql.quote(record.base_table),
+        delta=sql.quote(state.delta_table),
         min_partition=state.view_min_partition,
     )
     tables.create_view(session, internal, select)

@@ -38,7 +38,8 @@ from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import IncrementalState, now
+from gluon.repo.common import now
+from gluon.repo.incremental import IncrementalState
 from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus
 

@@ -38,12 +38,12 @@ from gluon.offload import (
 )
 from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
+from gluon.repo.common import now
 from gluon.repo.incremental import (
     DISABLING,
     ENABLED,
     ENABLING,
     IncrementalState,
-    now,
 )
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect

@@ -22,20 +22,17 @@ change once. Status, the report and every later extraction show them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import reduce
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from gluon.errors import StateError
-from gluon.lake import sql
+from gluon.lake.changes import keys_in_lake
 from gluon.lake.session import LakeSession
-from gluon.lake.sql import quote
-from gluon.lake.types import struct_type
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
-from gluon.repo import OffloadedTable, Repository
+from gluon.repo import Repository
 from gluon.repo.rejects import (
     DUPLICATE_KEY,
     UNCAPTURED_DELETE,
@@ -87,8 +84,14 @@ class Screen:
             for row in changes.filter(pc.not_equal(changes.column("gl_op"), "I")).to_pylist()
             for seq, op in [(int(row["gl_seq"]), str(row["gl_op"]))]
         ]
-        in_lake = _keys_in_lake(
-            session, record, state.delta_path, state.view_min_partition, keys, inserts
+        in_lake = keys_in_lake(
+            session,
+            record.columns,
+            record.base_path,
+            state.delta_path,
+            state.view_min_partition,
+            keys,
+            inserts,
         )
         keep: list[bool] = []
         seen: set[tuple[Any, ...]] = set()
@@ -122,42 +125,6 @@ class Screen:
 
 def _key(row: dict[str, Any], keys: list[str]) -> dict[str, Any]:
     return {name: row[name] for name in keys}
-
-
-def _keys_in_lake(
-    session: LakeSession,
-    record: OffloadedTable,
-    delta_path: str,
-    min_partition: int,
-    keys: list[str],
-    inserts: pa.Table,
-) -> set[tuple[Any, ...]]:
-    """The keys of ``inserts`` the user view already shows (NULL-safe, like the views)."""
-    if inserts.num_rows == 0:
-        return set()
-    from pyspark.sql import functions as F
-
-    key_columns = tuple(column for column in record.columns if column.lake_name in keys)
-    spark = session.spark
-    wanted = spark.createDataFrame(inserts.select(keys), schema=struct_type(key_columns))
-    columns = [quote(name) for name in keys]
-    base = spark.read.format("delta").load(record.base_path).select(*columns)
-    delta = (
-        spark.read.format("delta")
-        .load(delta_path)
-        .where(sql.inserted_since(min_partition))
-        .select(*columns)
-    )
-    lake = base.unionByName(delta).alias("gl_lake")
-    condition = reduce(
-        lambda left, right: left & right,
-        [
-            F.col(f"gl_new.{quote(name)}").eqNullSafe(F.col(f"gl_lake.{quote(name)}"))
-            for name in keys
-        ],
-    )
-    found = wanted.alias("gl_new").join(lake, condition, "left_semi").toArrow()
-    return {tuple(row[name] for name in keys) for row in found.to_pylist()}
 
 
 def _listed(keys: list[dict[str, Any]], total: int) -> str:

@@ -11,7 +11,6 @@ import re
 from dataclasses import dataclass
 
 from gluon.errors import UsageError
-from gluon.lake.storage import join
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$#]*$")
 # -t: each part a plain identifier (letters of any script, digits, _ $ #) or "a quoted one"
@@ -22,6 +21,11 @@ HASH_LENGTH = 8
 MAX_NAME_LENGTH = 128
 """The longest schema or table name any supported source allows (Oracle 12.2+)."""
 _LAKE_SAFE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def join(root: str, *parts: str) -> str:
+    """Join path parts below a root path or URI."""
+    return "/".join([root.rstrip("/"), *parts])
 
 
 def lake_identifier(name: str) -> str:

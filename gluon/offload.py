@@ -342,7 +342,7 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
         where, params = increment.predicate.to_source_sql(
             context.spec.columns, context.source.quote
         )
-        lake_filter = increment.predicate.to_spark_sql(record.columns)
+        lake_filter = sql.predicate(increment.predicate, record.columns)
     log.info("offloading %s to %s", record.table_key, record.base_path)
     expected = (
         context.source.count_matching(context.spec, where, params)

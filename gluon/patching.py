@@ -55,7 +55,7 @@ from gluon.errors import (
 from gluon.faults import fault_point
 from gluon.feeds import capture_objects
 from gluon.incremental import IncrementalResult
-from gluon.lake import tables
+from gluon.lake import sql, tables
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method, registered_methods
 from gluon.methods.base import SourceObject
@@ -166,7 +166,7 @@ def _plan(settings: Settings, options: StageOptions) -> _Plan:
     if text.lower() != STAGE_NOTHING:
         try:
             predicate = parse_predicate(text)
-            where = predicate.to_spark_sql(record.columns, over_user_view=True)
+            where = sql.predicate(predicate, record.columns, over_user_view=True)
             predicate.check_columns(record.columns)
         except UsageError as exc:
             raise UsageError(f"{OPTION}: {exc}") from None
@@ -291,7 +291,7 @@ def _read_lake_rows(settings: Settings, record: OffloadedTable, where: str) -> p
 
 
 def _render(plan: _Plan, template: str, **context: Any) -> sa.TextClause:
-    sql = plan.source.render(
+    text = plan.source.render(
         template,
         schema=plan.staging.schema,
         table=plan.staging.name,
@@ -299,7 +299,7 @@ def _render(plan: _Plan, template: str, **context: Any) -> sa.TextClause:
         keys=list(plan.state.key_columns),
         **context,
     )
-    return sa.text(sql)
+    return sa.text(text)
 
 
 def _insert_statement(plan: _Plan) -> tuple[sa.TextClause, list[str]]:

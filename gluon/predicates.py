@@ -283,12 +283,6 @@ class Predicate:
 
         return render(self.root), params
 
-    def to_spark_sql(self, columns: Sequence[Column], *, over_user_view: bool = False) -> str:
-        """Spark SQL over the lake columns (rendered by the lake layer, gluon.lake.sql)."""
-        from gluon.lake import sql
-
-        return sql.predicate(self, columns, over_user_view=over_user_view)
-
 
 VALUE_KINDS: dict[str, frozenset[str]] = {
     "numeric": frozenset({"tinyint", "smallint", "int", "bigint", "float", "double", "decimal"}),

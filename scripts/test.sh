@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run gluon's checks: setup, ruff lint, ruff format check, mypy, pytest.
+# Run gluon's checks: setup, ruff lint, ruff format check, mypy, import contracts, pytest,
+# then print the share of gluon's statements the tests ran (coverage).
 #
 # Usage: bash scripts/test.sh [pytest args...]
 # Extra arguments go to pytest only. Stops at the first failing step and says
@@ -30,10 +31,22 @@ step() {
     fi
 }
 
+# One line: the statements of gluon the test process ran. Commands the tests spawn as
+# child processes (bin/ wrappers, the offload process) are not measured.
+coverage_total() {
+    local total
+    total=$("$BIN/coverage" report --format=total) || return
+    printf 'test: coverage of gluon: %s%% of statements\n' "$total"
+}
+
 step setup bash "$ROOT/scripts/setup.sh"
 step "ruff check" "$BIN/ruff" check .
 step "ruff format" "$BIN/ruff" format --check .
 step "mypy" "$BIN/mypy"
-step pytest "$BIN/pytest" -q "$@"
+# The import boundaries declared in pyproject.toml ([tool.importlinter]).
+step "import contracts" "$BIN/lint-imports" --no-logo
+# --cov-report= : no per-file table; coverage_total prints one line after pytest.
+step pytest "$BIN/pytest" -q --cov=gluon --cov-report= "$@"
+step coverage coverage_total
 
 printf 'test: all checks passed\n'

@@ -19,8 +19,8 @@ from gluon.faults import fault_raise
 from gluon.lake import sql, storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.naming import retained_base_table
+from gluon.repo.common import now
 from gluon.repo.compaction import WAITING
-from gluon.repo.incremental import now
 
 log = logging.getLogger(__name__)
 

@@ -8,6 +8,8 @@ Delta partition column, the change ingestion location).
 from __future__ import annotations
 
 import logging
+from functools import reduce
+from typing import Any
 
 import pyarrow as pa
 
@@ -69,6 +71,45 @@ def present_changes(
     statement = sql.select_changes(delta_table, low=low, high=high, min_partition=min_partition)
     rows = session.sql(statement).collect()
     return {(int(row[0]), int(row[1])) for row in rows}
+
+
+def keys_in_lake(
+    session: LakeSession,
+    columns: tuple[Column, ...],
+    base_path: str,
+    delta_path: str,
+    min_partition: int,
+    keys: list[str],
+    inserts: pa.Table,
+) -> set[tuple[Any, ...]]:
+    """The ``keys`` values of ``inserts`` the user view already shows (NULL-safe, like the
+    views), as tuples in the order of ``keys`` (lake names of some of the table's ``columns``).
+    """
+    if inserts.num_rows == 0:
+        return set()
+    from pyspark.sql import functions as F
+
+    key_columns = tuple(column for column in columns if column.lake_name in keys)
+    spark = session.spark
+    wanted = spark.createDataFrame(inserts.select(keys), schema=struct_type(key_columns))
+    quoted = [sql.quote(name) for name in keys]
+    base = spark.read.format("delta").load(base_path).select(*quoted)
+    delta = (
+        spark.read.format("delta")
+        .load(delta_path)
+        .where(sql.inserted_since(min_partition))
+        .select(*quoted)
+    )
+    lake = base.unionByName(delta).alias("gl_lake")
+    condition = reduce(
+        lambda left, right: left & right,
+        [
+            F.col(f"gl_new.{sql.quote(name)}").eqNullSafe(F.col(f"gl_lake.{sql.quote(name)}"))
+            for name in keys
+        ],
+    )
+    found = wanted.alias("gl_new").join(lake, condition, "left_semi").toArrow()
+    return {tuple(row[name] for name in keys) for row in found.to_pylist()}
 
 
 def view_sql(

@@ -93,7 +93,9 @@ def _classic_session(master: str) -> SparkSession:
     for key, value in SESSION_CONF.items():
         builder = builder.config(key, value)
     try:
-        return configure_spark_with_delta_pip(builder).getOrCreate()
+        # delta-spark (the optional classic extra) ships no type hints.
+        session: SparkSession = configure_spark_with_delta_pip(builder).getOrCreate()
+        return session
     except Exception as exc:
         raise LakeError(
             f"cannot start classic Spark with Delta (are the Delta jars resolvable?): {exc}"

@@ -28,11 +28,6 @@ def local_path(location: str) -> Path:
     return Path(parsed.path if parsed.scheme == "file" else location)
 
 
-def join(root: str, *parts: str) -> str:
-    """Join path parts below a root path or URI."""
-    return "/".join([root.rstrip("/"), *parts])
-
-
 def remove_table(location: str) -> bool:
     """Delete the files of a Delta table gluon no longer uses; False where it cannot.
 

@@ -152,7 +152,8 @@ class Repository:
     def installation_created_at(self) -> dt.datetime:
         """When the installation id was created: objects made before it carry no marker."""
         with self.engine.connect() as connection:
-            value = connection.execute(sa.select(models.installation.c.created_at)).scalar()
+            query = sa.select(models.installation.c.created_at)
+            value: dt.datetime | None = connection.execute(query).scalar()
         if value is None:
             raise RepositoryError(
                 "the repository has no installation id (table installation is empty): restore "

@@ -22,6 +22,7 @@ from gluon.methods import get_method
 from gluon.methods.base import ChangeReader, SourceObject, ViewKind
 from gluon.naming import TableRef, control_partition_path, lake_names
 from gluon.repo import OffloadedTable, Repository
+from gluon.repo.common import now
 from gluon.repo.incremental import (
     ENABLED,
     EXTRACTION_RUNNING,
@@ -29,7 +30,6 @@ from gluon.repo.incremental import (
     ExtractionTotals,
     IncrementalState,
     SourceObjectRecord,
-    now,
 )
 from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect

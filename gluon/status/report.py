@@ -18,7 +18,7 @@ from gluon import __version__
 from gluon.config import Settings
 from gluon.errors import ConfigError, NotFoundError
 from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import now
+from gluon.repo.common import now
 from gluon.status.attention import findings
 from gluon.status.formats import WRITERS
 from gluon.status.incremental_status import ChangelogCounter, collect_status

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.cli import error_lines
 from support.incremental import Source, lake_rows, postgres_source, sqlite_source
+from typer.testing import Result
 
 RunCli = Callable[..., Result]
 ENABLE = ("--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG")

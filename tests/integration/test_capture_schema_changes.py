@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.incremental import Source, postgres_source, sqlite_source
+from typer.testing import Result
 
 RunCli = Callable[..., Result]
 

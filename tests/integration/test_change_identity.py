@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.cli import error_lines
 from support.incremental import (
     SEED,
@@ -27,6 +26,7 @@ from support.incremental import (
     workload_for,
 )
 from support.workload import Workload
+from typer.testing import Result
 
 from gluon.config import load_settings
 from gluon.methods.base import SourceObject

@@ -282,8 +282,8 @@ def test_threshold_wait_time_retain_and_snapshot(
     # Snapshot: refused when it cannot be recorded ...
     full = "--incremental-full-compaction"
     # The run records its options when it starts; the resumes below keep them.
-    recorded = ("--incremental-wait-time=0.05", "--incremental-retain-obsolete-objects")
-    compact(run_cli, source, "--incremental-terminate-compaction", full, *recorded)
+    wait_and_retain = ("--incremental-wait-time=0.05", "--incremental-retain-obsolete-objects")
+    compact(run_cli, source, "--incremental-terminate-compaction", full, *wait_and_retain)
     extract(run_cli, source)
     monkeypatch.setenv("GLUON_FAULT", "compact.snapshot_unavailable")
     refused = run_cli("offload", "-t", source.table, "-x", "--incremental-run-compaction", full)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.incremental import (
     SEED,
     Source,
@@ -32,6 +31,7 @@ from support.incremental import (
 )
 from support.locking import PausedCommand
 from support.workload import Workload
+from typer.testing import Result
 
 from gluon import locks
 from gluon import source as sources
@@ -81,7 +81,7 @@ def _reset(run_cli: Callable[..., Result], source: Source, workload: Workload) -
     state = repo.incremental.get_state(key)
     assert state is not None
     from gluon import capture
-    from gluon.incremental import capture_objects
+    from gluon.feeds import capture_objects
 
     dialect = sources.connect(source.url)
     capture.drop_source_objects(dialect, capture_objects(state))

@@ -304,7 +304,7 @@ def test_decimals_keep_every_digit_sqlite_holds(source: sa.Engine, run_cli: RunC
 
 def test_a_28_digit_decimal_stored_as_real(source: sa.Engine, run_cli: RunCli) -> None:
     """Quantizing a REAL to the declared scale needs all 38 digits (regression in ab85b49)."""
-    rows = [
+    rows: list[dict[str, Any]] = [
         {"id": 1, "d": "-1234567890123456789012345678.1234567890", "m": None},
         {"id": 2, "d": 1e18, "m": None},
     ]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.cli import error_lines
 from support.incremental import Source, lake_rows, postgres_source, sqlite_source
+from typer.testing import Result
 
 from gluon.config import load_settings
 from gluon.ownership import LAKE_MARKER, lake_table_marker

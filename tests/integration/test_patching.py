@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.cli import error_lines
 from support.incremental import SEED, postgres_source
 from support.patching import (
@@ -30,6 +29,7 @@ from support.patching import (
     SalesTable,
     sales_rows,
 )
+from typer.testing import Result
 
 from gluon import capture
 from gluon import source as sources

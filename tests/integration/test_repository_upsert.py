@@ -122,10 +122,11 @@ def test_two_nodes_saving_a_new_key_at_once_both_succeed(pg_url: str) -> None:
 
 
 def test_oracle_upserts_with_merge() -> None:
-    dialect = oracle.dialect()
+    # SQLAlchemy's Oracle dialect has an unannotated constructor.
+    dialect = oracle.dialect()  # type: ignore[no-untyped-call]
     row = {"table_key": KEY, "method": "CHANGELOG", "status": "enabled"}
     statement = upsert_statement(dialect, models.incremental_state, row)
-    assert statement is not None
+    assert isinstance(statement, sa.TextClause)
     sql = str(statement.compile(dialect=dialect))
     assert sql.startswith("MERGE INTO incremental_state target USING dual ON (target.table_key")
     assert "UPDATE SET target.method = :v_method, target.status = :v_status" in sql

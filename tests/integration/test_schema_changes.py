@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from click.testing import Result
 from support.cli import error_lines
 from support.incremental import (
     SEED,
@@ -34,6 +33,7 @@ from support.incremental import (
 )
 from support.tables import status_json, status_text
 from support.workload import Workload
+from typer.testing import Result
 
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE

@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from support.cli import error_lines, query_json
@@ -60,7 +61,7 @@ def field(text: str, label: str) -> str:
     return match.group(1)
 
 
-def partitions(document: dict) -> dict[int, tuple[int, str]]:
+def partitions(document: dict[str, Any]) -> dict[int, tuple[int, str]]:
     return {
         part["partition"]: (part["rows"], part["role"])
         for part in document["ingestion"]["partitions"]

@@ -419,7 +419,7 @@ def test_capture_round_trip(
                     assert refused and "ORA-20001" in str(exc), f"{step} on {target}: {exc}"
                 changes = capture.read_changes(source, spec, objects, limit=None).to_pylist()
                 with source.engine.connect() as connection:
-                    origins = dict(
+                    origins: dict[int, str] = dict(
                         connection.execute(
                             sa.text(f"SELECT gl_seq, gl_origin FROM {log.schema}.{log.name}")
                         ).all()

@@ -67,7 +67,7 @@ def _app(program: str | typer.Typer) -> tuple[typer.Typer, str]:
 
 
 def run_cli(program: str | typer.Typer, *args: object) -> Result:
-    """Invoke ``program`` with ``args`` (converted to strings); return Click's Result."""
+    """Invoke ``program`` with ``args`` (converted to strings); return the runner's Result."""
     app, name = _app(program)
     runner = CliRunner()
     return runner.invoke(app, [str(arg) for arg in args], prog_name=name, catch_exceptions=False)

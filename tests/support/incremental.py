@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-from click.testing import Result
+from typer.testing import Result
 
 from gluon.catalog import lake_session
 from gluon.config import load_settings

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import decimal
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import sqlalchemy as sa
 
@@ -121,7 +121,7 @@ class LifecycleSource:
             result = db.execute(sa.text(f"SELECT id, name, amount FROM {target}")).mappings()
             return {row[0]: row for row in (canonical(item) for item in result)}
 
-    def pick(self, target: str, index: int, *, with_null: bool = True) -> Key | str:
+    def pick(self, target: str, index: int, *, with_null: bool = True) -> Key | Literal["none"]:
         """The ``index``-th key (modulo) of ``target``; ``"none"`` when it is empty.
 
         Rows of the chunks not offloaded yet are never touched: their changes would

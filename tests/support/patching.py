@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
-from click.testing import Result
+from typer.testing import Result
 
 from gluon import capture
 from gluon import source as sources

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
-from click.testing import Result
+from typer.testing import Result
 
 RunCli = Callable[..., Result]
 

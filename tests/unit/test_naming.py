@@ -67,7 +67,8 @@ def test_parse_accepts_schema_dot_table(text: str, schema: str, table: str) -> N
 def test_parse_refuses_anything_else_as_a_usage_error(text: str) -> None:
     with pytest.raises(UsageError) as caught:
         TableRef.parse(text)
-    assert caught.value.exit_code == ExitCode.USAGE == 2
+    assert caught.value.exit_code == ExitCode.USAGE
+    assert int(caught.value.exit_code) == 2
     message = str(caught.value)
     assert "SCHEMA.TABLE" in message
     assert repr(text) in message
