@@ -89,7 +89,8 @@ def keys_in_lake(
         return set()
     from pyspark.sql import functions as F
 
-    key_columns = tuple(column for column in columns if column.lake_name in keys)
+    by_name = {column.lake_name: column for column in columns}
+    key_columns = tuple(by_name[name] for name in keys)  # the order of ``keys``, as selected
     spark = session.spark
     wanted = spark.createDataFrame(inserts.select(keys), schema=struct_type(key_columns))
     quoted = [sql.quote(name) for name in keys]
