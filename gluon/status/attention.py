@@ -10,20 +10,24 @@ import datetime as dt
 from collections.abc import Callable
 
 from gluon.locks import INTERRUPTED
-from gluon.repo.compaction import FAILED, RUNNING, WAITING
+from gluon.repo.compaction import FAILED, RUNNING, WAITING, CompactionRun
 from gluon.repo.incremental import (
     EXTRACTION_FAILED,
     EXTRACTION_INTERRUPTED,
     EXTRACTION_RUNNING,
 )
 from gluon.status.formatting import count, when
-from gluon.status.incremental_status import age_minutes
 from gluon.status.model import Finding, TableStatus, Thresholds
 
 ERROR = "error"
 WARNING = "warning"
 
 Rule = Callable[[TableStatus, Thresholds, dt.datetime], list[Finding]]
+
+
+def _minutes(since: dt.datetime, at: dt.datetime) -> float:
+    """Minutes from ``since`` to ``at`` (both naive UTC)."""
+    return (at - since).total_seconds() / 60
 
 
 def _changelog_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
@@ -49,11 +53,7 @@ def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) ->
 def _delta_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     if status.ingestion is None:
         return []
-    live = sum(
-        part.rows
-        for part in status.ingestion.partitions
-        if part.partition >= status.ingestion.view_min_partition
-    )
+    live = status.ingestion.live_rows
     if live <= limits.backlog_rows:
         return []
     return [
@@ -67,14 +67,19 @@ def _delta_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> 
     ]
 
 
-def _compaction_waiting(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+def _ongoing(status: TableStatus) -> CompactionRun | None:
     ongoing = status.compaction.ongoing if status.compaction else None
+    return ongoing.run if ongoing else None
+
+
+def _compaction_waiting(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    ongoing = _ongoing(status)
     if ongoing is None or ongoing.status not in (WAITING, RUNNING):
         return []
     since = ongoing.started_at
     if ongoing.status == WAITING and status.ingestion is not None:
         since = status.ingestion.requested.at or since
-    minutes = age_minutes(since, at) or 0.0
+    minutes = _minutes(since, at)
     if minutes <= limits.wait_minutes:
         return []
     if ongoing.status == WAITING:
@@ -92,7 +97,7 @@ def _compaction_waiting(status: TableStatus, limits: Thresholds, at: dt.datetime
 
 
 def _compaction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
-    ongoing = status.compaction.ongoing if status.compaction else None
+    ongoing = _ongoing(status)
     if ongoing is None or ongoing.status != FAILED:
         return []
     reason = f": {ongoing.message.splitlines()[0]}" if ongoing.message else ""
@@ -110,7 +115,7 @@ def _compaction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime)
 def _compaction_interrupted(
     status: TableStatus, limits: Thresholds, at: dt.datetime
 ) -> list[Finding]:
-    ongoing = status.compaction.ongoing if status.compaction else None
+    ongoing = _ongoing(status)
     if ongoing is None or ongoing.status != INTERRUPTED:
         return []
     return [
@@ -147,7 +152,7 @@ def _extraction_interrupted(
     found = []
     last = status.extraction.last_run
     if last is not None and last.status == EXTRACTION_RUNNING:
-        minutes = age_minutes(last.started_at, at) or 0.0
+        minutes = _minutes(last.started_at, at)
         if minutes > limits.wait_minutes:
             found.append(
                 Finding(

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from gluon import states
+from gluon.repo.incremental import ExtractionRun
 from gluon.status.formatting import count, size, when
 from gluon.status.model import (
     CompactionRunInfo,
     CompactionStatus,
-    ExtractionRunInfo,
     ExtractionStatus,
     IngestionStatus,
     TableStatus,
@@ -112,7 +112,7 @@ def _drift(status: TableStatus) -> str:
     return f"{drift.summary} (the next extraction carries them)"
 
 
-def _extraction_run(run: ExtractionRunInfo) -> str:
+def _extraction_run(run: ExtractionRun) -> str:
     text = f"#{run.id} {run.status}, started {when(run.started_at)}"
     if run.finished_at:
         text += f", finished {when(run.finished_at)}"
@@ -132,7 +132,7 @@ def _ingestion(ingestion: IngestionStatus) -> list[str]:
         ("Current acknowledged change ingestion location", ingestion.acknowledged.location),
         ("As of", when(ingestion.acknowledged.at, "unknown")),
     ]
-    delta = ingestion.delta
+    delta = ingestion.delta.stats
     if delta.error:
         total = f"unknown ({delta.error})"
     elif not delta.exists:
@@ -159,11 +159,12 @@ def _ingestion(ingestion: IngestionStatus) -> list[str]:
     return _section("Change ingestion status", pairs, extra)
 
 
-def _compaction_run(run: CompactionRunInfo) -> str:
+def _compaction_run(info: CompactionRunInfo) -> str:
+    run = info.run
     text = f"run #{run.id} ({run.method}), started {when(run.started_at)}"
     if run.current_step:
         text += f"; current step: {run.current_step}"
-    text += f"; status: {run.status_text}"
+    text += f"; status: {info.status_text}"
     if run.message and run.status != states.CompactionStatus.SUCCESS:
         text += f" ({run.message.splitlines()[0]})"
     return text
@@ -171,7 +172,7 @@ def _compaction_run(run: CompactionRunInfo) -> str:
 
 def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
     ongoing = compaction.ongoing
-    last = compaction.last_completed
+    last = compaction.last_completed.run if compaction.last_completed else None
     pairs: Pairs = [
         ("Ongoing compaction", _compaction_run(ongoing) if ongoing else "none"),
         (
@@ -199,9 +200,9 @@ def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
         + f" (kept {when(item.retained_at)}, run #{item.compaction_run_id})"
         for item in compaction.retained
     ]
-    shown = ongoing or last
+    shown = ongoing or compaction.last_completed
     if verbose and shown is not None and shown.steps:
-        extra += ["", f"Steps of run #{shown.id}:"]
+        extra += ["", f"Steps of run #{shown.run.id}:"]
         extra += [
             f"  {step.step}: {step.status} ({when(step.started_at)}"
             + (f" - {when(step.finished_at)}" if step.finished_at else "")
@@ -214,7 +215,7 @@ def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
 
 def _offload(status: TableStatus) -> list[str]:
     offload = status.offload
-    base = offload.base
+    base = offload.base.stats
     stored = (
         f"{count(base.rows)} rows in {base.files} files ({size(base.size_bytes)}), "
         f"Delta version {base.version}"
