@@ -20,9 +20,9 @@ from gluon.errors import ConfigError, NotFoundError
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import now
 from gluon.status.attention import findings
-from gluon.status.formats import WRITERS
 from gluon.status.incremental_status import ChangelogCounter, collect_status
 from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport, Thresholds
+from gluon.status.report_formats import WRITERS
 
 HISTORY_RUNS = 30
 """Extraction and compaction runs per table in a report (newest first)."""

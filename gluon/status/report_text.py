@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from gluon.status.formatting import count, size, when
 from gluon.status.model import OutputLevel, Report, TableReport
-from gluon.status.text import aligned
+from gluon.status.text import aligned, offloaded, run_counts
 
 INDENT = "    "
 
@@ -112,11 +112,7 @@ def _detail(table: TableReport) -> list[str]:
                 ("Source table", f"{offload.source_table} ({offload.source_dialect})"),
                 ("Lake user view", offload.user_view),
                 ("Offload type", offload.offload_type),
-                (
-                    "Offloaded at",
-                    f"{when(offload.offloaded_at, 'not yet')} "
-                    f"({count(offload.rows_offloaded)} rows)",
-                ),
+                ("Offloaded at", offloaded(offload)),
                 (
                     "Incremental update",
                     status.extraction.method if status.extraction else "not enabled",
@@ -179,11 +175,7 @@ def _detail(table: TableReport) -> list[str]:
                         "Changes waiting in the changelog",
                         _backlog(table),
                     ),
-                    (
-                        "Runs",
-                        f"{extraction.runs} ({extraction.succeeded} succeeded, "
-                        f"{extraction.failed} failed, {extraction.interrupted} interrupted)",
-                    ),
+                    ("Runs", run_counts(extraction)),
                 ]
             )
         ]

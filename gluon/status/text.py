@@ -10,6 +10,7 @@ from gluon.status.model import (
     CompactionStatus,
     ExtractionStatus,
     IngestionStatus,
+    OffloadInfo,
     TableStatus,
 )
 
@@ -26,6 +27,19 @@ def aligned(pairs: Pairs) -> list[str]:
     """``label:  value`` lines with the values in one column."""
     width = max((len(label) for label, _ in pairs), default=0) + 3
     return [f"{label + ':':<{width}}{value}".rstrip() for label, value in pairs]
+
+
+def run_counts(extraction: ExtractionStatus) -> str:
+    """``3 (2 succeeded, 1 failed, 0 interrupted)``: the extraction runs by outcome."""
+    return (
+        f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
+        f"{extraction.interrupted} interrupted)"
+    )
+
+
+def offloaded(offload: OffloadInfo) -> str:
+    """When the table was offloaded, and how many rows."""
+    return f"{when(offload.offloaded_at, 'not yet')} ({count(offload.rows_offloaded)} rows)"
 
 
 def _section(title: str, pairs: Pairs, extra: list[str] | None = None) -> list[str]:
@@ -89,9 +103,7 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ("Source schema changes", _drift(status)),
         (
             "Extraction runs",
-            f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
-            f"{extraction.interrupted} interrupted); {count(extraction.changes_extracted)} "
-            "changes shipped",
+            f"{run_counts(extraction)}; {count(extraction.changes_extracted)} changes shipped",
         ),
     ]
     if extraction.last_run is not None:
@@ -230,11 +242,7 @@ def _offload(status: TableStatus) -> list[str]:
             ("Lake user view", offload.user_view),
             ("Offload type", offload.offload_type),
             ("Offload status", offload.status),
-            (
-                "Offloaded at",
-                f"{when(offload.offloaded_at, 'not yet')} "
-                f"({count(offload.rows_offloaded, 'unknown')} rows)",
-            ),
+            ("Offloaded at", offloaded(offload)),
             ("Base table now", stored),
         ],
     )
