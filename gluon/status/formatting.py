@@ -12,8 +12,8 @@ from gluon.repo.compaction import CompactionStep, ObsoleteObject
 from gluon.repo.incremental import ExtractionRun
 from gluon.status.model import CompactionRunInfo, LakeTableStats
 
-PUBLISHED: dict[type, tuple[str, ...]] = {
-    ExtractionRun: (
+PUBLISHED: dict[type, list[str]] = {
+    ExtractionRun: [
         "id",
         "status",
         "started_at",
@@ -22,8 +22,8 @@ PUBLISHED: dict[type, tuple[str, ...]] = {
         "rows_written",
         "control_partition",
         "message",
-    ),
-    CompactionRunInfo: (
+    ],
+    CompactionRunInfo: [
         "run.id",
         "run.method",
         "run.status",
@@ -36,8 +36,10 @@ PUBLISHED: dict[type, tuple[str, ...]] = {
         "run.changes",
         "run.message",
         "steps",
-    ),
-    LakeTableStats: (
+    ],
+    CompactionStep: ["step", "status", "started_at", "finished_at", "detail"],
+    ObsoleteObject: ["kind", "name", "location", "retained_at", "compaction_run_id"],
+    LakeTableStats: [
         "name",
         "stats.location",
         "stats.exists",
@@ -47,9 +49,7 @@ PUBLISHED: dict[type, tuple[str, ...]] = {
         "stats.size_bytes",
         "stats.committed_at",
         "stats.error",
-    ),
-    CompactionStep: ("step", "status", "started_at", "finished_at", "detail"),
-    ObsoleteObject: ("kind", "name", "location", "retained_at", "compaction_run_id"),
+    ],
 }
 """The attributes (``run.id``: ``id`` of ``run``) the JSON output shows of these records, in
 order: the repository may add fields to its records without changing the documented output."""
