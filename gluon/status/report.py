@@ -49,12 +49,6 @@ class ReportOptions:
     thresholds: Thresholds = field(default_factory=Thresholds)
 
 
-@dataclass(frozen=True, slots=True)
-class ReportResult:
-    path: Path
-    report: Report
-
-
 Announce = Callable[[str], None]
 
 
@@ -103,7 +97,7 @@ def report_path(directory: Path, output_format: OutputFormat, at: dt.datetime) -
 
 def generate_report(
     settings: Settings, options: ReportOptions, announce: Announce = lambda _: None
-) -> ReportResult:
+) -> Path:
     """Collect the report, write it to a new file, and return where it is.
 
     Raises:
@@ -142,4 +136,4 @@ def generate_report(
         except OSError as exc:
             raise ConfigError(f"cannot write the report to {directory}: {exc}") from None
         announce(f"Report saved to {path}")
-    return ReportResult(path, report)
+    return path
