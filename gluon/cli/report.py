@@ -18,7 +18,7 @@ from gluon.status.model import (
     OutputLevel,
     Thresholds,
 )
-from gluon.status.report import ReportOptions, ReportResult, generate_report
+from gluon.status.report import ReportOptions, generate_report
 
 app = typer.Typer(add_completion=False, rich_markup_mode=None)
 
@@ -78,7 +78,7 @@ def offload_status_report(
         thresholds=Thresholds(backlog_rows=backlog_threshold, wait_minutes=wait_threshold),
     )
 
-    def body(settings: Settings) -> ReportResult:
+    def body(settings: Settings) -> Path:
         stdout.print(f"Offload Status Report v{__version__}\n", markup=False)
         return generate_report(settings, options, lambda line: stdout.print(line, markup=False))
 

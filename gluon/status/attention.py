@@ -10,14 +10,13 @@ import datetime as dt
 from collections.abc import Callable
 
 from gluon.locks import INTERRUPTED
-from gluon.repo.compaction import FAILED, RUNNING, WAITING
+from gluon.repo.compaction import FAILED, RUNNING, WAITING, CompactionRun
 from gluon.repo.incremental import (
     EXTRACTION_FAILED,
     EXTRACTION_INTERRUPTED,
     EXTRACTION_RUNNING,
 )
 from gluon.status.formatting import count, when
-from gluon.status.incremental_status import age_minutes
 from gluon.status.model import Finding, TableStatus, Thresholds
 
 ERROR = "error"
@@ -26,19 +25,20 @@ WARNING = "warning"
 Rule = Callable[[TableStatus, Thresholds, dt.datetime], list[Finding]]
 
 
+def _minutes(since: dt.datetime, at: dt.datetime) -> float:
+    """Minutes from ``since`` to ``at`` (both naive UTC)."""
+    return (at - since).total_seconds() / 60
+
+
 def _changelog_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     rows = status.changelog.rows if status.changelog else None
     if rows is None or rows <= limits.backlog_rows:
         return []
-    return [
-        Finding(
-            status.table_key,
-            WARNING,
-            "changelog_backlog",
-            f"{count(rows)} changes wait in the changelog (threshold {count(limits.backlog_rows)}):"
-            " run extractions more often",
-        )
-    ]
+    message = (
+        f"{count(rows)} changes wait in the changelog (threshold {count(limits.backlog_rows)}):"
+        " run extractions more often"
+    )
+    return [Finding(status.table_key, WARNING, "changelog_backlog", message)]
 
 
 def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
@@ -49,32 +49,29 @@ def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) ->
 def _delta_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     if status.ingestion is None:
         return []
-    live = sum(
-        part.rows
-        for part in status.ingestion.partitions
-        if part.partition >= status.ingestion.view_min_partition
-    )
+    live = status.ingestion.live_rows
     if live <= limits.backlog_rows:
         return []
-    return [
-        Finding(
-            status.table_key,
-            WARNING,
-            "delta_backlog",
-            f"{count(live)} changes in the delta table (threshold {count(limits.backlog_rows)}):"
-            " run a compaction",
-        )
-    ]
+    message = (
+        f"{count(live)} changes in the delta table (threshold {count(limits.backlog_rows)}):"
+        " run a compaction"
+    )
+    return [Finding(status.table_key, WARNING, "delta_backlog", message)]
+
+
+def _ongoing(status: TableStatus) -> CompactionRun | None:
+    ongoing = status.compaction.ongoing if status.compaction else None
+    return ongoing.run if ongoing else None
 
 
 def _compaction_waiting(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
-    ongoing = status.compaction.ongoing if status.compaction else None
+    ongoing = _ongoing(status)
     if ongoing is None or ongoing.status not in (WAITING, RUNNING):
         return []
     since = ongoing.started_at
     if ongoing.status == WAITING and status.ingestion is not None:
         since = status.ingestion.requested.at or since
-    minutes = age_minutes(since, at) or 0.0
+    minutes = _minutes(since, at)
     if minutes <= limits.wait_minutes:
         return []
     if ongoing.status == WAITING:
@@ -92,36 +89,28 @@ def _compaction_waiting(status: TableStatus, limits: Thresholds, at: dt.datetime
 
 
 def _compaction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
-    ongoing = status.compaction.ongoing if status.compaction else None
+    ongoing = _ongoing(status)
     if ongoing is None or ongoing.status != FAILED:
         return []
     reason = f": {ongoing.message.splitlines()[0]}" if ongoing.message else ""
-    return [
-        Finding(
-            status.table_key,
-            ERROR,
-            "compaction_failed",
-            f"compaction run {ongoing.id} failed at step {ongoing.current_step}{reason}; "
-            "run the same compaction command again to resume it",
-        )
-    ]
+    message = (
+        f"compaction run {ongoing.id} failed at step {ongoing.current_step}{reason}; "
+        "run the same compaction command again to resume it"
+    )
+    return [Finding(status.table_key, ERROR, "compaction_failed", message)]
 
 
 def _compaction_interrupted(
     status: TableStatus, limits: Thresholds, at: dt.datetime
 ) -> list[Finding]:
-    ongoing = status.compaction.ongoing if status.compaction else None
+    ongoing = _ongoing(status)
     if ongoing is None or ongoing.status != INTERRUPTED:
         return []
-    return [
-        Finding(
-            status.table_key,
-            WARNING,
-            "compaction_interrupted",
-            f"compaction run {ongoing.id} was interrupted at step {ongoing.current_step} (no "
-            "process holds the table's lock): run the same compaction command again to resume it",
-        )
-    ]
+    message = (
+        f"compaction run {ongoing.id} was interrupted at step {ongoing.current_step} (no "
+        "process holds the table's lock): run the same compaction command again to resume it"
+    )
+    return [Finding(status.table_key, WARNING, "compaction_interrupted", message)]
 
 
 def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
@@ -129,14 +118,8 @@ def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime)
     if last is None or last.status != EXTRACTION_FAILED:
         return []
     reason = f": {last.message.splitlines()[0]}" if last.message else ""
-    return [
-        Finding(
-            status.table_key,
-            ERROR,
-            "extraction_failed",
-            f"the last extraction (run {last.id}, {when(last.started_at)}) failed{reason}",
-        )
-    ]
+    message = f"the last extraction (run {last.id}, {when(last.started_at)}) failed{reason}"
+    return [Finding(status.table_key, ERROR, "extraction_failed", message)]
 
 
 def _extraction_interrupted(
@@ -147,31 +130,23 @@ def _extraction_interrupted(
     found = []
     last = status.extraction.last_run
     if last is not None and last.status == EXTRACTION_RUNNING:
-        minutes = age_minutes(last.started_at, at) or 0.0
+        minutes = _minutes(last.started_at, at)
         if minutes > limits.wait_minutes:
-            found.append(
-                Finding(
-                    status.table_key,
-                    WARNING,
-                    "extraction_running",
-                    f"extraction run {last.id} has been running since {when(last.started_at)}: "
-                    "if no extraction process is alive it was interrupted (the next extraction "
-                    "repairs it)",
-                )
+            message = (
+                f"extraction run {last.id} has been running since {when(last.started_at)}: "
+                "if no extraction process is alive it was interrupted (the next extraction "
+                "repairs it)"
             )
+            found.append(Finding(status.table_key, WARNING, "extraction_running", message))
     recent = status.extraction.recent_runs
     interrupted = [run for run in recent if run.status == EXTRACTION_INTERRUPTED]
     if interrupted:
         ids = ", ".join(str(run.id) for run in interrupted)
-        found.append(
-            Finding(
-                status.table_key,
-                WARNING,
-                "extraction_interrupted",
-                f"recent extraction runs were interrupted (runs {ids}; killed or crashed, the "
-                "following run repaired them): check their log files",
-            )
+        message = (
+            f"recent extraction runs were interrupted (runs {ids}; killed or crashed, the "
+            "following run repaired them): check their log files"
         )
+        found.append(Finding(status.table_key, WARNING, "extraction_interrupted", message))
     return found
 
 
@@ -188,23 +163,13 @@ def _schema_drift(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
     if drift is None:
         return []
     if drift.refused:
-        return [
-            Finding(
-                status.table_key,
-                ERROR,
-                "schema_refused",
-                f"the source table changed in a way the lake cannot follow ({drift.summary}): "
-                "extractions stop until the column is restored or the lake copy is rebuilt",
-            )
-        ]
-    return [
-        Finding(
-            status.table_key,
-            WARNING,
-            "schema_changed",
-            f"the source table changed ({drift.summary}): the next extraction carries it",
+        message = (
+            f"the source table changed in a way the lake cannot follow ({drift.summary}): "
+            "extractions stop until the column is restored or the lake copy is rebuilt"
         )
-    ]
+        return [Finding(status.table_key, ERROR, "schema_refused", message)]
+    message = f"the source table changed ({drift.summary}): the next extraction carries it"
+    return [Finding(status.table_key, WARNING, "schema_changed", message)]
 
 
 def _insert_only(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:

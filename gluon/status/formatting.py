@@ -5,7 +5,54 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import enum
+import operator
 from typing import Any
+
+from gluon.repo.compaction import CompactionStep, ObsoleteObject
+from gluon.repo.incremental import ExtractionRun
+from gluon.status.model import CompactionRunInfo, LakeTableStats
+
+PUBLISHED: dict[type, list[str]] = {
+    ExtractionRun: [
+        "id",
+        "status",
+        "started_at",
+        "finished_at",
+        "rows_read",
+        "rows_written",
+        "control_partition",
+        "message",
+    ],
+    CompactionRunInfo: [
+        "run.id",
+        "run.method",
+        "run.status",
+        "status_text",
+        "run.current_step",
+        "run.started_at",
+        "run.finished_at",
+        "run.compacted_partition",
+        "run.new_partition",
+        "run.changes",
+        "run.message",
+        "steps",
+    ],
+    CompactionStep: ["step", "status", "started_at", "finished_at", "detail"],
+    ObsoleteObject: ["kind", "name", "location", "retained_at", "compaction_run_id"],
+    LakeTableStats: [
+        "name",
+        "stats.location",
+        "stats.exists",
+        "stats.version",
+        "stats.rows",
+        "stats.files",
+        "stats.size_bytes",
+        "stats.committed_at",
+        "stats.error",
+    ],
+}
+"""The attributes (``run.id``: ``id`` of ``run``) the JSON output shows of these records, in
+order: the repository may add fields to its records without changing the documented output."""
 
 
 def iso(value: dt.datetime | None) -> str | None:
@@ -37,10 +84,12 @@ def count(value: int | None, missing: str = "unknown") -> str:
 
 
 def jsonable(value: Any) -> Any:
-    """``value`` as JSON types: dataclasses as objects in field order, times in ISO 8601."""
+    """``value`` as JSON types: dataclasses as objects in field order (or ``PUBLISHED``'s),
+    times in ISO 8601."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = PUBLISHED.get(type(value)) or [item.name for item in dataclasses.fields(value)]
         return {
-            item.name: jsonable(getattr(value, item.name)) for item in dataclasses.fields(value)
+            name.rsplit(".", 1)[-1]: jsonable(operator.attrgetter(name)(value)) for name in names
         }
     if isinstance(value, dt.datetime):
         return iso(value)

@@ -39,7 +39,6 @@ from gluon.status.model import (
     CompactionRunInfo,
     CompactionStatus,
     DeltaPartition,
-    ExtractionRunInfo,
     ExtractionStatus,
     IngestionLocation,
     IngestionStatus,
@@ -244,27 +243,15 @@ def _insert_only_notes(
     if get_method(state.method).view_kind is not ViewKind.UNION_ALL:
         return ()
     ongoing = compaction.ongoing
-    in_place = ongoing.id if ongoing and ongoing.method == CompactionMethod.IN_PLACE else None
+    in_place = (
+        ongoing.run.id if ongoing and ongoing.run.method == CompactionMethod.IN_PLACE else None
+    )
     return status_notes(repo, record.table_key, state.method, in_place, record.user_view)
 
 
 def _role_order(item: SourceObjectRecord) -> int:
     roles = list(SOURCE_OBJECT_ROLES)
     return roles.index(item.kind) if item.kind in roles else len(roles)
-
-
-def _lake_stats(name: str, stats: DeltaStats) -> LakeTableStats:
-    return LakeTableStats(
-        name=name,
-        location=stats.location,
-        exists=stats.exists,
-        version=stats.version,
-        rows=stats.rows,
-        files=stats.files,
-        size_bytes=stats.size_bytes,
-        committed_at=stats.committed_at,
-        error=stats.error,
-    )
 
 
 def _offload_info(record: OffloadedTable) -> OffloadInfo:
@@ -276,7 +263,7 @@ def _offload_info(record: OffloadedTable) -> OffloadInfo:
         status=record.status,
         offloaded_at=record.offloaded_at,
         rows_offloaded=record.row_count,
-        base=_lake_stats(record.base_table, delta_stats(record.base_path)),
+        base=LakeTableStats(record.base_table, delta_stats(record.base_path)),
     )
 
 
@@ -294,31 +281,16 @@ def _lake_objects(record: OffloadedTable, state: IncrementalState, view_kind: st
     )
 
 
-def _with_live_status(
-    repo: Repository, table_key: str, run: ExtractionRunInfo
-) -> ExtractionRunInfo:
+def _with_live_status(repo: Repository, run: ExtractionRun) -> ExtractionRun:
     """An extraction recorded as running that no process holds the lock of was interrupted."""
     if run.status != EXTRACTION_RUNNING or locks.is_held(
-        repo, table_key, locks.EXTRACTION, locks.EXTRACTION_COMMAND
+        repo, run.table_key, locks.EXTRACTION, locks.EXTRACTION_COMMAND
     ):
         return run
     return replace(
         run,
         status=locks.INTERRUPTED,
         message=run.message or "no process holds its lock; run the same command again to resume",
-    )
-
-
-def _run_info(run: ExtractionRun) -> ExtractionRunInfo:
-    return ExtractionRunInfo(
-        id=run.id,
-        status=run.status,
-        started_at=run.started_at,
-        finished_at=run.finished_at,
-        rows_read=run.rows_read,
-        rows_written=run.rows_written,
-        control_partition=run.control_partition,
-        message=run.message,
     )
 
 
@@ -332,11 +304,8 @@ def _extraction_status(
     scope: int | None,
 ) -> ExtractionStatus:
     totals = repo.incremental.extraction_totals(state.table_key, scope)
-    recorded = [
-        _run_info(run)
-        for run in repo.incremental.extraction_runs(state.table_key, history, enablement_id=scope)
-    ]
-    recent = [_with_live_status(repo, state.table_key, run) for run in recorded]
+    recorded = repo.incremental.extraction_runs(state.table_key, history, enablement_id=scope)
+    recent = [_with_live_status(repo, run) for run in recorded]
     dead = sum(1 for before, now_ in zip(recorded, recent, strict=True) if before is not now_)
     return ExtractionStatus(
         method=state.method,
@@ -381,48 +350,46 @@ def _location(state: IncrementalState, partition: int) -> str:
     return control_partition_path(state.delta_path, PARTITION_COLUMN, partition)
 
 
+def _ingestion_location(
+    state: IncrementalState, partition: int | None, at: dt.datetime | None
+) -> IngestionLocation:
+    """Where ``partition`` is; none recorded: the active partition, as of enabling."""
+    if partition is None:
+        partition, at = state.active_partition, state.enabled_at
+    return IngestionLocation(partition, _location(state, partition), at)
+
+
 def _ingestion_status(
     state: IncrementalState, delta: DeltaStats, ongoing: CompactionRunInfo | None
 ) -> IngestionStatus:
-    requested = (
-        state.active_partition if state.requested_partition is None else state.requested_partition
+    requested = _ingestion_location(state, state.requested_partition, state.requested_at)
+    acknowledged = _ingestion_location(state, state.acknowledged_partition, state.acknowledged_at)
+    pending = (
+        state.requested_partition is not None and requested.partition != acknowledged.partition
     )
-    acknowledged = (
-        state.active_partition
-        if state.acknowledged_partition is None
-        else state.acknowledged_partition
-    )
-    pending = state.requested_partition is not None and requested != acknowledged
     counted = {int(part.value): part for part in delta.partitions if part.value is not None}
-    numbers = sorted({*counted, state.active_partition, *([requested] if pending else [])})
-    partitions = []
-    for number in numbers:
-        part = counted.get(number)
-        partitions.append(
-            DeltaPartition(
-                partition=number,
-                location=_location(state, number),
-                rows=part.rows if part else 0,
-                files=part.files if part else 0,
-                size_bytes=part.size_bytes if part else 0,
-                role=_partition_role(number, state, pending, ongoing),
-            )
+    numbers = sorted(
+        {*counted, state.active_partition, *([requested.partition] if pending else [])}
+    )
+    partitions = [
+        DeltaPartition(
+            partition=number,
+            location=_location(state, number),
+            rows=part.rows if part else 0,
+            files=part.files if part else 0,
+            size_bytes=part.size_bytes if part else 0,
+            role=_partition_role(number, state, pending, ongoing),
         )
+        for number in numbers
+        for part in [counted.get(number)]
+    ]
     return IngestionStatus(
-        requested=IngestionLocation(
-            partition=requested,
-            location=_location(state, requested),
-            at=state.enabled_at if state.requested_partition is None else state.requested_at,
-        ),
-        acknowledged=IngestionLocation(
-            partition=acknowledged,
-            location=_location(state, acknowledged),
-            at=state.enabled_at if state.acknowledged_partition is None else state.acknowledged_at,
-        ),
+        requested=requested,
+        acknowledged=acknowledged,
         diversion_pending=pending,
         active_partition=state.active_partition,
         view_min_partition=state.view_min_partition,
-        delta=_lake_stats(state.delta_table, delta),
+        delta=LakeTableStats(state.delta_table, delta),
         partitions=tuple(partitions),
     )
 
@@ -432,15 +399,10 @@ def _partition_role(
 ) -> str:
     if number < state.view_min_partition:
         return "compacted, no longer read by the views"
-    if ongoing is not None and ongoing.compacted_partition == number:
-        return f"being compacted by run {ongoing.id}"
+    if ongoing is not None and ongoing.run.compacted_partition == number:
+        return f"being compacted by run {ongoing.run.id}"
     if pending and number == state.requested_partition:
         return "requested for new changes, awaiting acknowledgement"
     if number == state.active_partition:
         return "receiving new changes"
     return "read by the views"
-
-
-def age_minutes(since: dt.datetime | None, at: dt.datetime) -> float | None:
-    """Minutes from ``since`` to ``at`` (both naive UTC); None without ``since``."""
-    return None if since is None else (at - since).total_seconds() / 60

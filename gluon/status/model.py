@@ -1,5 +1,8 @@
 """What the status commands report, as typed records (renderers turn them into text/JSON/HTML).
 
+Runs, steps and retained objects are the repository's own records; the records
+here hold what status derives from them (counts, roles, Delta statistics).
+
 Times are naive UTC, as the repository stores them.
 """
 
@@ -9,23 +12,22 @@ import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 
+from gluon import states
+from gluon.lake.stats import DeltaStats
+from gluon.locks import INTERRUPTED
+from gluon.repo.compaction import CompactionRun, CompactionStep, ObsoleteObject
+from gluon.repo.incremental import ExtractionRun
+
 DEFAULT_BACKLOG_THRESHOLD = 100_000
 DEFAULT_WAIT_MINUTES = 60.0
 
 
 @dataclass(frozen=True, slots=True)
 class LakeTableStats:
-    """A lake Delta table: where it is and what its current version holds."""
+    """A lake Delta table: its name and what its current version holds."""
 
     name: str
-    location: str
-    exists: bool
-    version: int | None = None
-    rows: int = 0
-    files: int = 0
-    size_bytes: int = 0
-    committed_at: dt.datetime | None = None
-    error: str | None = None
+    stats: DeltaStats
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,18 +45,6 @@ class OffloadInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractionRunInfo:
-    id: int
-    status: str
-    started_at: dt.datetime
-    finished_at: dt.datetime | None
-    rows_read: int | None
-    rows_written: int | None
-    control_partition: int | None
-    message: str | None
-
-
-@dataclass(frozen=True, slots=True)
 class ExtractionStatus:
     """Phase 2: how far changes have been shipped to the lake."""
 
@@ -68,8 +58,9 @@ class ExtractionStatus:
     failed: int
     interrupted: int
     changes_extracted: int
-    last_run: ExtractionRunInfo | None
-    recent_runs: tuple[ExtractionRunInfo, ...]
+    last_run: ExtractionRun | None
+    """Its status is live: ``interrupted`` when recorded running and no process holds its lock."""
+    recent_runs: tuple[ExtractionRun, ...]
     """Newest first."""
 
 
@@ -127,30 +118,37 @@ class IngestionStatus:
     delta: LakeTableStats
     partitions: tuple[DeltaPartition, ...]
 
+    @property
+    def live_rows(self) -> int:
+        """Changes in the control partitions the views still read."""
+        return sum(
+            part.rows for part in self.partitions if part.partition >= self.view_min_partition
+        )
 
-@dataclass(frozen=True, slots=True)
-class CompactionStepInfo:
-    step: str
-    status: str
-    started_at: dt.datetime
-    finished_at: dt.datetime | None
-    detail: str | None
+
+RUN_STATUS_TEXT: dict[str, str] = {
+    states.CompactionStatus.RUNNING: "running",
+    states.CompactionStatus.WAITING: "waiting for acknowledgement",
+    states.CompactionStatus.FAILED: "failed (run the same compaction command again to resume it)",
+    states.CompactionStatus.SUCCESS: "completed",
+    INTERRUPTED: "interrupted (run the same command again to resume)",
+    states.CompactionStatus.ABANDONED: (
+        "abandoned before its views switched (the next compaction starts a new run)"
+    ),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class CompactionRunInfo:
-    id: int
-    method: str
-    status: str
-    status_text: str
-    current_step: str | None
-    started_at: dt.datetime
-    finished_at: dt.datetime | None
-    compacted_partition: int | None
-    new_partition: int | None
-    changes: int | None
-    message: str | None
-    steps: tuple[CompactionStepInfo, ...]
+    """A compaction run with its steps; ``run.status`` is live (``interrupted`` when the
+    repository says running and no process holds the table's lock)."""
+
+    run: CompactionRun
+    steps: tuple[CompactionStep, ...]
+
+    @property
+    def status_text(self) -> str:
+        return RUN_STATUS_TEXT.get(self.run.status, self.run.status)
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,15 +176,6 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
-class RetainedObject:
-    kind: str
-    name: str
-    location: str | None
-    retained_at: dt.datetime
-    compaction_run_id: int | None
-
-
-@dataclass(frozen=True, slots=True)
 class CompactionStatus:
     """Phase 4: compactions, the last snapshot, and objects kept after compactions."""
 
@@ -194,7 +183,7 @@ class CompactionStatus:
     last_completed: CompactionRunInfo | None
     completed_runs: int
     snapshot: Snapshot | None
-    retained: tuple[RetainedObject, ...]
+    retained: tuple[ObsoleteObject, ...]
     recent_runs: tuple[CompactionRunInfo, ...]
     """Newest first."""
 

@@ -20,9 +20,9 @@ from gluon.errors import ConfigError, NotFoundError
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.status.attention import findings
-from gluon.status.formats import WRITERS
 from gluon.status.incremental_status import ChangelogCounter, collect_status
 from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport, Thresholds
+from gluon.status.report_formats import WRITERS
 
 HISTORY_RUNS = 30
 """Extraction and compaction runs per table in a report (newest first)."""
@@ -47,12 +47,6 @@ class ReportOptions:
     output_dir: Path | None = None
     """Where the report file goes (default: the log directory)."""
     thresholds: Thresholds = field(default_factory=Thresholds)
-
-
-@dataclass(frozen=True, slots=True)
-class ReportResult:
-    path: Path
-    report: Report
 
 
 Announce = Callable[[str], None]
@@ -103,7 +97,7 @@ def report_path(directory: Path, output_format: OutputFormat, at: dt.datetime) -
 
 def generate_report(
     settings: Settings, options: ReportOptions, announce: Announce = lambda _: None
-) -> ReportResult:
+) -> Path:
     """Collect the report, write it to a new file, and return where it is.
 
     Raises:
@@ -142,4 +136,4 @@ def generate_report(
         except OSError as exc:
             raise ConfigError(f"cannot write the report to {directory}: {exc}") from None
         announce(f"Report saved to {path}")
-    return ReportResult(path, report)
+    return path

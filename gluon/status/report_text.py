@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from gluon.status.formatting import count, size, when
 from gluon.status.model import OutputLevel, Report, TableReport
-from gluon.status.text import aligned
+from gluon.status.text import aligned, offloaded, run_counts
 
 INDENT = "    "
 
@@ -83,20 +83,16 @@ def _summary(table: TableReport) -> tuple[str, ...]:
     extraction = status.extraction
     compaction = status.compaction
     ingestion = status.ingestion
-    delta = (
-        sum(p.rows for p in ingestion.partitions if p.partition >= ingestion.view_min_partition)
-        if ingestion
-        else None
-    )
+    delta = ingestion.live_rows if ingestion else None
     changelog = status.changelog
     return (
         status.table_key,
         extraction.method if extraction else "not enabled",
-        count(status.offload.base.rows),
+        count(status.offload.base.stats.rows),
         count(delta, "-"),
         count(changelog.rows, "unknown" if changelog else "-") if changelog else "-",
         when(extraction.last_extraction_at, "never") if extraction else "-",
-        when(compaction.last_completed.finished_at, "-")
+        when(compaction.last_completed.run.finished_at, "-")
         if compaction and compaction.last_completed
         else ("never" if compaction else "-"),
         str(len(table.findings)),
@@ -116,11 +112,7 @@ def _detail(table: TableReport) -> list[str]:
                 ("Source table", f"{offload.source_table} ({offload.source_dialect})"),
                 ("Lake user view", offload.user_view),
                 ("Offload type", offload.offload_type),
-                (
-                    "Offloaded at",
-                    f"{when(offload.offloaded_at, 'not yet')} "
-                    f"({count(offload.rows_offloaded)} rows)",
-                ),
+                ("Offloaded at", offloaded(offload)),
                 (
                     "Incremental update",
                     status.extraction.method if status.extraction else "not enabled",
@@ -148,14 +140,15 @@ def _detail(table: TableReport) -> list[str]:
         [
             (
                 item.name,
-                count(item.rows) if item.exists else "-",
-                item.files,
-                size(item.size_bytes),
-                item.version if item.version is not None else "-",
-                when(item.committed_at, "-"),
-                item.location + (f" ({item.error})" if item.error else ""),
+                count(stats.rows) if stats.exists else "-",
+                stats.files,
+                size(stats.size_bytes),
+                stats.version if stats.version is not None else "-",
+                when(stats.committed_at, "-"),
+                stats.location + (f" ({stats.error})" if stats.error else ""),
             )
             for item in stored
+            for stats in [item.stats]
         ],
     )
     if status.ingestion is not None:
@@ -182,11 +175,7 @@ def _detail(table: TableReport) -> list[str]:
                         "Changes waiting in the changelog",
                         _backlog(table),
                     ),
-                    (
-                        "Runs",
-                        f"{extraction.runs} ({extraction.succeeded} succeeded, "
-                        f"{extraction.failed} failed, {extraction.interrupted} interrupted)",
-                    ),
+                    ("Runs", run_counts(extraction)),
                 ]
             )
         ]
@@ -235,14 +224,15 @@ def _compaction(table: TableReport) -> list[str]:
                 (
                     run.id,
                     run.method,
-                    run.status_text.split(" (")[0],
+                    info.status_text.split(" (")[0],
                     run.current_step or "-",
                     when(run.started_at),
                     when(run.finished_at, "-"),
                     "-" if run.compacted_partition is None else run.compacted_partition,
                     count(run.changes, "-"),
                 )
-                for run in compaction.recent_runs
+                for info in compaction.recent_runs
+                for run in [info.run]
             ],
         )
     else:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from gluon import states
+from gluon.repo.incremental import ExtractionRun
 from gluon.status.formatting import count, size, when
 from gluon.status.model import (
     CompactionRunInfo,
     CompactionStatus,
-    ExtractionRunInfo,
     ExtractionStatus,
     IngestionStatus,
+    OffloadInfo,
     TableStatus,
 )
 
@@ -26,6 +27,19 @@ def aligned(pairs: Pairs) -> list[str]:
     """``label:  value`` lines with the values in one column."""
     width = max((len(label) for label, _ in pairs), default=0) + 3
     return [f"{label + ':':<{width}}{value}".rstrip() for label, value in pairs]
+
+
+def run_counts(extraction: ExtractionStatus) -> str:
+    """``3 (2 succeeded, 1 failed, 0 interrupted)``: the extraction runs by outcome."""
+    return (
+        f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
+        f"{extraction.interrupted} interrupted)"
+    )
+
+
+def offloaded(offload: OffloadInfo) -> str:
+    """When the table was offloaded, and how many rows."""
+    return f"{when(offload.offloaded_at, 'not yet')} ({count(offload.rows_offloaded)} rows)"
 
 
 def _section(title: str, pairs: Pairs, extra: list[str] | None = None) -> list[str]:
@@ -89,9 +103,7 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ("Source schema changes", _drift(status)),
         (
             "Extraction runs",
-            f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
-            f"{extraction.interrupted} interrupted); {count(extraction.changes_extracted)} "
-            "changes shipped",
+            f"{run_counts(extraction)}; {count(extraction.changes_extracted)} changes shipped",
         ),
     ]
     if extraction.last_run is not None:
@@ -112,7 +124,7 @@ def _drift(status: TableStatus) -> str:
     return f"{drift.summary} (the next extraction carries them)"
 
 
-def _extraction_run(run: ExtractionRunInfo) -> str:
+def _extraction_run(run: ExtractionRun) -> str:
     text = f"#{run.id} {run.status}, started {when(run.started_at)}"
     if run.finished_at:
         text += f", finished {when(run.finished_at)}"
@@ -132,7 +144,7 @@ def _ingestion(ingestion: IngestionStatus) -> list[str]:
         ("Current acknowledged change ingestion location", ingestion.acknowledged.location),
         ("As of", when(ingestion.acknowledged.at, "unknown")),
     ]
-    delta = ingestion.delta
+    delta = ingestion.delta.stats
     if delta.error:
         total = f"unknown ({delta.error})"
     elif not delta.exists:
@@ -159,11 +171,12 @@ def _ingestion(ingestion: IngestionStatus) -> list[str]:
     return _section("Change ingestion status", pairs, extra)
 
 
-def _compaction_run(run: CompactionRunInfo) -> str:
+def _compaction_run(info: CompactionRunInfo) -> str:
+    run = info.run
     text = f"run #{run.id} ({run.method}), started {when(run.started_at)}"
     if run.current_step:
         text += f"; current step: {run.current_step}"
-    text += f"; status: {run.status_text}"
+    text += f"; status: {info.status_text}"
     if run.message and run.status != states.CompactionStatus.SUCCESS:
         text += f" ({run.message.splitlines()[0]})"
     return text
@@ -171,7 +184,7 @@ def _compaction_run(run: CompactionRunInfo) -> str:
 
 def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
     ongoing = compaction.ongoing
-    last = compaction.last_completed
+    last = compaction.last_completed.run if compaction.last_completed else None
     pairs: Pairs = [
         ("Ongoing compaction", _compaction_run(ongoing) if ongoing else "none"),
         (
@@ -199,9 +212,9 @@ def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
         + f" (kept {when(item.retained_at)}, run #{item.compaction_run_id})"
         for item in compaction.retained
     ]
-    shown = ongoing or last
+    shown = ongoing or compaction.last_completed
     if verbose and shown is not None and shown.steps:
-        extra += ["", f"Steps of run #{shown.id}:"]
+        extra += ["", f"Steps of run #{shown.run.id}:"]
         extra += [
             f"  {step.step}: {step.status} ({when(step.started_at)}"
             + (f" - {when(step.finished_at)}" if step.finished_at else "")
@@ -214,7 +227,7 @@ def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
 
 def _offload(status: TableStatus) -> list[str]:
     offload = status.offload
-    base = offload.base
+    base = offload.base.stats
     stored = (
         f"{count(base.rows)} rows in {base.files} files ({size(base.size_bytes)}), "
         f"Delta version {base.version}"
@@ -229,11 +242,7 @@ def _offload(status: TableStatus) -> list[str]:
             ("Lake user view", offload.user_view),
             ("Offload type", offload.offload_type),
             ("Offload status", offload.status),
-            (
-                "Offloaded at",
-                f"{when(offload.offloaded_at, 'not yet')} "
-                f"({count(offload.rows_offloaded, 'unknown')} rows)",
-            ),
+            ("Offloaded at", offloaded(offload)),
             ("Base table now", stored),
         ],
     )

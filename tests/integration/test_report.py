@@ -23,7 +23,7 @@ import pytest
 from support.cli import GLUON_SETTINGS, error_lines, run_cli
 from support.tables import App, compact, enable, extract, offload
 
-from gluon.status.formats import COLUMNS, SUMMARY_COLUMNS
+from gluon.status.report_formats import COLUMNS, SUMMARY_COLUMNS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = REPO_ROOT / "test-artifacts"

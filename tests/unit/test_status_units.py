@@ -15,10 +15,14 @@ from typer.testing import Result
 
 from gluon.cli import report as report_cli
 from gluon.cli import status as status_cli
+from gluon.lake.stats import DeltaStats
+from gluon.repo.compaction import CompactionRun
+from gluon.repo.incremental import ExtractionRun
 from gluon.status.attention import findings
 from gluon.status.charts import bar_chart
 from gluon.status.formatting import jsonable, size
 from gluon.status.model import (
+    RUN_STATUS_TEXT,
     Backlog,
     CompactionRunInfo,
     CompactionStatus,
@@ -70,7 +74,7 @@ def _status(
     changelog: int | None = 0,
     ongoing: CompactionRunInfo | None = None,
 ) -> TableStatus:
-    base = LakeTableStats("s.t_data", "/lake/s.db/t_data", True, 0, 10, 1, 100)
+    base = LakeTableStats("s.t_data", DeltaStats("/lake/s.db/t_data", True, 0, 10, 1, 100))
     return TableStatus(
         table_key="S.T",
         collected_at=NOW,
@@ -84,9 +88,23 @@ def _status(
 
 
 def _run(status: str, started: dt.datetime) -> CompactionRunInfo:
-    return CompactionRunInfo(
-        1, "IN_PLACE", status, status, "await_acknowledgement", started, None, 0, 1, 5, None, ()
+    run = CompactionRun(
+        1,
+        "S.T",
+        "IN_PLACE",
+        status,
+        "await_acknowledgement",
+        started,
+        None,
+        {},
+        0,
+        1,
+        5,
+        None,
+        {},
+        None,
     )
+    return CompactionRunInfo(run, ())
 
 
 def test_attention_thresholds_are_exclusive() -> None:
@@ -110,6 +128,36 @@ def test_bar_chart_scales_to_the_largest_value() -> None:
     assert [bar.height for bar in chart.bars] == [42.0, 84.0, 0.0]
     assert all(bar.y + bar.height == chart.baseline for bar in chart.bars)
     assert bar_chart("t", []).is_empty
+
+
+def test_json_shows_the_published_fields_of_repository_records() -> None:
+    document = jsonable(_run("failed", NOW))
+    assert list(document) == [
+        "id",
+        "method",
+        "status",
+        "status_text",
+        "current_step",
+        "started_at",
+        "finished_at",
+        "compacted_partition",
+        "new_partition",
+        "changes",
+        "message",
+        "steps",
+    ]
+    assert document["status_text"] == RUN_STATUS_TEXT["failed"]
+    run = ExtractionRun(7, "S.T", "success", NOW, None, 3, 2, 1, 2, 0, None, None, 1)
+    assert jsonable(run) == {
+        "id": 7,
+        "status": "success",
+        "started_at": "2026-06-24T12:00:00+00:00",
+        "finished_at": None,
+        "rows_read": 3,
+        "rows_written": 2,
+        "control_partition": 0,
+        "message": None,
+    }
 
 
 def test_json_values_and_sizes() -> None:

@@ -17,13 +17,6 @@ from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport
 Getter = Callable[[TableReport], Any]
 
 
-def _live_delta_rows(table: TableReport) -> int | None:
-    ingestion = table.status.ingestion
-    if ingestion is None:
-        return None
-    return sum(p.rows for p in ingestion.partitions if p.partition >= ingestion.view_min_partition)
-
-
 def _method(table: TableReport) -> str:
     status = table.status
     if status.extraction is None:
@@ -34,7 +27,7 @@ def _method(table: TableReport) -> str:
 def _last_compaction(table: TableReport) -> str | None:
     compaction = table.status.compaction
     last = compaction.last_completed if compaction else None
-    return iso(last.finished_at) if last else None
+    return iso(last.run.finished_at) if last else None
 
 
 def _ongoing(table: TableReport) -> str:
@@ -42,8 +35,8 @@ def _ongoing(table: TableReport) -> str:
     ongoing = compaction.ongoing if compaction else None
     if ongoing is None:
         return ""
-    step = f" at {ongoing.current_step}" if ongoing.current_step else ""
-    return f"run {ongoing.id}{step}: {ongoing.status_text}"
+    step = f" at {ongoing.run.current_step}" if ongoing.run.current_step else ""
+    return f"run {ongoing.run.id}{step}: {ongoing.status_text}"
 
 
 def _partitions(table: TableReport) -> str:
@@ -74,12 +67,14 @@ COLUMNS: dict[str, Getter] = {
     "user_view": lambda t: t.status.offload.user_view,
     "offload_type": lambda t: t.status.offload.offload_type,
     "extraction_method": _method,
-    "base_rows": lambda t: t.status.offload.base.rows,
-    "base_files": lambda t: t.status.offload.base.files,
-    "base_bytes": lambda t: t.status.offload.base.size_bytes,
-    "delta_rows": _live_delta_rows,
-    "delta_files": lambda t: t.status.ingestion.delta.files if t.status.ingestion else None,
-    "delta_bytes": lambda t: t.status.ingestion.delta.size_bytes if t.status.ingestion else None,
+    "base_rows": lambda t: t.status.offload.base.stats.rows,
+    "base_files": lambda t: t.status.offload.base.stats.files,
+    "base_bytes": lambda t: t.status.offload.base.stats.size_bytes,
+    "delta_rows": lambda t: t.status.ingestion.live_rows if t.status.ingestion else None,
+    "delta_files": lambda t: t.status.ingestion.delta.stats.files if t.status.ingestion else None,
+    "delta_bytes": lambda t: (
+        t.status.ingestion.delta.stats.size_bytes if t.status.ingestion else None
+    ),
     "changelog_rows": lambda t: t.status.changelog.rows if t.status.changelog else None,
     "last_extraction_at": lambda t: (
         iso(t.status.extraction.last_extraction_at) if t.status.extraction else None
@@ -102,7 +97,7 @@ COLUMNS: dict[str, Getter] = {
     "delta_table": lambda t: t.status.objects.delta_table if t.status.objects else "",
     "delta_path": lambda t: t.status.objects.delta_path if t.status.objects else "",
     "base_table": lambda t: t.status.offload.base.name,
-    "base_path": lambda t: t.status.offload.base.location,
+    "base_path": lambda t: t.status.offload.base.stats.location,
     "source_objects": _source_objects,
     "snapshot": _snapshot,
     "retained_objects": lambda t: len(t.status.compaction.retained) if t.status.compaction else 0,
@@ -201,7 +196,7 @@ def _html_row(table: TableReport) -> dict[str, Any]:
     return {
         **flat_row(table, OutputLevel.SUMMARY),
         "last_extraction_at": when(extraction.last_extraction_at) if extraction else "-",
-        "last_compaction_at": when(last.finished_at if last else None) if compaction else "-",
+        "last_compaction_at": when(last.run.finished_at if last else None) if compaction else "-",
         "changelog_text": "-"
         if status.changelog is None
         else count(status.changelog.rows, "unknown"),
