@@ -37,7 +37,7 @@ MAPPINGS: list[tuple[RecordMapping[Any], sa.Table]] = [
 ]
 
 
-@pytest.mark.parametrize(("mapping", "table"), MAPPINGS, ids=lambda item: getattr(item, "name", ""))
+@pytest.mark.parametrize(("mapping", "table"), MAPPINGS, ids=[table.name for _, table in MAPPINGS])
 def test_every_field_is_stored_in_a_column_of_its_table(
     mapping: RecordMapping[Any], table: sa.Table
 ) -> None:
