@@ -56,7 +56,8 @@ CREATED_KINDS = {"TABLE", "VIEW", "SCHEMA"}
 
 DYNAMIC_OVERWRITE = re.compile(r"partitionOverwriteMode", re.I)
 """The Spark setting that makes an overwrite replace only the partitions written: on Sail it
-replaces the whole table. Matched in a SET statement's key and in a write's options."""
+replaces the whole table. Matched in a SET statement, a table option or property, and in a
+recorded write."""
 
 
 def _is_insert_overwrite(node: exp.Expression) -> bool:
@@ -79,7 +80,9 @@ def _is_describe_history(node: exp.Expression) -> bool:
 
 
 def _is_dynamic_partition_overwrite(node: exp.Expression) -> bool:
-    return isinstance(node, exp.SetItem) and bool(DYNAMIC_OVERWRITE.search(node.sql(DIALECT)))
+    """``SET ...partitionOverwriteMode=...``, or the setting as a table option or property."""
+    setting = isinstance(node, exp.SetItem) or type(node) is exp.Property
+    return setting and bool(DYNAMIC_OVERWRITE.search(node.sql(DIALECT)))
 
 
 def _reads_a_delta_path(node: exp.Expression) -> bool:

@@ -39,6 +39,18 @@ FORBIDDEN_SAMPLES: list[tuple[str, str, str]] = [
     ),
     (
         "dynamic partition overwrite",
+        "sql",
+        "CREATE OR REPLACE TABLE t USING delta OPTIONS ('partitionOverwriteMode'='dynamic') "
+        "AS SELECT * FROM s",
+    ),
+    (
+        "dynamic partition overwrite",
+        "sql",
+        "CREATE TABLE t USING delta TBLPROPERTIES ('partitionOverwriteMode'='dynamic') "
+        "AS SELECT * FROM s",
+    ),
+    (
+        "dynamic partition overwrite",
         "write",
         "overwrite /lake/sh.db/sales_data partitionBy=[] replaceWhere=None "
         "partitionOverwriteMode=DYNAMIC",
