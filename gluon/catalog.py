@@ -128,9 +128,13 @@ def unavailable_error(session: LakeSession, statement: str) -> LakeError | None:
 
 
 @contextmanager
-def lake_session(settings: Settings) -> Iterator[LakeSession]:
-    """A lake session with every gluon view registered (the Python API for querying)."""
-    repo = Repository(settings.repo_url)
+def lake_session(settings: Settings, repo: Repository | None = None) -> Iterator[LakeSession]:
+    """A lake session with every gluon view registered (the Python API for querying).
+
+    ``repo``: the command's repository, if it has one open (else the session opens it).
+    """
+    if repo is None:
+        repo = Repository(settings.repo_url)
     with open_session(settings) as session:
         register_all(session, repo)
         yield session

@@ -172,12 +172,18 @@ class _EnablePlan:
 
 
 def _plan_enable(
-    settings: Settings, options: EnableOptions, offload: OffloadOptions | None
+    settings: Settings,
+    options: EnableOptions,
+    offload: OffloadOptions | None,
+    repo: Repository | None = None,
 ) -> _EnablePlan:
     method = get_method(options.method)
     ref = options.table
-    offload_context = validate_offload(settings, offload) if offload else None
-    repo = offload_context.repo if offload_context else Repository(settings.repo_url)
+    offload_context = validate_offload(settings, offload, repo) if offload else None
+    if offload_context:
+        repo = offload_context.repo
+    elif repo is None:
+        repo = Repository(settings.repo_url)
     record = repo.get_table(ref.key)
     if offload_context is None and (record is None or record.status != OFFLOADED):
         raise StateError(
@@ -352,8 +358,8 @@ def enable_incremental(
         options.table.key,
         "offload --incremental-updates-enabled",
         create_repository=offload is not None,
-    ):
-        return _enable_incremental(settings, options, offload, progress)
+    ) as repo:
+        return _enable_incremental(settings, options, offload, progress, repo)
 
 
 def _enable_incremental(
@@ -361,8 +367,9 @@ def _enable_incremental(
     options: EnableOptions,
     offload: OffloadOptions | None,
     progress: Progress | None,
+    repo: Repository | None = None,
 ) -> IncrementalResult:
-    plan = _plan_enable(settings, options, offload)
+    plan = _plan_enable(settings, options, offload, repo)
     result = IncrementalResult(plan.state.table_key, _enable_steps(plan), options.execute)
     if not options.execute:
         return result

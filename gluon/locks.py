@@ -94,8 +94,10 @@ def lifecycle_lock(
     *,
     create_repository: bool = False,
     repo: Repository | None = None,
-) -> Iterator[None]:
+) -> Iterator[Repository]:
     """Hold both locks of ``table_key``: nothing else may run on the table meanwhile.
+
+    Yields the repository the locks are claimed in (``repo``, or the one they opened).
 
     ``create_repository``: the command is an offload, which may start a new repository.
 
@@ -103,11 +105,12 @@ def lifecycle_lock(
         LockHeldError: another command holds either lock (exit code 3).
     """
     with (
-        table_lock(settings, table_key, LIFECYCLE, command, create_repository, repo=repo),
-        table_lock(settings, table_key, EXTRACTION, command, create_repository, repo=repo),
+        table_lock(settings, table_key, LIFECYCLE, command, create_repository, repo=repo) as opened,
+        # The repository the first lock opened (under its file lock) claims the second.
+        table_lock(settings, table_key, EXTRACTION, command, create_repository, repo=opened),
     ):
         fault_point("lock.lifecycle_held")
-        yield
+        yield opened
 
 
 @contextmanager
@@ -137,10 +140,11 @@ def table_lock(
     create_repository: bool = False,
     *,
     repo: Repository | None = None,
-) -> Iterator[None]:
+) -> Iterator[Repository]:
     """Hold the ``lock_name`` lock of ``table_key`` as ``command``; fail at once if taken.
 
     ``repo``: the command's repository, if it opened one already (else the lock opens it).
+    Yields the repository the lock is claimed in, for the command to go on with.
 
     Raises:
         LockHeldError: another process holds the lock (exit code 3).
@@ -169,7 +173,7 @@ def table_lock(
                 repo = Repository(settings.repo_url, create=create_repository)
             _claim_in_repository(repo, table_key, lock_name, holder)
             try:
-                yield
+                yield repo
             finally:
                 repo.locks.release(table_key, lock_name, holder)
         finally:

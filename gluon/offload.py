@@ -105,13 +105,19 @@ def _refuse_during_compaction(repo: Repository, table_key: str) -> None:
         )
 
 
-def validate_offload(settings: Settings, options: OffloadOptions) -> OffloadContext:
-    """Check everything an offload needs; change nothing."""
+def validate_offload(
+    settings: Settings, options: OffloadOptions, repo: Repository | None = None
+) -> OffloadContext:
+    """Check everything an offload needs; change nothing.
+
+    ``repo``: the command's repository, if it has one open (else it is opened here).
+    """
     storage.check_writable(settings.lake_root)
     source = sources.connect_configured(settings)
     source.check_connection()
     spec = source.describe_table(options.table)
-    repo = Repository(settings.repo_url, create=True)  # the first offload starts a repository
+    if repo is None:  # the first offload starts a repository
+        repo = Repository(settings.repo_url, create=True)
     ref = options.table
     existing = repo.get_table(ref.key)
     if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):
@@ -299,8 +305,10 @@ def offload_table(
     """
     if not options.execute:
         return _offload_table(settings, options, progress)
-    with lifecycle_lock(settings, options.table.key, _command(options), create_repository=True):
-        return _offload_table(settings, options, progress)
+    with lifecycle_lock(
+        settings, options.table.key, _command(options), create_repository=True
+    ) as repo:
+        return _offload_table(settings, options, progress, repo)
 
 
 def _command(options: OffloadOptions) -> str:
@@ -313,9 +321,12 @@ def _command(options: OffloadOptions) -> str:
 
 
 def _offload_table(
-    settings: Settings, options: OffloadOptions, progress: Progress | None
+    settings: Settings,
+    options: OffloadOptions,
+    progress: Progress | None,
+    repo: Repository | None = None,
 ) -> OffloadResult:
-    context = validate_offload(settings, options)
+    context = validate_offload(settings, options, repo)
     steps = plan_steps(context.record, context.increment)
     result = OffloadResult(
         table_key=context.record.table_key,

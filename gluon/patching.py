@@ -136,9 +136,8 @@ def _methods_with_staging() -> str:
     return ", ".join(names)
 
 
-def _plan(settings: Settings, options: StageOptions) -> _Plan:
+def _plan(settings: Settings, options: StageOptions, repo: Repository) -> _Plan:
     key = options.table.key
-    repo = Repository(settings.repo_url)
     record = repo.get_table(key)
     state = repo.incremental.get_state(key)
     if record is None or state is None or state.status != ENABLED:
@@ -226,15 +225,16 @@ def stage_lake_rows(
         LockHeldError: another command on the table is running (exit code 3).
     """
     if not options.execute:
-        return _stage_lake_rows(settings, options, progress)
-    with lifecycle_lock(settings, options.table.key, "offload --incremental-stage-lake-rows"):
-        return _stage_lake_rows(settings, options, progress)
+        return _stage_lake_rows(settings, options, progress, Repository(settings.repo_url))
+    command = "offload --incremental-stage-lake-rows"
+    with lifecycle_lock(settings, options.table.key, command) as repo:
+        return _stage_lake_rows(settings, options, progress, repo)
 
 
 def _stage_lake_rows(
-    settings: Settings, options: StageOptions, progress: Progress | None
+    settings: Settings, options: StageOptions, progress: Progress | None, repo: Repository
 ) -> IncrementalResult:
-    plan = _plan(settings, options)
+    plan = _plan(settings, options, repo)
     if plan.where is not None:
         _refuse_unextracted_patches(plan)
     key = plan.record.table_key
@@ -249,7 +249,7 @@ def _stage_lake_rows(
         result.rows = 0
         result.message = f"{key}: removed {cleared[0]} staged lake rows from {staging}"
         return result
-    rows = _read_lake_rows(settings, plan.record, plan.where)
+    rows = _read_lake_rows(settings, repo, plan.record, plan.where)
     staged = _replace_staged_rows(plan, rows, progress or NullProgress())
     result.rows = staged.staged
     left_out = []
@@ -268,10 +268,12 @@ def _stage_lake_rows(
 # -- the lake side --------------------------------------------------------------------------
 
 
-def _read_lake_rows(settings: Settings, record: OffloadedTable, where: str) -> pa.Table:
+def _read_lake_rows(
+    settings: Settings, repo: Repository, record: OffloadedTable, where: str
+) -> pa.Table:
     """The user view's rows matching ``where`` (Spark SQL built from a parsed predicate)."""
     statement = tables.select_columns(record.columns, record.user_view, where=where)
-    with lake_session(settings) as session:
+    with lake_session(settings, repo) as session:
         if record.user_view in session.unavailable:
             raise LakeError(
                 f"{record.user_view} is unavailable: {session.unavailable[record.user_view]}"

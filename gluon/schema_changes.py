@@ -194,6 +194,7 @@ def carry_changes(
                     record.table_key,
                     LIFECYCLE,
                     "offload --incremental-run-extraction (carrying a source schema change)",
+                    repo=repo,
                 )
             )
         except LockHeldError:

@@ -103,7 +103,7 @@ def run_cli() -> Callable[..., Result]:
 # gluon/lake/sqllog.py appends one JSON line per statement to the file named
 # by GLUON_RECORD_SQL. The whole session records into one file; at the end of
 # the session every statement is checked against the subset that works on
-# both Sail and Spark+Delta (sqllog.violations), and the session fails if any
+# both Sail and Spark+Delta (support/portable_sql.py parses each one), and the session fails if any
 # statement falls outside it.
 # ---------------------------------------------------------------------------
 
@@ -127,6 +127,6 @@ def recorded_sql_path(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
         listed = "\n".join(f"  {names}: {text}" for names, text in bad)
         pytest.fail(
             f"{len(bad)} statement(s) sent to Spark use constructs outside the portable "
-            f"subset (gluon/lake/sqllog.py FORBIDDEN):\n{listed}",
+            f"subset (tests/support/portable_sql.py):\n{listed}",
             pytrace=False,
         )

@@ -7,9 +7,8 @@ default, or a shared PostgreSQL/Oracle database for several nodes.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from gluon.config import parse_database_url
 from gluon.errors import ConfigError, RepositoryError, StateError
 from gluon.faults import repository_write
 from gluon.repo import migrations, models
-from gluon.repo.common import now, upsert
+from gluon.repo.common import RecordMapping, json_tuple, now, upsert
 from gluon.repo.compaction import CompactionRepository
 from gluon.repo.incremental import ENABLED, IncrementalRepository, IncrementalState
 from gluon.repo.increments import IncrementRepository
@@ -172,14 +171,14 @@ class Repository:
                 .mappings()
                 .first()
             )
-        return _to_record(row) if row else None
+        return RECORDS.from_row(row) if row else None
 
     def list_tables(self) -> list[OffloadedTable]:
         """Every offloaded table, in key order."""
         table = models.offloaded_tables
         with self.engine.connect() as connection:
             rows = connection.execute(sa.select(table).order_by(table.c.table_key)).mappings()
-            return [_to_record(row) for row in rows]
+            return [RECORDS.from_row(row) for row in rows]
 
     def enabled_table(
         self, table_key: str, *, otherwise: str
@@ -209,7 +208,7 @@ class Repository:
                 table.update()
                 .where(table.c.table_key == table_key)
                 .values(
-                    columns_json=json.dumps([asdict(column) for column in columns]),
+                    **RECORDS.values(columns=columns),
                     updated_at=now(),
                 )
             )
@@ -250,47 +249,17 @@ class Repository:
             connection.execute(table.delete().where(table.c.table_key == table_key))
 
 
+RECORDS = RecordMapping(
+    OffloadedTable,
+    columns=json_tuple("columns_json", of=Column),
+    primary_key=json_tuple("primary_key_json"),
+    partitioning=json_tuple("partitioning_json", of=PartitionColumn),
+)
+"""Rows of ``offloaded_tables`` <-> :class:`OffloadedTable`."""
+
+
 def _to_row(record: OffloadedTable) -> dict[str, Any]:
-    return {
-        "table_key": record.table_key,
-        "source_dialect": record.source_dialect,
-        "source_schema": record.source_schema,
-        "source_table": record.source_table,
-        "lake_schema": record.lake_schema,
-        "lake_table": record.lake_table,
-        "base_table": record.base_table,
-        "base_path": record.base_path,
-        "columns_json": json.dumps([asdict(column) for column in record.columns]),
-        "primary_key_json": json.dumps(list(record.primary_key)),
-        "partitioning_json": json.dumps([asdict(part) for part in record.partitioning]),
-        "offload_type": record.offload_type,
-        "status": record.status,
-        "row_count": record.row_count,
-        "offloaded_at": record.offloaded_at,
-        "updated_at": now(),
-    }
-
-
-def _to_record(row: sa.RowMapping) -> OffloadedTable:
-    return OffloadedTable(
-        table_key=row["table_key"],
-        source_dialect=row["source_dialect"],
-        source_schema=row["source_schema"],
-        source_table=row["source_table"],
-        lake_schema=row["lake_schema"],
-        lake_table=row["lake_table"],
-        base_table=row["base_table"],
-        base_path=row["base_path"],
-        columns=tuple(Column(**item) for item in json.loads(row["columns_json"])),
-        primary_key=tuple(json.loads(row["primary_key_json"])),
-        partitioning=tuple(
-            PartitionColumn(**item) for item in json.loads(row["partitioning_json"])
-        ),
-        offload_type=row["offload_type"],
-        status=row["status"],
-        row_count=row["row_count"],
-        offloaded_at=row["offloaded_at"],
-    )
+    return {**RECORDS.to_row(record), "updated_at": now()}
 
 
 __all__ = ["OffloadedTable", "Repository", "RepositoryError"]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
+from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
@@ -13,6 +16,8 @@ def now() -> dt.datetime:
     """The repository's clock: every timestamp it records is naive UTC."""
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
+
+RecordT = TypeVar("RecordT")
 
 KEY = "table_key"
 """The column an upserted table is keyed by (its primary key or a unique constraint)."""
@@ -82,3 +87,74 @@ def _merge(
     return sa.text(sql).bindparams(
         *(sa.bindparam(f"v_{name}", row[name], type_=table.c[name].type) for name in names)
     )
+
+
+# --- mapped records ----------------------------------------------------------------------
+# A repository record is a frozen dataclass whose fields are the columns of its table, by
+# name. One RecordMapping reads rows into records and records into rows; a field whose
+# column has another name or stores another type (JSON text) says so with a Converted.
+# (SQLAlchemy's ORM mapping would need mutable, non-slotted classes and sessions; these
+# records are frozen values read and written with Core statements.)
+
+
+@dataclass(frozen=True, slots=True)
+class Converted:
+    """How one record field is stored: in ``column``, as ``dump(value)``, read by ``load``."""
+
+    column: str
+    load: Callable[[Any], Any] = lambda value: value
+    dump: Callable[[Any], Any] = lambda value: value
+
+
+class RecordMapping(Generic[RecordT]):
+    """Builds ``record`` dataclasses from rows by field name, and rows from records."""
+
+    def __init__(self, record: type[RecordT], **converted: Converted) -> None:
+        # RecordT is any dataclass; typing cannot say "a dataclass type" without typeshed.
+        names = [field.name for field in fields(record)]  # type: ignore[arg-type]
+        unknown = set(converted) - set(names)
+        if unknown:
+            raise ValueError(f"not fields of {record.__name__}: {sorted(unknown)}")
+        self.record = record
+        self.converted = {name: converted.get(name, Converted(name)) for name in names}
+
+    def from_row(self, row: Mapping[Any, Any]) -> RecordT:
+        """The record of ``row`` (a row mapping; columns no field names are ignored)."""
+        return self.record(
+            **{name: how.load(row[how.column]) for name, how in self.converted.items()}
+        )
+
+    def to_row(self, record: RecordT) -> dict[str, Any]:
+        """The column values of ``record``."""
+        return self.values(**{name: getattr(record, name) for name in self.converted})
+
+    def values(self, **field_values: Any) -> dict[str, Any]:
+        """The column values of some record fields, by field name (to update only those)."""
+        return {
+            self.converted[name].column: self.converted[name].dump(value)
+            for name, value in field_values.items()
+        }
+
+
+def json_text(column: str, load: Callable[[Any], Any] = lambda value: value) -> Converted:
+    """A field stored as JSON text in ``column``; ``load`` turns the decoded JSON into it."""
+    return Converted(column, load=lambda text: load(json.loads(text)), dump=_to_json)
+
+
+def json_tuple(column: str, of: Callable[..., Any] | None = None) -> Converted:
+    """A tuple field stored as a JSON list in ``column``; with ``of`` (a dataclass), each
+    element is stored as a JSON object of its fields and read back with ``of(**element)``."""
+
+    def load(items: list[Any]) -> tuple[Any, ...]:
+        return tuple(items) if of is None else tuple(of(**element) for element in items)
+
+    return json_text(column, load)
+
+
+def _to_json(value: Any) -> str:
+    if isinstance(value, tuple | list):
+        value = [
+            asdict(item) if is_dataclass(item) and not isinstance(item, type) else item
+            for item in value
+        ]
+    return json.dumps(value)

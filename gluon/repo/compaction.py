@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.common import now
+from gluon.repo.common import Converted, RecordMapping, json_text, now
 from gluon.repo.incremental import of_enablement
 from gluon.states import CompactionStatus
 
@@ -66,24 +66,22 @@ class ObsoleteObject:
     enablement_id: int | None = None
 
 
-def _run(row: sa.RowMapping) -> CompactionRun:
-    return CompactionRun(
-        id=row["id"],
-        table_key=row["table_key"],
-        method=row["method"],
-        status=row["status"],
-        current_step=row["current_step"],
-        started_at=row["started_at"],
-        finished_at=row["finished_at"],
-        options=json.loads(row["options_json"]),
-        compacted_partition=row["compacted_partition"],
-        new_partition=row["new_partition"],
-        changes=row["changes"],
-        snapshot=json.loads(row["snapshot_json"]) if row["snapshot_json"] else None,
-        progress=json.loads(row["progress_json"]) if row["progress_json"] else {},
-        message=row["message"],
-        enablement_id=row["enablement_id"],
-    )
+RUNS = RecordMapping(
+    CompactionRun,
+    options=json_text("options_json"),
+    # Written by update_run; a run not yet that far has NULL (read as none / nothing yet).
+    snapshot=Converted(
+        "snapshot_json", load=lambda text: json.loads(text) if text else None, dump=json.dumps
+    ),
+    progress=Converted(
+        "progress_json", load=lambda text: json.loads(text) if text else {}, dump=json.dumps
+    ),
+)
+"""Rows of ``compaction_runs`` -> :class:`CompactionRun`."""
+STEPS = RecordMapping(CompactionStep)
+"""Rows of ``compaction_steps`` -> :class:`CompactionStep`."""
+OBSOLETE_OBJECTS = RecordMapping(ObsoleteObject)
+"""Rows of ``obsolete_objects`` <-> :class:`ObsoleteObject`."""
 
 
 class CompactionRepository:
@@ -124,7 +122,7 @@ class CompactionRepository:
             row = (
                 connection.execute(sa.select(table).where(table.c.id == run_id)).mappings().first()
             )
-        return _run(row) if row else None
+        return RUNS.from_row(row) if row else None
 
     def open_run(self, table_key: str, enablement_id: int | None = None) -> CompactionRun | None:
         """The unfinished run of ``table_key`` a new compaction resumes, if any (of one
@@ -144,7 +142,7 @@ class CompactionRepository:
                 .mappings()
                 .first()
             )
-        return _run(row) if row else None
+        return RUNS.from_row(row) if row else None
 
     def runs(
         self, table_key: str, limit: int = 50, *, enablement_id: int | None = None
@@ -157,7 +155,7 @@ class CompactionRepository:
                 .order_by(table.c.id.desc())
                 .limit(limit)
             ).mappings()
-            return [_run(row) for row in rows]
+            return [RUNS.from_row(row) for row in rows]
 
     def run_counts(self, table_key: str, enablement_id: int | None = None) -> dict[str, int]:
         """Compaction runs of ``table_key`` by status."""
@@ -222,17 +220,7 @@ class CompactionRepository:
             rows = connection.execute(
                 sa.select(table).where(table.c.run_id == run_id).order_by(table.c.id)
             ).mappings()
-            return [
-                CompactionStep(
-                    run_id=row["run_id"],
-                    step=row["step"],
-                    status=row["status"],
-                    started_at=row["started_at"],
-                    finished_at=row["finished_at"],
-                    detail=row["detail"],
-                )
-                for row in rows
-            ]
+            return [STEPS.from_row(row) for row in rows]
 
     def completed_steps(self, run_id: int) -> set[str]:
         return {step.step for step in self.steps(run_id) if step.status == SUCCESS}
@@ -256,17 +244,7 @@ class CompactionRepository:
             ).first()
             if recorded is not None:
                 return
-            connection.execute(
-                table.insert().values(
-                    table_key=obsolete.table_key,
-                    kind=obsolete.kind,
-                    name=obsolete.name,
-                    location=obsolete.location,
-                    retained_at=obsolete.retained_at,
-                    compaction_run_id=obsolete.compaction_run_id,
-                    enablement_id=obsolete.enablement_id,
-                )
-            )
+            connection.execute(table.insert().values(**OBSOLETE_OBJECTS.to_row(obsolete)))
 
     def retained(self, table_key: str, *, enablement_id: int | None = None) -> list[ObsoleteObject]:
         table = models.obsolete_objects
@@ -276,15 +254,4 @@ class CompactionRepository:
                 .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
                 .order_by(table.c.id)
             ).mappings()
-            return [
-                ObsoleteObject(
-                    table_key=row["table_key"],
-                    kind=row["kind"],
-                    name=row["name"],
-                    location=row["location"],
-                    retained_at=row["retained_at"],
-                    compaction_run_id=row["compaction_run_id"],
-                    enablement_id=row["enablement_id"],
-                )
-                for row in rows
-            ]
+            return [OBSOLETE_OBJECTS.from_row(row) for row in rows]

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.common import now, upsert
+from gluon.repo.common import RecordMapping, json_tuple, now, upsert
 from gluon.states import ExtractionStatus, IncrementalStatus
 
 ENABLING = IncrementalStatus.ENABLING
@@ -82,55 +81,14 @@ class ExtractionRun:
     enablement_id: int | None = None
 
 
-def _state_row(state: IncrementalState) -> dict[str, Any]:
-    return {
-        "table_key": state.table_key,
-        "method": state.method,
-        "status": state.status,
-        "key_columns_json": json.dumps(list(state.key_columns)),
-        "source_objects_json": json.dumps(
-            [{f.name: getattr(o, f.name) for f in fields(o)} for o in state.source_objects]
-        ),
-        "delta_table": state.delta_table,
-        "delta_path": state.delta_path,
-        "view_generation": state.view_generation,
-        "active_partition": state.active_partition,
-        "view_min_partition": state.view_min_partition,
-        "requested_partition": state.requested_partition,
-        "requested_at": state.requested_at,
-        "acknowledged_partition": state.acknowledged_partition,
-        "acknowledged_at": state.acknowledged_at,
-        "last_scn": state.last_scn,
-        "enabled_at": state.enabled_at,
-        "shipped_seq": state.shipped_seq,
-        "enablement_id": state.enablement_id,
-        "updated_at": now(),
-    }
-
-
-def _state(row: sa.RowMapping) -> IncrementalState:
-    return IncrementalState(
-        table_key=row["table_key"],
-        method=row["method"],
-        status=row["status"],
-        key_columns=tuple(json.loads(row["key_columns_json"])),
-        source_objects=tuple(
-            SourceObjectRecord(**item) for item in json.loads(row["source_objects_json"])
-        ),
-        delta_table=row["delta_table"],
-        delta_path=row["delta_path"],
-        view_generation=row["view_generation"],
-        active_partition=row["active_partition"],
-        view_min_partition=row["view_min_partition"],
-        requested_partition=row["requested_partition"],
-        requested_at=row["requested_at"],
-        acknowledged_partition=row["acknowledged_partition"],
-        acknowledged_at=row["acknowledged_at"],
-        last_scn=row["last_scn"],
-        enabled_at=row["enabled_at"],
-        shipped_seq=row["shipped_seq"],
-        enablement_id=row["enablement_id"],
-    )
+STATES = RecordMapping(
+    IncrementalState,
+    key_columns=json_tuple("key_columns_json"),
+    source_objects=json_tuple("source_objects_json", of=SourceObjectRecord),
+)
+"""Rows of ``incremental_state`` <-> :class:`IncrementalState`."""
+EXTRACTION_RUNS = RecordMapping(ExtractionRun)
+"""Rows of ``extraction_runs`` -> :class:`ExtractionRun`."""
 
 
 def of_enablement(table: sa.Table, enablement_id: int | None) -> list[sa.ColumnElement[bool]]:
@@ -167,11 +125,12 @@ class IncrementalRepository:
                 .mappings()
                 .first()
             )
-        return _state(row) if row else None
+        return STATES.from_row(row) if row else None
 
     @repository_write("save_state")
     def save_state(self, state: IncrementalState) -> None:
-        upsert(self.engine, models.incremental_state, state.table_key, _state_row(state))
+        row = {**STATES.to_row(state), "updated_at": now()}
+        upsert(self.engine, models.incremental_state, state.table_key, row)
 
     @repository_write("update_state")
     def update_state(self, table_key: str, **fields: Any) -> None:
@@ -310,7 +269,7 @@ class IncrementalRepository:
                 .order_by(table.c.id.desc())
                 .limit(limit)
             ).mappings()
-            return [ExtractionRun(**dict(row)) for row in rows]
+            return [EXTRACTION_RUNS.from_row(row) for row in rows]
 
     def extraction_totals(
         self, table_key: str, enablement_id: int | None = None

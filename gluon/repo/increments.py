@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.common import now
+from gluon.repo.common import RecordMapping, now
 from gluon.states import IncrementStatus
 
 PENDING = IncrementStatus.PENDING
@@ -31,6 +31,10 @@ class OffloadIncrement:
     offloaded_at: dt.datetime | None
 
 
+INCREMENTS = RecordMapping(OffloadIncrement)
+"""Rows of ``offload_increments`` -> :class:`OffloadIncrement`."""
+
+
 class IncrementRepository:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
@@ -41,7 +45,7 @@ class IncrementRepository:
             rows = connection.execute(
                 sa.select(table).where(table.c.table_key == table_key).order_by(table.c.id)
             ).mappings()
-            return [OffloadIncrement(**dict(row)) for row in rows]
+            return [INCREMENTS.from_row(row) for row in rows]
 
     @repository_write("start_increment")
     def start(self, table_key: str, kind: str, predicate: str, boundary: str | None) -> int:

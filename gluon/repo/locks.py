@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
+from gluon.repo.common import Converted, RecordMapping
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,10 @@ class LockRecord:
     pid: int
     host: str
     since: dt.datetime
+
+
+LOCKS = RecordMapping(LockRecord, since=Converted("acquired_at"))
+"""Rows of ``table_locks`` <-> :class:`LockRecord` (its table and lock name are the key)."""
 
 
 class LockRepository:
@@ -40,9 +45,7 @@ class LockRepository:
                 .mappings()
                 .first()
             )
-        if row is None:
-            return None
-        return LockRecord(row["command"], row["pid"], row["host"], row["acquired_at"])
+        return None if row is None else LOCKS.from_row(row)
 
     @repository_write("claim")
     def claim(
@@ -64,12 +67,7 @@ class LockRepository:
                 with self.engine.begin() as connection:
                     connection.execute(
                         table.insert().values(
-                            table_key=table_key,
-                            lock_name=lock_name,
-                            command=holder.command,
-                            pid=holder.pid,
-                            host=holder.host,
-                            acquired_at=holder.since,
+                            table_key=table_key, lock_name=lock_name, **LOCKS.to_row(holder)
                         )
                     )
                 return None

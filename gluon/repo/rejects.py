@@ -25,7 +25,7 @@ import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.common import now
+from gluon.repo.common import Converted, RecordMapping, now
 
 DUPLICATE_KEY = "duplicate_key"
 UNCAPTURED_UPDATE = "uncaptured_update"
@@ -57,6 +57,16 @@ class RejectSummary:
 
 def _json(values: dict[str, Any] | None) -> str | None:
     return None if values is None else json.dumps(values, default=str, sort_keys=True)
+
+
+REJECTED = RecordMapping(
+    RejectedChange,
+    key=Converted("key_json", load=json.loads, dump=_json),
+    row=Converted(
+        "row_json", load=lambda text: None if text is None else json.loads(text), dump=_json
+    ),
+)
+"""Rows of ``rejected_changes`` <-> :class:`RejectedChange` (table and enabling are the key)."""
 
 
 class RejectedChanges:
@@ -97,10 +107,7 @@ class RejectedChanges:
                         {
                             "table_key": table_key,
                             "enabled_at": enabled_at,
-                            "gl_seq": change.gl_seq,
-                            "reason": change.reason,
-                            "key_json": _json(change.key),
-                            "row_json": _json(change.row),
+                            **REJECTED.to_row(change),
                             "recorded_at": recorded_at,
                         }
                         for change in new

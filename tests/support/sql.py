@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gluon.lake.sqllog import violations
+from support.portable_sql import violations
 
 __all__ = ["read_statements", "violating_statements"]
 
@@ -24,10 +24,10 @@ def read_statements(path: Path) -> list[dict[str, Any]]:
 
 
 def violating_statements(path: Path) -> list[tuple[str, str]]:
-    """``(forbidden construct names, statement text)`` for each statement outside the subset."""
+    """``(what is wrong, statement text)`` for each recorded statement outside the subset."""
     found = []
     for statement in read_statements(path):
-        names = violations(statement["text"])
+        names = violations(statement["kind"], statement["text"])
         if names:
             found.append((", ".join(names), statement["text"]))
     return found
