@@ -72,6 +72,12 @@ def remember_secret(secret: str | None) -> None:
             _known_secrets.add(form)
 
 
+def forget_secrets() -> None:
+    """Forget every remembered secret (a process that runs commands for several configurations,
+    such as the test suite, starts each one clean)."""
+    _known_secrets.clear()
+
+
 def redact(text: str) -> str:
     """``text`` with every known secret and credential-shaped value replaced by ``***``."""
     for secret in sorted(_known_secrets, key=len, reverse=True):

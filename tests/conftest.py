@@ -23,6 +23,8 @@ from support.cli import GLUON_SETTINGS
 from support.postgres import PostgresServer
 from typer.testing import Result
 
+from gluon import logs
+
 # ---------------------------------------------------------------------------
 # PostgreSQL
 #
@@ -106,6 +108,14 @@ def run_cli() -> Callable[..., Result]:
 # both Sail and Spark+Delta (support/portable_sql.py parses each one), and the session fails if any
 # statement falls outside it.
 # ---------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def forget_secrets() -> Iterator[None]:
+    """Each test starts with no remembered secrets: gluon.logs keeps them for the process, so
+    a password one test configured ("another") was masked in every later test's messages."""
+    yield
+    logs.forget_secrets()
 
 
 @pytest.fixture(scope="session", autouse=True)
