@@ -388,7 +388,13 @@ def lifecycle_machine(dialect: str, method_name: str, make_url: Callable[[], str
             if kind == "no-op update":
                 source.noop_update(view, key)
             elif kind == "update":
-                self.captured(source.update(view, key, name, amount))
+                before = source.row_in(view, key)
+                row = source.update(view, key, name, amount)
+                # The view shows the application's row: setting it to what it shows is no
+                # change there, and is not recorded, even where the lake shows other values
+                # (an application change UPDATABLE does not capture; docs/patching.md).
+                if row != before:
+                    self.captured(row)
             elif kind == "key change":
                 self.captured(source.change_key(view, key), deleted=key)
             else:
