@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from gluon.faults import repository_write
 from gluon.repo import models
 from gluon.repo.common import Converted, RecordMapping, json_text, now
-from gluon.repo.incremental import of_enablement
+from gluon.repo.incremental import latest_runs, of_enablement
 from gluon.states import CompactionStatus
 
 RUNNING = CompactionStatus.RUNNING
@@ -147,14 +147,9 @@ class CompactionRepository:
     def runs(
         self, table_key: str, limit: int = 50, *, enablement_id: int | None = None
     ) -> list[CompactionRun]:
-        table = models.compaction_runs
+        statement = latest_runs(models.compaction_runs, table_key, limit, enablement_id)
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                sa.select(table)
-                .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
-                .order_by(table.c.id.desc())
-                .limit(limit)
-            ).mappings()
+            rows = connection.execute(statement).mappings()
             return [RUNS.from_row(row) for row in rows]
 
     def run_counts(self, table_key: str, enablement_id: int | None = None) -> dict[str, int]:

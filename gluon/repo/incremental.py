@@ -96,6 +96,18 @@ def of_enablement(table: sa.Table, enablement_id: int | None) -> list[sa.ColumnE
     return [] if enablement_id is None else [table.c.enablement_id == enablement_id]
 
 
+def latest_runs(
+    table: sa.Table, table_key: str, limit: int, enablement_id: int | None
+) -> sa.Select[Any]:
+    """The newest ``limit`` rows of a run table for ``table_key`` (of one enablement if given)."""
+    return (
+        sa.select(table)
+        .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
+        .order_by(table.c.id.desc())
+        .limit(limit)
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class ExtractionTotals:
     """Every extraction run of one table, summed up."""
@@ -261,14 +273,9 @@ class IncrementalRepository:
         self, table_key: str, limit: int = 50, *, enablement_id: int | None = None
     ) -> list[ExtractionRun]:
         """The latest runs of ``table_key``; of one enablement when ``enablement_id`` is given."""
-        table = models.extraction_runs
+        statement = latest_runs(models.extraction_runs, table_key, limit, enablement_id)
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                sa.select(table)
-                .where(table.c.table_key == table_key, *of_enablement(table, enablement_id))
-                .order_by(table.c.id.desc())
-                .limit(limit)
-            ).mappings()
+            rows = connection.execute(statement).mappings()
             return [EXTRACTION_RUNS.from_row(row) for row in rows]
 
     def extraction_totals(
