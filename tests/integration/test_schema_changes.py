@@ -173,8 +173,8 @@ def test_added_column_on_a_partially_offloaded_table_records_only_offloaded_rows
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Rows not offloaded yet stay out of the recorded images: they reach the lake with
-    their own increment, which is not refused as touched by captured changes (found by
-    the model test)."""
+    their own increment, which is not refused as touched by captured changes (found while
+    writing the model test's add-column rule)."""
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
     table = source.table
     _run(
