@@ -1,17 +1,22 @@
-"""From DBAPI values to Arrow: one converter per lake type, checked as it converts.
+"""From the source driver to Arrow in the lake's types, checked as it converts.
 
-A value that does not fit its column's lake type fails the read with one line
-naming the column, rather than reaching the lake changed.
+Two paths. Drivers with their own Arrow reads (ADBC, python-oracledb) hand over
+record batches: :func:`rebatch` sizes them and :func:`conform` casts each column
+once, vectorized. Otherwise each DBAPI value goes through one converter per lake
+type (:func:`converter_for`, :func:`to_batch`). Either way a value that does not
+fit its column's lake type fails the read with one line naming the column,
+rather than reaching the lake changed.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gluon.errors import SourceError
 from gluon.schema import Column, TableSpec
@@ -148,3 +153,69 @@ def to_batch(
 
 def arrow_type_name(arrow: pa.DataType) -> str:
     return str(arrow)
+
+
+# -- Arrow-native reads: the driver's own batches, conformed to the lake schema ------------
+
+
+def rebatch(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[pa.RecordBatch]:
+    """The rows of ``batches`` again, as batches of exactly ``rows`` (the last may be shorter).
+
+    A driver's stream sizes its batches by bytes; callers size theirs by rows (one
+    Delta commit, one ``--limit`` read), so the boundaries move, in Arrow.
+    """
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        pending.append(batch)
+        held += batch.num_rows
+        while held >= rows:
+            table = pa.Table.from_batches(pending)
+            yield table.slice(0, rows).combine_chunks().to_batches()[0]
+            rest = table.slice(rows)
+            pending = rest.combine_chunks().to_batches() if rest.num_rows else []
+            held = rest.num_rows
+    if held:
+        yield pa.Table.from_batches(pending).combine_chunks().to_batches()[0]
+
+
+def conform(batch: pa.RecordBatch, schema: pa.Schema, spec: TableSpec) -> pa.RecordBatch:
+    """``batch`` (the driver's types, columns in ``schema`` order) as ``schema``: one cast each.
+
+    The casts are exact or fail: a decimal that would be rounded or does not fit its
+    precision, an integer out of range, text that is not a date all raise the same
+    one-line :class:`SourceError` naming the column as the per-value converters do.
+    """
+    if batch.num_columns != len(schema):
+        raise SourceError(
+            f"reading {spec.schema}.{spec.name} returned {batch.num_columns} columns, "
+            f"expected {len(schema)}"
+        )
+    arrays = []
+    for array, field in zip(batch.columns, schema, strict=True):
+        try:
+            arrays.append(cast_exactly(array, field.type))
+        except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
+            raise SourceError(
+                f"column {field.name} of {spec.schema}.{spec.name} holds a value that does not "
+                f"fit its lake type {arrow_type_name(field.type)}: {exc}"
+            ) from exc
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def cast_exactly(array: pa.Array, target: pa.DataType) -> pa.Array:
+    """``array`` as ``target``, refusing any cast that would change a value.
+
+    Drivers hand some types over in their storage form (PostgreSQL's numeric as the
+    text of the exact value, inside an ``arrow.opaque`` extension type): the storage
+    is what is cast. Arrow's safe casts refuse rounding, overflow and truncation.
+    """
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if array.type == target:
+        return array
+    if pa.types.is_decimal(target) and pa.types.is_floating(array.type):
+        raise TypeError(f"binary floating point {array.type} is not an exact decimal")
+    return pc.cast(array, target, safe=True)

@@ -19,7 +19,7 @@ from gluon.config import SourceTimeouts
 from gluon.errors import NotFoundError, SourceError, UnsupportedError
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
-from gluon.source.arrow import converter_for, identity, to_batch
+from gluon.source.arrow import conform, converter_for, identity, rebatch, to_batch
 
 _REGISTRY: dict[str, type[SourceDialect]] = {}
 
@@ -294,6 +294,17 @@ class SourceDialect:
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"counting rows of {spec.name} failed: {_first_line(exc)}") from exc
 
+    def arrow_batches(
+        self, spec: TableSpec, statement: sa.TextClause, params: dict[str, Any]
+    ) -> Iterator[pa.RecordBatch] | None:
+        """The driver's own Arrow stream of ``statement``'s rows, in the driver's types.
+
+        None (the default): this dialect reads through SQLAlchemy, value by value. A
+        dialect that overrides it raises :class:`SourceError` for a failed read, like
+        :meth:`read_query_batches`, and keeps memory bounded (a stream, not a table).
+        """
+        return None
+
     def read_query_batches(
         self,
         spec: TableSpec,
@@ -303,8 +314,17 @@ class SourceDialect:
         batch_rows: int,
         extra_fields: Sequence[pa.Field] = (),
     ) -> Iterator[pa.RecordBatch]:
-        """Run ``statement`` (its columns in ``spec`` order, then ``extra_fields``) as batches."""
+        """Run ``statement`` (its columns in ``spec`` order, then ``extra_fields``) as batches.
+
+        Dialects whose driver reads into Arrow itself (:meth:`arrow_batches`) hand over its
+        batches, cast once per column; the others convert each value in Python.
+        """
         schema = pa.schema(list(spec.arrow_schema) + list(extra_fields))
+        native = self.arrow_batches(spec, statement, params)
+        if native is not None:
+            for batch in rebatch(native, batch_rows):
+                yield conform(batch, schema, spec)
+            return
         converters = [converter_for(column) for column in spec.columns] + [
             identity for _ in extra_fields
         ]
