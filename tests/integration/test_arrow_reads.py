@@ -1,0 +1,117 @@
+"""Source reads into Arrow through the driver's own Arrow path (ADBC on PostgreSQL).
+
+The type round trips are in test_offload_postgres.py; these tests pin what the
+Arrow path adds: no value passes through a Python converter, bind values travel
+as parameters (``:name`` compiled to ``$n``), the driver's batches are re-cut to
+the caller's row count, and the ADBC connection carries the source timeouts.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pytest
+import sqlalchemy as sa
+
+from gluon import source as sources
+from gluon.config import SourceTimeouts
+from gluon.errors import SourceError
+from gluon.schema import Column, TableSpec
+from gluon.source import base
+
+ITEMS = TableSpec(
+    schema="public",
+    name="items",
+    columns=(
+        Column("id", "bigint", "bigint", nullable=False),
+        Column("amount", "numeric(12,2)", "decimal(12,2)"),
+        Column("label", "text", "string"),
+        Column("updated_at", "timestamp without time zone", "timestamp_ntz"),
+        Column("day", "date", "date"),
+    ),
+    primary_key=("id",),
+)
+
+
+@pytest.fixture
+def items_url(pg_url: str) -> Iterator[str]:
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(
+            "CREATE TABLE items (id bigint PRIMARY KEY, amount numeric(12,2), label text, "
+            "updated_at timestamp, day date)"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO items SELECT g, g * 1.25, CASE WHEN mod(g, 7) = 0 THEN NULL "
+            "ELSE 'item ' || g END, TIMESTAMP '2024-01-01' + g * INTERVAL '1 second', "
+            "DATE '2024-01-01' + mod(g, 30) FROM generate_series(1, 2500) AS g"
+        )
+        connection.exec_driver_sql("INSERT INTO items VALUES (9000, 0.05, 'O''Brien', NULL, NULL)")
+    engine.dispose()
+    yield pg_url
+
+
+def _no_python_conversion(*_: object, **__: object) -> pa.RecordBatch:
+    raise AssertionError("a PostgreSQL read converted values one by one in Python")
+
+
+def test_postgres_reads_convert_no_value_in_python(
+    items_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(base, "to_batch", _no_python_conversion)
+    source = sources.connect(items_url)
+    batches = list(source.read_batches(ITEMS, batch_rows=1000))
+    assert [batch.num_rows for batch in batches] == [1000, 1000, 501]
+    assert all(batch.schema == ITEMS.arrow_schema for batch in batches)
+    rows = {row["id"]: row for row in pa.Table.from_batches(batches).to_pylist()}
+    assert rows[3] == {
+        "id": 3,
+        "amount": decimal.Decimal("3.75"),
+        "label": "item 3",
+        "updated_at": dt.datetime(2024, 1, 1, 0, 0, 3),
+        "day": dt.date(2024, 1, 4),
+    }
+    assert rows[7]["label"] is None
+    assert rows[9000]["amount"] == decimal.Decimal("0.05")
+
+
+def test_postgres_bind_values_travel_as_parameters(items_url: str) -> None:
+    source = sources.connect(items_url)
+    where = "label = :label OR (amount >= :low AND day = :day AND updated_at < :before)"
+    params = {
+        "label": "O'Brien",
+        "low": decimal.Decimal("3000.00"),
+        "day": dt.date(2024, 1, 11),
+        "before": dt.datetime(2024, 1, 1, 0, 40, 30),
+    }
+    batches = list(source.read_batches(ITEMS, batch_rows=100, where=where, params=params))
+    ids = sorted(pa.Table.from_batches(batches, schema=ITEMS.arrow_schema)["id"].to_pylist())
+    assert ids == [2410, 9000]
+    assert source.count_matching(ITEMS, where, params) == 2
+
+
+def test_postgres_arrow_reads_carry_the_timeouts_and_the_url_options(pg_url: str) -> None:
+    url = sa.engine.make_url(pg_url).update_query_dict({"options": "-c search_path=pg_catalog"})
+    source = sources.connect(
+        url.render_as_string(hide_password=False),
+        SourceTimeouts(connect_seconds=5, statement_seconds=7.5, lock_seconds=2),
+    )
+    names = ("statement_timeout", "lock_timeout", "search_path")
+    spec = TableSpec("pg_catalog", "settings", tuple(Column(n, "text", "string") for n in names))
+    statement = sa.text("SELECT " + ", ".join(f"current_setting('{n}')" for n in names))
+    batches = list(source.read_query_batches(spec, statement, {}, batch_rows=10))
+    assert pa.Table.from_batches(batches).to_pylist() == [
+        {"statement_timeout": "7500ms", "lock_timeout": "2s", "search_path": "pg_catalog"}
+    ]
+
+
+def test_a_failed_postgres_read_is_one_source_error(items_url: str) -> None:
+    source = sources.connect(items_url)
+    missing = TableSpec("public", "no_such_table", ITEMS.columns)
+    with pytest.raises(
+        SourceError, match=r"^reading public\.no_such_table failed: .*no_such_table"
+    ):
+        list(source.read_batches(missing, batch_rows=10))
