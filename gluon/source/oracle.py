@@ -445,7 +445,8 @@ class OracleSource(SourceDialect):
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{failed}: {_first_line(exc)}") from exc
         try:
-            frames = connection.driver_connection.fetch_df_batches(
+            driver: Any = connection.driver_connection
+            frames = driver.fetch_df_batches(
                 statement=sql, parameters=params, size=self.fetch_rows, fetch_decimals=True
             )
             for frame in frames:

@@ -24,7 +24,7 @@ from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import PartitionBound, SourceDialect, _first_line
 
 # Compiles templates' ``:name`` binds to the ``$1`` placeholders libpq (and ADBC) takes.
-_POSITIONAL = psycopg.dialect(paramstyle="numeric_dollar")
+_POSITIONAL = psycopg.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]
 
 # data_type -> lake type, for types read as they are.
 TYPE_MAP: dict[str, str] = {
