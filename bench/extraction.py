@@ -4,8 +4,8 @@ For each backlog size N: restore the pristine lake, UPDATE rows 1..N in the
 source (in more than one pass when N exceeds the table: the trigger records N
 changes either way), then
 
-* raw: a child process reads exactly those changelog rows (psycopg server-side
-  cursor, 100,000 rows a fetch) into Arrow and appends them to a fresh Delta
+* raw: a child process reads exactly those changelog rows into Arrow (the ADBC
+  PostgreSQL driver, one cast per column) and appends them to a fresh Delta
   table with ``spark.createDataFrame(arrow).write.format("delta").mode("append")``
   on an embedded Sail server, one commit per 100,000 rows (gluon's batch size);
 * gluon: ``offload -t bench.items -x --incremental-run-extraction``, which on

@@ -37,7 +37,15 @@ GROUP_ORDER = (
     "scale curve",
     "scale curve memory",
 )
-PACKAGES = ("pysail", "pyspark", "deltalake", "pyarrow", "psycopg", "sqlalchemy")
+PACKAGES = (
+    "pysail",
+    "pyspark",
+    "deltalake",
+    "pyarrow",
+    "psycopg",
+    "adbc-driver-postgresql",
+    "sqlalchemy",
+)
 
 
 def _terminate(signum: int, frame: object) -> None:
