@@ -3,6 +3,17 @@
 SQLite has no schemas for hybrid objects, so incremental objects live beside
 the table with a ``<SCHEMA>_H_`` prefix. Types follow SQLite's affinity rules;
 columns whose declared type gives no exact lake type are refused.
+
+Reads keep the per-value converters of ``gluon/source/arrow.py`` rather than
+the ADBC SQLite driver's Arrow path. That driver fixes each column's Arrow type
+from the first batch of rows and handles a later value of another storage class
+by SQLite's own conversions or not at all: a nullable REAL column whose first
+rows are NULL becomes int64 and the read then fails ("Type mismatch ... expected
+INT64 but got DOUBLE"); a REAL in a text column (JSON, NUMERIC without a
+precision) becomes SQLite's 15-digit text, not the exact shortest form the
+converters give; a BLOB in a text column turns the column binary instead of
+being refused. Dynamic typing makes those shapes legal data, so the exact
+guarantees win over speed here.
 """
 
 from __future__ import annotations
