@@ -30,7 +30,7 @@ from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
 from gluon.lake import tables
-from gluon.lake.changes import append_changes, present_changes
+from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
@@ -193,7 +193,7 @@ def _ship(
             fault_point("extract.after_delta_commit")
             feed.done(changes)
             result.rows_read += changes.num_rows
-            result.rows_written += fresh.num_rows
+            result.rows_written += fresh
             seqs = changes.column("gl_seq")
             low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
             result.min_seq = low if result.min_seq is None else min(result.min_seq, low)
@@ -202,7 +202,7 @@ def _ship(
             log.info(
                 "shipped %d changes (%d already in the lake) to control partition %d",
                 changes.num_rows,
-                changes.num_rows - fresh.num_rows,
+                changes.num_rows - fresh,
                 result.control_partition,
             )
             if changes.num_rows < batch_size:
@@ -216,64 +216,81 @@ def _append(
     state: IncrementalState,
     result: ExtractionResult,
     changes: pa.Table,
-) -> pa.Table:
-    """Append the changes not yet in the lake; return them.
+) -> int:
+    """Append the changes not yet in the lake; return how many.
 
     Idempotent, so a lost commit race can retry it: the check runs again, since a commit
     that raced a compaction's delete may have landed before its error came back.
     """
-    fresh = _without_shipped(session, feed, state, changes)
-    if fresh.num_rows:
-        feed.shipping(fresh)
+    skip = _shipped_before(session, feed, state, changes)
+    fresh = changes.num_rows if skip is None else skip.fresh
+    if fresh:
+        # The highest gl_seq of the batch: a change an interrupted run shipped already was
+        # recorded by that run, so this never records more than what is about to ship.
+        feed.shipping(changes)
     if result.screen is not None:
-        fresh = result.screen(session, fresh)
+        # The screen looks at the rows themselves: the engine filters them first.
+        if skip is not None:
+            changes = without_shipped(session, record.columns, changes, skip.batch)
+            skip = None
+        changes = result.screen(session, changes)
+        fresh = changes.num_rows
     fault_point("extract.before_delta_commit")
-    if fresh.num_rows:
+    if fresh:
         append_changes(
             session,
             state.delta_path,
             record.columns,
-            fresh,
+            changes,
             extraction_id=result.run_id,
             partition=result.control_partition,
+            skip=None if skip is None else skip.batch,
         )
     return fresh
 
 
-def _without_shipped(
+@dataclass(frozen=True, slots=True)
+class _Resent:
+    batch: BatchRange
+    """Where the engine finds the changes to leave out."""
+    fresh: int
+    """Changes of the batch no run shipped yet."""
+
+
+def _shipped_before(
     session: LakeSession, feed: ChangeFeed, state: IncrementalState, changes: pa.Table
-) -> pa.Table:
-    """``changes`` less those a previous, interrupted run already committed to the lake.
+) -> _Resent | None:
+    """Which changes of ``changes`` a previous, interrupted run already committed to the lake
+    (None: none of them).
 
     A change is recognised by its ``gl_seq`` together with the run that shipped
     it: only runs that may have left their shipped changes in the changelog
     count (see ``unconfirmed_extractions``). The same ``gl_seq`` shipped by a
     run that completed means the changelog handed a value out twice (its
     sequence was reset, or another table writes to it): refused, never skipped.
+    The engine matches the batch against the delta table; the driver sees one row
+    per run that shipped some of it.
 
     Raises:
         StateError: a change reuses the ``gl_seq`` of a change already shipped.
     """
     if not feed.sequences_are_unique:
-        return changes
+        return None
     seqs = changes.column("gl_seq")
     low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-    present = present_changes(
-        session, state.delta_table, low=low, high=high, min_partition=state.view_min_partition
-    )
-    if not present:
-        return changes
+    batch = BatchRange(state.delta_table, low, high, state.view_min_partition)
+    runs = shipped_by_run(session, batch, seqs.combine_chunks())
+    if not runs:
+        return None
     unconfirmed = feed.repo.incremental.unconfirmed_extractions(state.table_key)
-    resent = {seq for seq, run in present if run in unconfirmed}
-    reused = sorted({seq for seq, run in present if run not in unconfirmed} & set(seqs.to_pylist()))
+    reused = [run for run in runs if run.extraction_id not in unconfirmed]
     if reused:
+        first = min(run.first_seq for run in reused)
+        last = max(run.last_seq for run in reused)
         raise StateError(
-            f"the changelog of {state.table_key} holds {len(reused)} changes whose gl_seq "
-            f"(first {reused[0]}) belongs to a change already shipped: its sequence was reset "
-            "or another table writes to it; extraction stopped before them. Restart the "
-            f"sequence above {state.shipped_seq or reused[-1]} and {REBUILD_HINT}"
+            f"the changelog of {state.table_key} holds {sum(run.changes for run in reused)} "
+            f"changes whose gl_seq (first {first}) belongs to a change already shipped: its "
+            "sequence was reset or another table writes to it; extraction stopped before them. "
+            f"Restart the sequence above {state.shipped_seq or last} and {REBUILD_HINT}"
         )
-    if not resent:
-        return changes
-    keep = pc.invert(pc.is_in(seqs, value_set=pa.array(sorted(resent), pa.int64())))
-    return changes.filter(keep)
+    return _Resent(batch, changes.num_rows - sum(run.changes for run in runs))

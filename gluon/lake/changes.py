@@ -8,8 +8,9 @@ Delta partition column, the change ingestion location).
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -18,6 +19,9 @@ from gluon.lake.session import LakeSession
 from gluon.lake.storage import delta_version
 from gluon.lake.types import struct_type
 from gluon.schema import Column, arrow_schema, lake_column
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
 
@@ -53,24 +57,100 @@ def append_changes(
     *,
     extraction_id: int,
     partition: int,
+    skip: BatchRange | None = None,
 ) -> None:
-    """Append ``changes`` (table columns + gl_seq + gl_op) to the delta table in one commit."""
+    """Append ``changes`` (table columns + gl_seq + gl_op) to the delta table in one commit.
+
+    With ``skip``, the engine leaves out the changes the delta table already holds in that
+    range (an anti-join on ``gl_seq`` within the append).
+    """
     count = changes.num_rows
     changes = changes.append_column(
         "gl_extraction_id", pa.array([extraction_id] * count, pa.int64())
     ).append_column(PARTITION_COLUMN, pa.array([partition] * count, pa.int32()))
-    frame = session.spark.createDataFrame(changes, schema=struct_type(delta_columns(columns)))
+    frame = _changes_frame(session, delta_columns(columns), changes, skip)
     session.write(frame, location, mode="append", partition_by=[PARTITION_COLUMN])
 
 
-def present_changes(
-    session: LakeSession, delta_table: str, *, low: int, high: int, min_partition: int
-) -> set[tuple[int, int]]:
-    """``(gl_seq, gl_extraction_id)`` of the changes with ``gl_seq`` in [low, high] in the
-    delta table's live partitions."""
-    statement = sql.select_changes(delta_table, low=low, high=high, min_partition=min_partition)
-    rows = session.sql(statement).collect()
-    return {(int(row[0]), int(row[1])) for row in rows}
+@dataclass(frozen=True, slots=True)
+class ShippedRun:
+    """Changes of a batch the delta table already holds, all shipped by one extraction run."""
+
+    extraction_id: int
+    changes: int
+    first_seq: int
+    last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRange:
+    """Where the changes of a batch would be if a run shipped them already: ``gl_seq`` in
+    [low, high] in the delta table's live control partitions (from ``min_partition``)."""
+
+    delta_table: str
+    low: int
+    high: int
+    min_partition: int
+
+    def shipped(self, session: LakeSession) -> DataFrame:
+        """``gl_seq`` and ``gl_extraction_id`` of the changes in the range."""
+        return session.sql(
+            sql.select_changes(
+                self.delta_table, low=self.low, high=self.high, min_partition=self.min_partition
+            )
+        )
+
+
+def shipped_by_run(session: LakeSession, batch: BatchRange, seqs: pa.Array) -> list[ShippedRun]:
+    """The changes whose ``gl_seq`` is in ``seqs`` that the delta table already holds, per run
+    that shipped them. The engine joins the batch with the delta table: the driver gets one
+    row per run, never the shipped ``gl_seq`` values themselves."""
+    from pyspark.sql import functions as F
+
+    spark = session.spark
+    wanted = spark.createDataFrame(
+        pa.table({"gl_seq": seqs}), schema=struct_type(CHANGE_COLUMNS[:1])
+    ).alias("gl_new")
+    present = batch.shipped(session).alias("gl_lake")
+    same_seq = F.col("gl_lake.gl_seq") == F.col("gl_new.gl_seq")
+    rows = (
+        present.join(wanted, same_seq, "left_semi")
+        .groupBy("gl_extraction_id")
+        .agg(
+            F.count_distinct("gl_seq").alias("changes"),
+            F.min("gl_seq").alias("first_seq"),
+            F.max("gl_seq").alias("last_seq"),
+        )
+        .collect()
+    )
+    return [
+        ShippedRun(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
+        for row in sorted(rows, key=lambda row: int(row[0]))
+    ]
+
+
+def _changes_frame(
+    session: LakeSession, columns: tuple[Column, ...], changes: pa.Table, skip: BatchRange | None
+) -> DataFrame:
+    """``changes`` (``columns``) as a DataFrame, less those in ``skip`` (anti-join on
+    ``gl_seq``)."""
+    from pyspark.sql import functions as F
+
+    frame = session.spark.createDataFrame(changes, schema=struct_type(columns))
+    if skip is None:
+        return frame
+    present = skip.shipped(session).select("gl_seq").alias("gl_lake")
+    same_seq = F.col("gl_new.gl_seq") == F.col("gl_lake.gl_seq")
+    return frame.alias("gl_new").join(present, same_seq, "left_anti")
+
+
+def without_shipped(
+    session: LakeSession, columns: tuple[Column, ...], changes: pa.Table, skip: BatchRange
+) -> pa.Table:
+    """``changes`` (table columns + gl_seq + gl_op) less those already in ``skip``; the engine
+    filters. For callers that must see the rows before they are appended."""
+    kept = _changes_frame(session, columns + CHANGE_COLUMNS[:2], changes, skip).toArrow()
+    return kept.select(changes.schema.names).cast(changes.schema)
 
 
 def keys_in_lake(

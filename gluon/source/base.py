@@ -169,7 +169,8 @@ class SourceDialect:
         try:
             with self.engine.begin() as connection:
                 for sql, params in statements:
-                    changed += connection.execute(sa.text(sql), params).rowcount
+                    # A statement that changes no rows (SET) reports -1.
+                    changed += max(connection.execute(sa.text(sql), params).rowcount, 0)
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name}: {what} failed: {_first_line(exc)}") from exc
         return changed

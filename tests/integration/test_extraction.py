@@ -176,6 +176,40 @@ def test_killed_extraction_loses_and_duplicates_nothing(
         assert_no_duplicate_sequences(source)
 
 
+def test_rerun_after_a_crash_ships_the_rest_of_a_partly_shipped_batch(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A batch that holds changes an interrupted run committed and changes it did not: the
+    engine leaves out the former within the append, and ships the latter once."""
+    source = Source("sqlite", f"sqlite:///{tmp_path / 'app.db'}", "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG")
+    table = f"{source.schema}.items"
+    workload.round(10)
+    crashed = run_offload_process(
+        "-t",
+        table,
+        "-x",
+        "--incremental-run-extraction",
+        "--incremental-batch-size=3",
+        env={"GLUON_FAULT": "extract.after_delta_commit"},
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    workload.round(10)
+    with workload.engine.connect() as db:
+        waiting = db.execute(sa.text("SELECT COUNT(*) FROM main.main_h_items_log")).scalar()
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.expected
+    assert_no_duplicate_sequences(source)
+    runs = Repository(load_settings().repo_url).incremental.extraction_runs("MAIN.ITEMS")
+    assert (runs[0].rows_read, runs[0].rows_written) == (waiting, waiting - 3)
+
+
 def test_second_extraction_of_a_table_exits_3(
     tmp_path: Path,
     offload_home: Path,
