@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 PROGRAM = "offload"
 
 
-
 def validate(arguments: OffloadArguments) -> None:
     """Refuse values no action can take, before the log file is created (one line, exit 2;
     Click's own range checks print a usage block instead).
