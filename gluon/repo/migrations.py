@@ -11,7 +11,7 @@ of its highest number and upgraded from there. That table is left in place, unus
 To change the schema: change ``gluon.repo.models`` and add a revision in
 ``revisions/versions/`` that spells out the change (never importing the models), and set
 ``HEAD`` to it; ``tests/integration/test_repository_migrations.py`` fails while the two
-disagree, ``tests/unit/test_startup.py`` while ``HEAD`` is not the newest revision.
+disagree, ``tests/unit/test_startup_names.py`` while ``HEAD`` is not the newest revision.
 
 Every command opens the repository, and importing Alembic costs more than the rest of a
 no-op extraction (issue 14): the revision is read with a plain query and Alembic is
