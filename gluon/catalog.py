@@ -1,8 +1,9 @@
-"""Registers every offloaded table's lake objects in a Spark session, from the repository.
+"""Registers offloaded tables' lake objects in a Spark session, from the repository.
 
 A table without incremental update: base table + user view. With it: base
 table, delta table, internal delta view of the current generation, and the
-user view over that internal view.
+user view over that internal view. ``gluon query`` registers only the tables its
+statement names (``named_in``): each registration costs the engine round trips.
 """
 
 from __future__ import annotations
@@ -26,6 +27,10 @@ from gluon.repo.incremental import ENABLED, IncrementalState
 log = logging.getLogger(__name__)
 RETAINED_NAME = re.compile(r"[^.\s()]+\.[^.\s()]+")
 """A ``schema.table`` name (older records hold descriptions such as ``T (before)``)."""
+_NAME_PART = r"`(?:[^`]|``)*`|\w+"
+NAME_CHAIN = re.compile(rf"(?:{_NAME_PART})(?:\s*\.\s*(?:{_NAME_PART}))*")
+"""A dotted Spark SQL name (``a.b``, ``a . `b c```), each part bare or back-quoted."""
+NAME_PART = re.compile(rf"{_NAME_PART}")
 
 
 def internal_view_name(record: OffloadedTable, generation: int) -> str:
@@ -75,16 +80,23 @@ def register_retained(session: LakeSession, repo: Repository, record: OffloadedT
         tables.register_table(session, item.name, item.location)
 
 
-def register_all(session: LakeSession, repo: Repository) -> list[str]:
+def register_all(
+    session: LakeSession, repo: Repository, *, named_in: str | None = None
+) -> list[str]:
     """Create every user view (and what it reads) in ``session``; return the view names.
+
+    ``named_in``: a statement; only the tables whose objects it may name are registered.
 
     A table that cannot be registered (its files removed, say) is skipped with a warning
     and listed in ``session.unavailable``: one broken table must not stop queries of the
     others.
     """
     views = []
+    names = None if named_in is None else named_objects(named_in)
     for record in repo.list_tables():
         if record.status != OFFLOADED:
+            continue
+        if names is not None and not object_names(repo, record) & names:
             continue
         try:
             register_table(session, repo, record)
@@ -95,6 +107,40 @@ def register_all(session: LakeSession, repo: Repository) -> list[str]:
             continue
         views.append(record.user_view)
     return views
+
+
+def named_objects(statement: str) -> set[str] | None:
+    """The last part of every name ``statement`` may use, lower case (Spark's names are
+    case-insensitive), or None when it lists the catalog (``SHOW ...``): then it needs every
+    table.
+
+    Conservative on purpose: a table registered for nothing costs a little, a missing one
+    fails the query. So words in literals and comments count, a schema is not required to
+    match (``t`` names every ``*.t``), and the statement is read twice: with back-quoted
+    parts, and with the back quotes dropped (a quote inside a string literal must not hide
+    a name from the first reading).
+    """
+    if statement.lstrip().upper().startswith("SHOW"):
+        return None
+    names = set()
+    for text in (statement, statement.replace("`", " ")):
+        for chain in NAME_CHAIN.finditer(text):
+            parts = NAME_PART.findall(chain.group())
+            last = parts[-1]
+            if last.startswith("`"):
+                last = last[1:-1].replace("``", "`")
+            names.add(last.lower())
+    return names
+
+
+def object_names(repo: Repository, record: OffloadedTable) -> set[str]:
+    """The last part, lower case, of each object registering ``record`` creates."""
+    full = {record.user_view, record.base_table}
+    state = repo.incremental.get_state(record.table_key)
+    if state is not None and state.status == ENABLED:
+        full |= {state.delta_table, internal_view_name(record, state.view_generation)}
+    full |= {item.name for item in repo.compaction.retained(record.table_key)}
+    return {name.rsplit(".", 1)[-1].lower() for name in full}
 
 
 def _missing_tables(repo: Repository, record: OffloadedTable) -> str:
@@ -128,13 +174,16 @@ def unavailable_error(session: LakeSession, statement: str) -> LakeError | None:
 
 
 @contextmanager
-def lake_session(settings: Settings, repo: Repository | None = None) -> Iterator[LakeSession]:
+def lake_session(
+    settings: Settings, repo: Repository | None = None, *, named_in: str | None = None
+) -> Iterator[LakeSession]:
     """A lake session with every gluon view registered (the Python API for querying).
 
     ``repo``: the command's repository, if it has one open (else the session opens it).
+    ``named_in``: a statement; only the tables it may name are registered.
     """
     if repo is None:
         repo = Repository(settings.repo_url)
     with open_session(settings) as session:
-        register_all(session, repo)
+        register_all(session, repo, named_in=named_in)
         yield session

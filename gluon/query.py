@@ -1,4 +1,4 @@
-"""``gluon query``: run SQL against the lake with every gluon view registered."""
+"""``gluon query``: run SQL against the lake with the gluon views it names registered."""
 
 from __future__ import annotations
 
@@ -26,14 +26,15 @@ log = logging.getLogger(__name__)
 def run_query(
     settings: Settings, statement: str, warn: Callable[[str], None] = log.warning
 ) -> pa.Table:
-    """Run ``statement``; return the result as an Arrow table. Each table that could not
-    be registered (and so cannot be queried) is reported through ``warn``.
+    """Run ``statement``; return the result as an Arrow table. Only the tables the statement
+    names are registered; each of them that could not be (and so cannot be queried) is
+    reported through ``warn``.
 
     Raises:
         LakeError: the statement failed; when it names a table that could not be
             registered, the error names that table and why.
     """
-    with lake_session(settings) as session:
+    with lake_session(settings, named_in=statement) as session:
         for view, reason in session.unavailable.items():
             warn(f"{view} is unavailable and was skipped: {reason}")
         try:

@@ -26,7 +26,7 @@ def callback() -> None:
     """gluon utility commands."""
 
 
-@app.command(help="Run Spark SQL against the lake with every gluon view registered.")
+@app.command(help="Run Spark SQL against the lake with the gluon views it names registered.")
 def query(
     statement: Annotated[str, typer.Argument(help='The SQL, e.g. "SELECT * FROM sh.products".')],
     json_output: JsonOption = False,

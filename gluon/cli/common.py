@@ -13,14 +13,6 @@ from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from gluon.config import Settings, load_settings
 from gluon.errors import ExitCode, GluonError
@@ -45,6 +37,16 @@ class RichProgress:
 
     @contextmanager
     def _task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        # Imported when a bar is shown (at a terminal, with work to do), not at every start.
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),

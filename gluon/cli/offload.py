@@ -4,25 +4,29 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gluon.cli.actions import OffloadArguments, given_flags
 from gluon.cli.common import run_command, stderr, stdout
-from gluon.cli.offload_actions import PROGRAM, Result, dispatch, validate
+from gluon.cli.offload_actions import PROGRAM, dispatch, validate
 from gluon.cli.options import DebugOption, TableOption, VerboseOption
-from gluon.compact import CompactionResult
-from gluon.compact.abandon import AbandonResult
 from gluon.compact.options import (
     DEFAULT_DELTA_THRESHOLD,
     DEFAULT_VACUUM_RETENTION_HOURS,
     DEFAULT_WAIT_MINUTES,
 )
-from gluon.discard import DiscardResult
 from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult
-from gluon.incremental import IncrementalResult
 from gluon.increments import RequestedOffloadType
+
+if TYPE_CHECKING:
+    from gluon.cli.offload_actions import Result
+    from gluon.compact import CompactionResult
+    from gluon.compact.abandon import AbandonResult
+    from gluon.discard import DiscardResult
+    from gluon.incremental import IncrementalResult
+    from gluon.offload import OffloadResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
@@ -346,6 +350,29 @@ def offload(
 
 
 def _render(result: Result, log_path: Path | None) -> None:
+    if isinstance(result, ExtractionResult):
+        ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
+        stdout.print(
+            f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
+            f"{result.control_partition} in {result.seconds:.1f}s{ack}"
+        )
+        for line in result.screen.messages() if result.screen else ():
+            stderr.print(f"offload: warning: {result.table_key}: {line}", markup=False)
+    else:
+        _render_other(result)
+    stdout.print(f"Log file: {log_path}")
+
+
+def _render_other(
+    result: OffloadResult | IncrementalResult | CompactionResult | AbandonResult | DiscardResult,
+) -> None:
+    # Imported here, after the action that made the result has imported its service: an
+    # extraction renders above without importing the other services (issue 14).
+    from gluon.compact import CompactionResult
+    from gluon.compact.abandon import AbandonResult
+    from gluon.discard import DiscardResult
+    from gluon.incremental import IncrementalResult
+
     if isinstance(result, AbandonResult | DiscardResult):
         _render_plan_or_message(result)
     elif isinstance(result, CompactionResult):
@@ -354,14 +381,6 @@ def _render(result: Result, log_path: Path | None) -> None:
         if result.notice:
             stderr.print(f"offload: note: {result.notice}", markup=False)
         stdout.print(f"{result.table_key}: {result.message}", markup=False)
-    elif isinstance(result, ExtractionResult):
-        ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
-        stdout.print(
-            f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
-            f"{result.control_partition} in {result.seconds:.1f}s{ack}"
-        )
-        for line in result.screen.messages() if result.screen else ():
-            stderr.print(f"offload: warning: {result.table_key}: {line}", markup=False)
     elif not result.executed:
         stdout.print(f"Steps for {result.table_key} (nothing was changed; add -x to run them):")
         for number, step in enumerate(result.steps, start=1):
@@ -372,10 +391,11 @@ def _render(result: Result, log_path: Path | None) -> None:
         stdout.print(
             f"Offloaded {result.table_key}: {result.rows} rows, query it as {result.user_view}"
         )
-    stdout.print(f"Log file: {log_path}")
 
 
 def _render_plan_or_message(result: AbandonResult | DiscardResult) -> None:
+    from gluon.compact.abandon import AbandonResult
+
     if result.executed:
         stdout.print(result.message[:1].upper() + result.message[1:], markup=False)
         return

@@ -13,42 +13,39 @@ the offload predicate in ``gluon/increments.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gluon.cli.actions import ONE_ACTION, Action, OffloadArguments, refuse_ignored_options
 from gluon.cli.common import progress_for, stderr
 from gluon.cli.options import split_list
-from gluon.compact import CompactionOptions, CompactionResult, run_compaction
 from gluon.compact import options as compaction_rules
-from gluon.compact.abandon import AbandonResult, abandon_compaction
 from gluon.config import Settings
-from gluon.discard import DiscardResult, discard_changes
 from gluon.errors import UsageError
 from gluon.extract import ExtractionResult, check_batch_size, run_extraction
-from gluon.incremental import (
-    EnableOptions,
-    IncrementalResult,
-    check_capture_object_flags,
-    disable_incremental,
-    enable_incremental,
-    initial_offload_needed,
-    repair_capture_objects,
-)
 from gluon.increments import IncrementRequest, check_offload_predicate
 from gluon.naming import TableRef
-from gluon.offload import OffloadOptions, OffloadResult, offload_table
-from gluon.patching import StageOptions, stage_lake_rows
+
+# The other services are imported by the handler that runs them: every run of ``offload``
+# imports this module, and an extraction (the command cron runs most, usually with nothing
+# to do) must not pay for importing compaction, offload and patching code (issue 14).
+if TYPE_CHECKING:
+    from gluon.compact import CompactionResult
+    from gluon.compact.abandon import AbandonResult
+    from gluon.discard import DiscardResult
+    from gluon.incremental import IncrementalResult
+    from gluon.offload import OffloadOptions, OffloadResult
+
+    Result = (
+        OffloadResult
+        | IncrementalResult
+        | ExtractionResult
+        | CompactionResult
+        | AbandonResult
+        | DiscardResult
+    )
+    Handler = Callable[[OffloadArguments, Settings], Result]
 
 PROGRAM = "offload"
-
-Result = (
-    OffloadResult
-    | IncrementalResult
-    | ExtractionResult
-    | CompactionResult
-    | AbandonResult
-    | DiscardResult
-)
-Handler = Callable[[OffloadArguments, Settings], Result]
 
 
 def validate(arguments: OffloadArguments) -> None:
@@ -93,6 +90,9 @@ def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
 
 def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
     """Offload the table, or one increment of it (a partial offload)."""
+    from gluon.incremental import check_capture_object_flags
+    from gluon.offload import offload_table
+
     check_capture_object_flags(
         enabling=False,
         disabling=False,
@@ -106,6 +106,13 @@ def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
 def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Enable incremental update (with the initial offload when the table is not offloaded),
     or re-create its capture objects."""
+    from gluon.incremental import (
+        EnableOptions,
+        enable_incremental,
+        initial_offload_needed,
+        repair_capture_objects,
+    )
+
     ref = TableRef.parse(arguments.table)
     initial = initial_offload_needed(settings, ref, arguments.reset_backend_table)
     refuse_ignored_options(arguments, Action.ENABLE_WITH_OFFLOAD if initial else Action.ENABLE)
@@ -135,6 +142,8 @@ def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult
 
 def disable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Disable incremental update and drop its objects."""
+    from gluon.incremental import check_capture_object_flags, disable_incremental
+
     check_capture_object_flags(
         enabling=False,
         disabling=True,
@@ -165,6 +174,8 @@ def extract(arguments: OffloadArguments, settings: Settings) -> ExtractionResult
 
 def compact(arguments: OffloadArguments, settings: Settings) -> CompactionResult:
     """Merge the extracted changes into the base table (or resume the unfinished run)."""
+    from gluon.compact import CompactionOptions, run_compaction
+
     refuse_ignored_options(arguments, Action.COMPACTION)
     if not arguments.execute:
         raise UsageError("--incremental-run-compaction needs -x")
@@ -200,6 +211,8 @@ COMPACTION_OPTIONS = {
 
 def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Copy the lake rows matching a predicate into the lake-rows table (UPDATABLE methods)."""
+    from gluon.patching import StageOptions, stage_lake_rows
+
     refuse_ignored_options(arguments, Action.STAGE_LAKE_ROWS)
     predicate = arguments.stage_lake_rows_predicate
     if predicate is None:  # dispatch chooses this action only when it is given
@@ -212,12 +225,16 @@ def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
 
 def abandon(arguments: OffloadArguments, settings: Settings) -> AbandonResult:
     """End the unfinished compaction run before its views switch."""
+    from gluon.compact.abandon import abandon_compaction
+
     refuse_ignored_options(arguments, Action.ABANDON_COMPACTION)
     return abandon_compaction(settings, TableRef.parse(arguments.table), execute=arguments.execute)
 
 
 def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
     """Delete the changes not yet compacted."""
+    from gluon.discard import discard_changes
+
     refuse_ignored_options(arguments, Action.DISCARD_CHANGES)
     return discard_changes(settings, TableRef.parse(arguments.table), execute=arguments.execute)
 
@@ -250,6 +267,8 @@ def _compaction_method(arguments: OffloadArguments) -> compaction_rules.Compacti
 
 
 def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
+    from gluon.offload import OffloadOptions
+
     return OffloadOptions(
         table=TableRef.parse(arguments.table),
         execute=arguments.execute,

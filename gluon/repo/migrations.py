@@ -9,26 +9,38 @@ revisions 0001-0009 are those migrations, so such a repository is stamped with t
 of its highest number and upgraded from there. That table is left in place, unused.
 
 To change the schema: change ``gluon.repo.models`` and add a revision in
-``revisions/versions/`` that spells out the change (never importing the models);
-``tests/integration/test_repository_migrations.py`` fails while the two disagree.
+``revisions/versions/`` that spells out the change (never importing the models), and set
+``HEAD`` to it; ``tests/integration/test_repository_migrations.py`` fails while the two
+disagree, ``tests/unit/test_startup_names.py`` while ``HEAD`` is not the newest revision.
+
+Every command opens the repository, and importing Alembic costs more than the rest of a
+no-op extraction (issue 14): the revision is read with a plain query and Alembic is
+imported only when there is something to migrate.
 """
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
 
 from gluon.errors import RepositoryError
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
 SCRIPT_DIRECTORY = Path(__file__).parent / "revisions"
 VERSION_TABLE = "gluon_alembic_version"
+HEAD = "0009"
+"""The newest revision in ``revisions/versions`` (``head()`` reads it from the scripts)."""
+
+version_table = sa.Table(
+    VERSION_TABLE, sa.MetaData(), sa.Column("version_num", sa.String(32), primary_key=True)
+)
+"""Where Alembic records the revision (its own layout: one row, the current revision)."""
 
 legacy_schema_version = sa.Table(
     "gluon_schema_version",
@@ -45,6 +57,8 @@ LEGACY_REVISIONS = {number: f"{number:04d}" for number in range(1, 10)}
 
 @functools.cache
 def _script() -> ScriptDirectory:
+    from alembic.script import ScriptDirectory  # only to migrate: see the module docstring
+
     return ScriptDirectory(str(SCRIPT_DIRECTORY))
 
 
@@ -57,9 +71,21 @@ def head() -> str:
 
 
 def current_revision(connection: sa.Connection) -> str | None:
-    """The repository's Alembic revision (None before the first ``migrate``)."""
-    context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-    return context.get_current_revision()
+    """The repository's Alembic revision (None before the first ``migrate``).
+
+    Raises:
+        RepositoryError: the version table holds more than one revision (Alembic's branches,
+            which gluon never makes).
+    """
+    if not sa.inspect(connection).has_table(VERSION_TABLE):
+        return None
+    revisions = connection.execute(sa.select(version_table.c.version_num)).scalars().all()
+    if len(revisions) > 1:
+        raise RepositoryError(
+            f"the repository records {len(revisions)} revisions in {VERSION_TABLE} "
+            f"({', '.join(revisions)}): restore it from a backup"
+        )
+    return revisions[0] if revisions else None
 
 
 def legacy_version(connection: sa.Connection) -> int:
@@ -76,6 +102,8 @@ def is_repository(connection: sa.Connection) -> bool:
 
 
 def _config(connection: sa.Connection) -> Config:
+    from alembic.config import Config  # only to migrate: see the module docstring
+
     config = Config()
     # Config values go through configparser interpolation: a "%" in the path must be doubled.
     config.set_main_option("script_location", str(SCRIPT_DIRECTORY).replace("%", "%%"))
@@ -90,11 +118,15 @@ def migrate(engine: sa.Engine) -> str:
         RepositoryError: the repository was made by a newer release (an unknown revision or
             numbered migration).
     """
-    newest = head()
     with engine.connect() as connection:
         revision = current_revision(connection)
-        if revision == newest:
-            return newest
+        if revision == HEAD:
+            return HEAD
+        # Something to migrate (or a newer repository to refuse): now Alembic is needed.
+        from alembic import command
+        from alembic.util import CommandError
+
+        newest = head()
         if revision is None:
             legacy = legacy_version(connection)
             connection.commit()
