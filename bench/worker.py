@@ -223,6 +223,7 @@ def job_reads(args: argparse.Namespace) -> None:
         "count": "SELECT COUNT(*) FROM {rel}",
         "sum": "SELECT SUM(amount) FROM {rel}",
         "lookup": f"SELECT * FROM {{rel}} WHERE id = {int(args.key)}",
+        "filter": "SELECT SUM(amount) FROM {rel} WHERE part = 3",
     }
     timings: dict[str, dict[str, float]] = {}
     plans: dict[str, str] = {}
