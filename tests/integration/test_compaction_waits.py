@@ -120,7 +120,7 @@ def test_with_no_extraction_running_one_command_completes(
     steps = {step.step: step.detail for step in repo.compaction.steps(run.id)}
     shipped = re.match(
         r"acknowledged by this compaction's extraction \((\d+) changes to control partition 1\)",
-        steps["await_acknowledgement"],
+        str(steps["await_acknowledgement"]),
     )
     assert shipped and int(shipped[1]) > 0, steps
     assert lake_state(source.schema) == workload.expected
@@ -169,7 +169,7 @@ def test_a_running_extraction_is_waited_for_visibly_and_acknowledges(
     assert "complete" in c.stdout
     run = repo.compaction.runs("MAIN.ITEMS")[0]
     steps = {step.step: step.detail for step in repo.compaction.steps(run.id)}
-    assert steps["await_acknowledgement"].startswith("acknowledged at "), steps
+    assert str(steps["await_acknowledgement"]).startswith("acknowledged at "), steps
     assert lake_state(source.schema) == workload.expected
 
 
