@@ -215,12 +215,14 @@ def test_overlap_matrix(
                 _assert_refused(result, "extraction")
     assert extraction.returncode == 0, extraction.stderr
 
-    # A compaction holds the table: only an extraction may start (and it finishes the run).
+    # A compaction holds the table: only an extraction may start. (With none running, the
+    # compaction acknowledged its diversion by extracting itself, holding the extraction lock
+    # meanwhile; at its wait it holds the lifecycle lock only.)
     with _compaction_at_wait(tmp_path) as compaction:
-        compaction.wait_for_lock(KEY, locks.LIFECYCLE)
+        compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
+        assert _holder(locks.EXTRACTION) is None
         _change(engine, 3)
         assert _start(run_cli, "extraction").exit_code == 0  # type: ignore[attr-defined]
-        compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
         for starter in STARTERS:
             if starter != "extraction":
                 _assert_refused(_start(run_cli, starter), "compaction")
