@@ -56,6 +56,7 @@ COMPACTION = frozenset(
         "in_place_compaction",
         "delta_threshold",
         "wait_time",
+        "acknowledgement_timeout",
         "retain_obsolete_objects",
         "without_snapshot",
         "vacuum_retention_hours",
@@ -142,6 +143,7 @@ class OffloadArguments:
     partition_wise_full_compaction: bool
     delta_threshold: int
     wait_time: float
+    acknowledgement_timeout: float | None
     retain_obsolete_objects: bool
     without_snapshot: bool
     vacuum_retention_hours: float

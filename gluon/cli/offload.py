@@ -249,6 +249,17 @@ def offload(
             ),
         ),
     ] = DEFAULT_WAIT_MINUTES,
+    acknowledgement_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--incremental-acknowledgement-timeout",
+            help=(
+                "Seconds a compaction waits for a running extraction to acknowledge its change "
+                "ingestion diversion before it fails (default: no limit; with no extraction "
+                "running, the compaction acknowledges it itself)."
+            ),
+        ),
+    ] = None,
     retain_obsolete_objects: Annotated[
         bool,
         typer.Option(
@@ -330,6 +341,7 @@ def offload(
         partition_wise_full_compaction=partition_wise_full_compaction,
         delta_threshold=delta_threshold,
         wait_time=wait_time,
+        acknowledgement_timeout=acknowledgement_timeout,
         retain_obsolete_objects=retain_obsolete_objects,
         without_snapshot=without_snapshot,
         vacuum_retention_hours=vacuum_retention_hours,

@@ -61,6 +61,7 @@ def validate(arguments: OffloadArguments) -> None:
         delta_threshold=arguments.delta_threshold,
         wait_minutes=arguments.wait_time,
         vacuum_retention_hours=arguments.vacuum_retention_hours,
+        acknowledgement_timeout_seconds=arguments.acknowledgement_timeout,
     )
     check_offload_predicate(arguments.offload_predicate)
 
@@ -188,11 +189,14 @@ def compact(arguments: OffloadArguments, settings: Settings) -> CompactionResult
         retain_obsolete_objects=arguments.retain_obsolete_objects,
         without_snapshot=arguments.without_snapshot,
         vacuum_retention_hours=arguments.vacuum_retention_hours,
+        acknowledgement_timeout_seconds=arguments.acknowledgement_timeout,
         given=frozenset(
             COMPACTION_OPTIONS[name] for name in arguments.given if name in COMPACTION_OPTIONS
         ),
     )
-    return run_compaction(settings, options, progress_for(quiet=False), warn=warn_now)
+    return run_compaction(
+        settings, options, progress_for(quiet=False), warn=warn_now, waiting=say_waiting
+    )
 
 
 COMPACTION_OPTIONS = {
@@ -202,6 +206,7 @@ COMPACTION_OPTIONS = {
     "terminate_compaction": "terminate_at_acknowledgement",
     "delta_threshold": "delta_threshold",
     "wait_time": "wait_minutes",
+    "acknowledgement_timeout": "acknowledgement_timeout_seconds",
     "retain_obsolete_objects": "retain_obsolete_objects",
     "without_snapshot": "without_snapshot",
     "vacuum_retention_hours": "vacuum_retention_hours",
@@ -256,6 +261,11 @@ HANDLERS: dict[Action, Handler] = {
 def warn_now(message: str) -> None:
     """A warning on stderr as soon as it is known (before a long run's steps)."""
     stderr.print(f"{PROGRAM}: warning: {message}", markup=False)
+
+
+def say_waiting(message: str) -> None:
+    """What a command waits for, on stderr (also without -v: a wait must not look like a hang)."""
+    stderr.print(f"{PROGRAM}: {message}", markup=False)
 
 
 def _compaction_method(arguments: OffloadArguments) -> compaction_rules.CompactionMethod | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ class CompactionContext:
     record: OffloadedTable
     state: IncrementalState
     progress: Progress
+    waiting: Callable[[str], None] | None = None
+    """Receives what the compaction waits for, while it waits (the terminal shows it)."""
     stack: ExitStack = field(default_factory=ExitStack)
     _session: LakeSession | None = None
     _session_stack: ExitStack = field(default_factory=ExitStack)
@@ -70,6 +73,11 @@ class CompactionContext:
             )
         )
 
+    def report_waiting(self, message: str) -> None:
+        """Tell whoever runs the compaction what it waits for (and for how long)."""
+        if self.waiting is not None:
+            self.waiting(message)
+
     def lake(self) -> LakeSession:
         """The lake session, opened on first use, with the base and delta tables registered."""
         if self._session is None:
@@ -81,7 +89,11 @@ class CompactionContext:
         return self._session
 
     def release_session(self) -> None:
-        """Close the lake session (before a long wait); the next :meth:`lake` opens a new one."""
+        """Close the lake session; the next :meth:`lake` opens a new one.
+
+        The embedded engine ends a session idle for 15 minutes, so none is kept across a
+        wait: the runner releases it after every step, and waiting steps before they wait.
+        """
         self._session_stack.close()
         self._session = None
 

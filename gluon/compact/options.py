@@ -40,6 +40,9 @@ class CompactionOptions:
     without_snapshot: bool = False
     vacuum_retention_hours: float = DEFAULT_VACUUM_RETENTION_HOURS
     ack_poll_seconds: float = ACK_POLL_SECONDS
+    acknowledgement_timeout_seconds: float | None = None
+    """Give up waiting for a running extraction's acknowledgement after this long (None:
+    wait as long as it takes)."""
     given: frozenset[str] | None = None
     """The names of the options the user gave (None: all of them). A resumed run notes only
     given options that differ from the ones it keeps, not defaults."""
@@ -83,7 +86,11 @@ def chosen_method(
 
 
 def check_option_values(
-    *, delta_threshold: int, wait_minutes: float, vacuum_retention_hours: float
+    *,
+    delta_threshold: int,
+    wait_minutes: float,
+    vacuum_retention_hours: float,
+    acknowledgement_timeout_seconds: float | None = None,
 ) -> None:
     """Refuse compaction option values no run can take, before anything runs.
 
@@ -94,9 +101,12 @@ def check_option_values(
         raise UsageError(
             f"--incremental-delta-threshold must be at least 0, found {delta_threshold}"
         )
-    for option, value in (
+    values = [
         ("--incremental-wait-time", wait_minutes),
         ("--incremental-vacuum-retention-hours", vacuum_retention_hours),
-    ):
+    ]
+    if acknowledgement_timeout_seconds is not None:
+        values.append(("--incremental-acknowledgement-timeout", acknowledgement_timeout_seconds))
+    for option, value in values:
         if not (math.isfinite(value) and value >= 0):
             raise UsageError(f"{option} must be a finite number of at least 0, found {value}")

@@ -47,12 +47,14 @@ def run_compaction(
     options: CompactionOptions,
     progress: Progress | None = None,
     warn: Callable[[str], None] | None = None,
+    waiting: Callable[[str], None] | None = None,
 ) -> CompactionResult:
     """Compact ``options.table`` (holding its lifecycle lock), resuming an unfinished run.
 
     Extractions may run meanwhile (they acknowledge the diversion); nothing else may.
 
-    ``warn`` receives a warning as soon as it is known (before the steps run).
+    ``warn`` receives a warning as soon as it is known (before the steps run); ``waiting``
+    what the run waits for while it waits for a running extraction's acknowledgement.
 
     Raises:
         LockHeldError: another command (other than an extraction) on the table is running.
@@ -103,7 +105,7 @@ def run_compaction(
             if warn is not None:
                 warn(result.warning)
         context = CompactionContext(
-            settings, repo, options, run, record, state, progress or NullProgress()
+            settings, repo, options, run, record, state, progress or NullProgress(), waiting
         )
         with context.stack:
             context.refresh()
@@ -192,6 +194,9 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
         except Exception as exc:
             repo.compaction.update_run(run_id, status=FAILED, message=str(exc)[:2000])
             raise
+        # A session opens when a step needs one and ends with it: none idles across a wait
+        # (the embedded engine ends a session idle for 15 minutes).
+        context.release_session()
         if detail == TERMINATED:
             result.terminated = True
             result.message = (

@@ -11,10 +11,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from gluon import locks
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.compact.rewrite import REWRITES, retained_changes_table, staged_tables
-from gluon.errors import LakeError, StateError
+from gluon.errors import GluonError, LakeError, LockHeldError, StateError
+from gluon.extract import run_extraction
 from gluon.faults import fault_raise
 from gluon.lake import sql, storage
 from gluon.lake.changes import PARTITION_COLUMN
@@ -55,9 +57,20 @@ def request_diversion(context: CompactionContext) -> str:
     return f"requested control partition {context.run.new_partition}"
 
 
+class AcknowledgementTimeoutError(GluonError):
+    """No extraction acknowledged the diversion within ``--incremental-acknowledgement-timeout``."""
+
+
 def await_acknowledgement(context: CompactionContext) -> str:
-    """Wait until an extraction writes to the new partition. Re-run: checks again."""
-    announced = False
+    """Have an extraction write to the new partition. Re-run: checks again.
+
+    When no extraction holds the table's extraction lock, this command runs the
+    acknowledging extraction itself (it ships what is pending into the new partition), so a
+    compaction completes in one command without a scheduled extraction. When one holds it
+    (a cron run), the compaction waits for that run, reporting what it waits for.
+    """
+    context.release_session()  # never hold an engine session across a wait
+    wait = _AcknowledgementWait(context)
     while True:
         context.refresh()
         if context.state.acknowledged_partition == context.run.new_partition:
@@ -65,15 +78,81 @@ def await_acknowledgement(context: CompactionContext) -> str:
         if context.options.terminate_at_acknowledgement:
             context.repo.compaction.update_run(context.run.id, status=WAITING)
             return TERMINATED
-        if not announced:
-            log.warning(
-                "waiting for an extraction of %s to acknowledge change ingestion diversion "
-                "to control partition %d",
-                context.record.table_key,
-                context.run.new_partition,
+        try:
+            extraction = run_extraction(
+                context.settings, context.options.table, progress=context.progress
             )
-            announced = True
-        time.sleep(context.options.ack_poll_seconds)
+        except LockHeldError:
+            wait.running_extraction()
+            continue
+        context.refresh()
+        if context.state.acknowledged_partition != context.run.new_partition:
+            raise StateError(
+                f"the extraction this compaction ran did not acknowledge change ingestion "
+                f"diversion to control partition {context.run.new_partition}"
+            )
+        if not extraction.acknowledged:  # one that ended just before this one started did
+            return f"acknowledged at {context.state.acknowledged_at:%Y-%m-%d %H:%M:%S}"
+        return (
+            f"acknowledged by this compaction's extraction ({extraction.rows_read} changes to "
+            f"control partition {extraction.control_partition}) at "
+            f"{context.state.acknowledged_at:%Y-%m-%d %H:%M:%S}"
+        )
+
+
+class _AcknowledgementWait:
+    """Waiting for a running extraction: reported on the terminal, bounded when asked."""
+
+    def __init__(self, context: CompactionContext) -> None:
+        self.context = context
+        self.started = time.monotonic()
+        self.next_report = self.started
+
+    def running_extraction(self) -> None:
+        """Sleep one poll interval (after reporting, when due).
+
+        Raises:
+            AcknowledgementTimeoutError: the wait reached ``--incremental-acknowledgement-timeout``.
+        """
+        context = self.context
+        waited = time.monotonic() - self.started
+        holder = locks.holder(context.repo, context.record.table_key, locks.EXTRACTION)
+        what = (
+            f"the running {locks.describe(holder)}"
+            if holder is not None
+            else "a running extraction"
+        )
+        partition = context.run.new_partition
+        limit = context.options.acknowledgement_timeout_seconds
+        if limit is not None and waited >= limit:
+            raise AcknowledgementTimeoutError(
+                f"gave up after {_duration(waited)} (--incremental-acknowledgement-timeout="
+                f"{limit:g}) waiting for {what} of {context.record.table_key} to acknowledge "
+                f"change ingestion diversion to control partition {partition}"
+            )
+        if time.monotonic() >= self.next_report:
+            message = (
+                f"waiting for {what} of {context.record.table_key} to acknowledge change "
+                f"ingestion diversion to control partition {partition}: "
+                f"{_duration(waited)} so far"
+                + (f", giving up after {_duration(limit)}" if limit is not None else "")
+            )
+            log.warning("%s", message)
+            context.report_waiting(message)
+            self.next_report = time.monotonic() + WAIT_REPORT_SECONDS
+        pause = context.options.ack_poll_seconds
+        if limit is not None:
+            pause = max(0.0, min(pause, limit - waited))
+        time.sleep(pause)
+
+
+WAIT_REPORT_SECONDS = 60.0
+"""How often a compaction waiting for a running extraction says so again."""
+
+
+def _duration(seconds: float) -> str:
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m {rest:02d}s" if minutes else f"{rest}s"
 
 
 def record_snapshot(context: CompactionContext) -> str:

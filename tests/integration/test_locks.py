@@ -142,15 +142,8 @@ def test_increment_during_full_compaction_is_refused_and_rows_stay_right(
     _offloaded_with_changes(engine, run_cli)
     repo = Repository(load_settings().repo_url)
     increment = ("offload", "-t", "main.orders", "-x", f"--offload-predicate={SECOND}")
+    _change(engine, 2)  # shipped by the extraction the compaction runs to acknowledge
     with _compaction_at_wait(tmp_path) as compaction:
-        # The diversion needs an extraction: the designed overlap, allowed.
-        compaction.wait_until(
-            lambda: repo.incremental.get_state(KEY).requested_partition == 1,  # type: ignore[union-attr]
-            "the compaction requests a diversion",
-        )
-        _change(engine, 2)
-        extracted = run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-extraction")
-        assert extracted.exit_code == 0, extracted.stderr
         compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
         refused = run_cli(*increment)
         _assert_refused(refused, "compaction")
@@ -222,12 +215,14 @@ def test_overlap_matrix(
                 _assert_refused(result, "extraction")
     assert extraction.returncode == 0, extraction.stderr
 
-    # A compaction holds the table: only an extraction may start (and it finishes the run).
+    # A compaction holds the table: only an extraction may start. (With none running, the
+    # compaction acknowledged its diversion by extracting itself, holding the extraction lock
+    # meanwhile; at its wait it holds the lifecycle lock only.)
     with _compaction_at_wait(tmp_path) as compaction:
-        compaction.wait_for_lock(KEY, locks.LIFECYCLE)
+        compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
+        assert _holder(locks.EXTRACTION) is None
         _change(engine, 3)
         assert _start(run_cli, "extraction").exit_code == 0  # type: ignore[attr-defined]
-        compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
         for starter in STARTERS:
             if starter != "extraction":
                 _assert_refused(_start(run_cli, starter), "compaction")
@@ -342,16 +337,8 @@ def test_a_killed_compaction_shows_as_interrupted_and_resumes(
     engine = _orders(tmp_path / "app.db")
     monkeypatch.setenv("GLUON_SOURCE_URL", str(engine.url))
     _offloaded_with_changes(engine, run_cli)
-    repo = Repository(load_settings().repo_url)
     with _compaction_at_wait(tmp_path) as compaction:
-        compaction.wait_until(
-            lambda: repo.incremental.get_state(KEY).requested_partition == 1,  # type: ignore[union-attr]
-            "the compaction requests a diversion",
-        )
-        assert (
-            run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-extraction").exit_code
-            == 0
-        )
+        # No extraction runs: the compaction acknowledges its diversion itself.
         compaction.wait_until(_compaction_reached_wait, "the compaction reaches its wait")
         alive = _status(run_cli)["compaction"]["ongoing"]
         assert alive["status"] == "running" and alive["status_text"] == "running"
