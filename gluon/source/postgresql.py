@@ -119,18 +119,37 @@ class PostgreSQLSource(SourceDialect):
 
     def __init__(self, engine: sa.Engine) -> None:
         super().__init__(engine)
-        self._libpq_uri = libpq_uri(engine.url, {})
+        self._libpq_uri = self._arrow_uri({})
 
     def install_timeouts(self, timeouts: SourceTimeouts) -> None:
         # ADBC connects with libpq itself: the same bounds, as URI parameters.
-        url = self.engine.url
-        self._libpq_uri = libpq_uri(url, self.timeout_connect_args(url, timeouts))
+        self._libpq_uri = self._arrow_uri(self.timeout_connect_args(self.engine.url, timeouts))
+
+    def _arrow_uri(self, connect_args: dict[str, Any]) -> str:
+        # String values are rendered as quoted literals (see arrow_batches): the session's
+        # string syntax is pinned to the one the quoting assumes.
+        given = connect_args.get("options") or self.engine.url.query.get("options") or ()
+        existing = [given] if isinstance(given, str) else list(given)
+        options = " ".join([*existing, "-c standard_conforming_strings=on"])
+        return libpq_uri(self.engine.url, {**connect_args, "options": options})
 
     def arrow_batches(
         self, spec: TableSpec, statement: sa.TextClause, params: dict[str, Any]
     ) -> Iterator[pa.RecordBatch]:
-        # Bind values travel as parameters, never in the SQL text: ``:name`` becomes ``$n``.
-        compiled = statement.compile(dialect=_POSITIONAL)
+        # ``:name`` binds become ``$n`` parameters, except strings: ADBC binds a str as
+        # ``text``, which PostgreSQL will not compare with a uuid, enum or inet column (psycopg
+        # sends it untyped). A quoted literal is untyped like psycopg's parameter; SQLAlchemy
+        # quotes it for standard_conforming_strings, which the connection sets.
+        binds = [
+            sa.bindparam(name, value, type_=sa.String(), literal_execute=True)
+            if isinstance(value, str)
+            else sa.bindparam(name, value, type_=sa.types.NULLTYPE)
+            for name, value in params.items()
+            if name in statement._bindparams
+        ]
+        compiled = statement.bindparams(*binds).compile(
+            dialect=_POSITIONAL, compile_kwargs={"render_postcompile": True}
+        )
         values = [params[name] for name in compiled.positiontup or ()]
         return self._stream(spec, compiled.string, values)
 

@@ -115,3 +115,41 @@ def test_a_failed_postgres_read_is_one_source_error(items_url: str) -> None:
         SourceError, match=r"^reading public\.no_such_table failed: .*no_such_table"
     ):
         list(source.read_batches(missing, batch_rows=10))
+
+
+def test_postgres_string_values_compare_with_uuid_enum_and_text_columns(pg_url: str) -> None:
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql("CREATE TYPE mood AS ENUM ('happy', 'sad')")
+        connection.exec_driver_sql(
+            "CREATE TABLE tagged (id int PRIMARY KEY, ref uuid, feeling mood, note text)"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO tagged VALUES "
+            "(1, 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11', 'happy', 'plain'), "
+            "(2, 'b0eebc99-9c0b-4ef8-bb6d-6bb9bd380a12', 'sad', 'plain'), "
+            "(3, NULL, NULL, E'back\\\\slash ''quoted'''), "
+            "(4, NULL, 'happy', 'plain')"
+        )
+    engine.dispose()
+    spec = TableSpec(
+        "public",
+        "tagged",
+        (
+            Column("id", "integer", "int", nullable=False),
+            Column("ref", "uuid", "string", read_as_text=True),
+            Column("feeling", "mood", "string", read_as_text=True),
+            Column("note", "text", "string"),
+        ),
+    )
+    source = sources.connect(pg_url)
+    where = "ref = :p0 OR feeling = :p1 OR note = :p2"
+    params = {
+        "p0": "a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11",
+        "p1": "sad",
+        "p2": "back\\slash 'quoted'",
+    }
+    batches = list(source.read_batches(spec, batch_rows=10, where=where, params=params))
+    rows = pa.Table.from_batches(batches, schema=spec.arrow_schema).to_pylist()
+    assert sorted(row["id"] for row in rows) == [1, 2, 3]
+    assert {row["id"]: row["note"] for row in rows}[3] == "back\\slash 'quoted'"
