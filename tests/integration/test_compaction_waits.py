@@ -33,6 +33,7 @@ from support.locking import PausedCommand
 from support.workload import Workload
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 
 METHOD_FLAGS = {
@@ -240,4 +241,28 @@ def test_without_x_extraction_and_compaction_print_their_steps_and_change_nothin
     assert repo.compaction.runs("MAIN.ITEMS") == []
     assert repo.incremental.get_state("MAIN.ITEMS") == before
     extract(run_cli, source)
+    assert lake_state(source.schema) == workload.expected
+
+
+@pytest.mark.parametrize(
+    "point", ["extract.after_delta_commit", "extract.before_repository_update"]
+)
+def test_killed_in_its_own_extraction_a_rerun_finishes(
+    point: str,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compaction killed inside the extraction it runs: nothing lost or shipped twice."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = prepare(source, run_cli)
+    workload.round(5)
+    died = run_offload_process(*offload_args(source, *COMPACT), env={"GLUON_FAULT": point})
+    assert died.returncode == FAULT_EXIT_CODE, (died.stdout, died.stderr)
+    finished = run_offload_process(*offload_args(source, *COMPACT))
+    assert finished.returncode == 0, finished.stderr
+    assert "complete" in finished.stdout
+    assert_no_duplicate_sequences(source)
     assert lake_state(source.schema) == workload.expected
