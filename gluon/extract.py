@@ -22,7 +22,7 @@ from functools import partial
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gluon import capture
+from gluon import capture, locks
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UsageError
@@ -294,3 +294,47 @@ def _shipped_before(
             f"Restart the sequence above {state.shipped_seq or last} and {REBUILD_HINT}"
         )
     return _Resent(batch, changes.num_rows - sum(run.changes for run in runs))
+
+
+def extraction_plan(
+    settings: Settings, ref: TableRef, *, batch_size: int = DEFAULT_BATCH_SIZE
+) -> list[tuple[str, str]]:
+    """What an extraction of ``ref`` would do now, as (step name, description); changes nothing.
+
+    Raises:
+        StateError: incremental update is not enabled.
+    """
+    repo = Repository(settings.repo_url)
+    record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)
+    running = locks.holder(repo, ref.key, locks.EXTRACTION)
+    if running is not None:
+        return [("refused", f"nothing: a running {locks.describe(running)} holds the table")]
+    method = get_method(state.method)
+    feed = FEEDS[method.change_reader](sources.connect_configured(settings), record, state, repo)
+    pending = feed.pending()
+    if pending == 0:
+        return [("nothing_to_do", f"nothing to extract: no changes of {ref.key} are captured")]
+    diverting = (
+        state.requested_partition is not None
+        and state.acknowledged_partition != state.requested_partition
+    )
+    partition = state.requested_partition if diverting else state.active_partition
+    changes = "the captured changes" if pending is None else f"{pending} captured changes"
+    steps = [
+        ("read", f"read {changes} of {ref.key}, lowest gl_seq first, {batch_size} per batch"),
+        (
+            "append",
+            f"append them to {state.delta_table} (control partition {partition}), one Delta "
+            "commit per batch, skipping any already there",
+        ),
+        ("done", "mark them shipped in the source (the changelog rows read are deleted)"),
+    ]
+    if diverting:
+        steps.append(
+            (
+                "acknowledge",
+                f"acknowledge change ingestion diversion to control partition {partition} "
+                "(the waiting compaction goes on)",
+            )
+        )
+    return steps

@@ -21,7 +21,7 @@ from gluon.cli.options import split_list
 from gluon.compact import options as compaction_rules
 from gluon.config import Settings
 from gluon.errors import UsageError
-from gluon.extract import ExtractionResult, check_batch_size, run_extraction
+from gluon.extract import ExtractionResult, check_batch_size, extraction_plan, run_extraction
 from gluon.increments import IncrementRequest, check_offload_predicate
 from gluon.naming import TableRef
 
@@ -160,11 +160,20 @@ def disable(arguments: OffloadArguments, settings: Settings) -> IncrementalResul
     )
 
 
-def extract(arguments: OffloadArguments, settings: Settings) -> ExtractionResult:
+def extract(
+    arguments: OffloadArguments, settings: Settings
+) -> ExtractionResult | IncrementalResult:
     """Ship the captured changes to the lake."""
     refuse_ignored_options(arguments, Action.EXTRACTION)
     if not arguments.execute:
-        raise UsageError("--incremental-run-extraction needs -x")
+        from gluon.incremental import IncrementalResult
+        from gluon.offload import Step
+
+        plan = extraction_plan(
+            settings, TableRef.parse(arguments.table), batch_size=arguments.batch_size
+        )
+        steps = [Step(name, description) for name, description in plan]
+        return IncrementalResult(TableRef.parse(arguments.table).key, steps, executed=False)
     return run_extraction(
         settings,
         TableRef.parse(arguments.table),
@@ -173,13 +182,13 @@ def extract(arguments: OffloadArguments, settings: Settings) -> ExtractionResult
     )
 
 
-def compact(arguments: OffloadArguments, settings: Settings) -> CompactionResult:
+def compact(
+    arguments: OffloadArguments, settings: Settings
+) -> CompactionResult | IncrementalResult:
     """Merge the extracted changes into the base table (or resume the unfinished run)."""
     from gluon.compact import CompactionOptions, run_compaction
 
     refuse_ignored_options(arguments, Action.COMPACTION)
-    if not arguments.execute:
-        raise UsageError("--incremental-run-compaction needs -x")
     options = CompactionOptions(
         table=TableRef.parse(arguments.table),
         method=_compaction_method(arguments),
@@ -194,6 +203,14 @@ def compact(arguments: OffloadArguments, settings: Settings) -> CompactionResult
             COMPACTION_OPTIONS[name] for name in arguments.given if name in COMPACTION_OPTIONS
         ),
     )
+    if not arguments.execute:
+        from gluon.compact.plan import compaction_plan
+        from gluon.incremental import IncrementalResult
+        from gluon.offload import Step
+
+        plan = compaction_plan(settings, options)
+        steps = [Step(name, description) for name, description in plan]
+        return IncrementalResult(options.table.key, steps, executed=False)
     return run_compaction(
         settings, options, progress_for(quiet=False), warn=warn_now, waiting=say_waiting
     )

@@ -33,6 +33,7 @@ from support.locking import PausedCommand
 from support.workload import Workload
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 
 METHOD_FLAGS = {
@@ -202,4 +203,66 @@ def test_the_acknowledgement_timeout_fails_with_one_line(
     # Run again without an extraction running: it acknowledges itself and finishes.
     finished = run_offload_process(*offload_args(source, *COMPACT, timeout), env=FAST_ACK)
     assert finished.returncode == 0, finished.stderr
+    assert lake_state(source.schema) == workload.expected
+
+
+def test_without_x_extraction_and_compaction_print_their_steps_and_change_nothing(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 16: both stopped with "needs -x" instead of printing a plan like offload."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = prepare(source, run_cli)
+    workload.round(3)
+    repo = Repository(load_settings().repo_url)
+    before = repo.incremental.get_state("MAIN.ITEMS")
+    timeout = "--incremental-acknowledgement-timeout=30"
+    planned = run_cli("offload", "-t", source.table, "--incremental-run-compaction", timeout)
+    assert planned.exit_code == 0, planned.stderr
+    assert planned.stdout.startswith("Steps for MAIN.ITEMS (nothing was changed; add -x")
+    assert "ask extractions to write to a new control partition 1" in planned.stdout
+    assert "no extraction is running: run the acknowledging extraction" in planned.stdout
+    assert "wait 15 minutes for queries" in planned.stdout
+    stopping = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "--incremental-run-compaction",
+        "--incremental-terminate-compaction",
+    )
+    assert stopping.exit_code == 0, stopping.stderr
+    assert "stop here (--incremental-terminate-compaction)" in stopping.stdout
+    assert "point the user view" not in stopping.stdout
+    extraction = run_cli("offload", "-t", source.table, "--incremental-run-extraction")
+    assert extraction.exit_code == 0, extraction.stderr
+    assert "Steps for MAIN.ITEMS (nothing was changed; add -x" in extraction.stdout
+    assert "captured changes of MAIN.ITEMS" in extraction.stdout
+    assert "control partition 0" in extraction.stdout
+    assert repo.compaction.runs("MAIN.ITEMS") == []
+    assert repo.incremental.get_state("MAIN.ITEMS") == before
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.expected
+
+
+@pytest.mark.parametrize(
+    "point", ["extract.after_delta_commit", "extract.before_repository_update"]
+)
+def test_killed_in_its_own_extraction_a_rerun_finishes(
+    point: str,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A compaction killed inside the extraction it runs: nothing lost or shipped twice."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = prepare(source, run_cli)
+    workload.round(5)
+    died = run_offload_process(*offload_args(source, *COMPACT), env={"GLUON_FAULT": point})
+    assert died.returncode == FAULT_EXIT_CODE, (died.stdout, died.stderr)
+    finished = run_offload_process(*offload_args(source, *COMPACT))
+    assert finished.returncode == 0, finished.stderr
+    assert "complete" in finished.stdout
+    assert_no_duplicate_sequences(source)
     assert lake_state(source.schema) == workload.expected
