@@ -107,11 +107,13 @@ def shipped_by_run(session: LakeSession, batch: BatchRange, seqs: pa.Array) -> l
     row per run, never the shipped ``gl_seq`` values themselves."""
     from pyspark.sql import functions as F
 
+    present = batch.shipped(session).alias("gl_lake")
+    if not present.limit(1).collect():
+        return []  # the usual case: nothing in the range, so the batch need not be sent
     spark = session.spark
     wanted = spark.createDataFrame(
         pa.table({"gl_seq": seqs}), schema=struct_type(CHANGE_COLUMNS[:1])
     ).alias("gl_new")
-    present = batch.shipped(session).alias("gl_lake")
     same_seq = F.col("gl_lake.gl_seq") == F.col("gl_new.gl_seq")
     rows = (
         present.join(wanted, same_seq, "left_semi")

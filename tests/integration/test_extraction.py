@@ -202,7 +202,7 @@ def test_rerun_after_a_crash_ships_the_rest_of_a_partly_shipped_batch(
     assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
     workload.round(10)
     with workload.engine.connect() as db:
-        waiting = db.execute(sa.text("SELECT COUNT(*) FROM main.main_h_items_log")).scalar()
+        waiting = db.execute(sa.text("SELECT COUNT(*) FROM main.main_h_items_log")).scalar_one()
     extract(run_cli, source)
     assert lake_state(source.schema) == workload.expected
     assert_no_duplicate_sequences(source)
