@@ -144,7 +144,7 @@ def test_oracle_reads_fetch_data_frames_with_decimals(monkeypatch: pytest.Monkey
         {
             "statement": "SELECT ID, AMOUNT, AT FROM S.T WHERE ID > :low",
             "parameters": {"low": 1},
-            "size": source.fetch_rows,
+            "size": source.fetch_arraysize,
             "fetch_decimals": True,
         }
     ]
