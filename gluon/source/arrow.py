@@ -214,8 +214,37 @@ def cast_exactly(array: pa.Array, target: pa.DataType) -> pa.Array:
     """
     if isinstance(array, pa.ExtensionArray):
         array = array.storage
-    if array.type == target:
-        return array
     if pa.types.is_decimal(target) and pa.types.is_floating(array.type):
         raise TypeError(f"binary floating point {array.type} is not an exact decimal")
-    return pc.cast(array, target, safe=True)
+    cast = array if array.type == target else pc.cast(array, target, safe=True)
+    if pa.types.is_timestamp(target) or pa.types.is_date(target):
+        _check_calendar(cast)
+    return cast
+
+
+# The instants a Python datetime holds, which the per-value path takes: in microseconds
+# (timestamps, after the cast to ``us``) and in days (dates) since 1970-01-01.
+_EPOCH = dt.datetime(1970, 1, 1)
+_CALENDAR: dict[str, tuple[int, int]] = {
+    "us": (
+        (dt.datetime.min - _EPOCH) // dt.timedelta(microseconds=1),
+        (dt.datetime.max - _EPOCH) // dt.timedelta(microseconds=1),
+    ),
+    "day": ((dt.date.min - _EPOCH.date()).days, (dt.date.max - _EPOCH.date()).days),
+}
+
+
+def _check_calendar(array: pa.Array) -> None:
+    """Refuse dates and times outside the years 1-9999.
+
+    A driver's Arrow path may hand over what the row-wise path refused: ADBC turns
+    PostgreSQL's ``infinity`` into a wrapped-around number of microseconds.
+    """
+    unit = "day" if pa.types.is_date(array.type) else str(array.type.unit)
+    if unit not in _CALENDAR or array.null_count == len(array):
+        return
+    low, high = _CALENDAR[unit]
+    bounds = pc.min_max(array.view(pa.int32() if unit == "day" else pa.int64()))
+    smallest, largest = bounds["min"].as_py(), bounds["max"].as_py()
+    if smallest < low or largest > high:
+        raise ValueError("a date or time outside the years 1-9999 (an infinity?)")

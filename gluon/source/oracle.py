@@ -435,6 +435,8 @@ class OracleSource(SourceDialect):
     ) -> Iterator[pa.RecordBatch]:
         """python-oracledb's own Arrow fetch, on a pooled connection (its timeouts set).
 
+        Each batch is one round trip of :attr:`fetch_arraysize` rows, as the row-wise read's
+        fetches were, so ``call_timeout`` bounds the same work.
         ``fetch_decimals`` returns NUMBER(p,s) as decimal128 rather than binary floats;
         output type handlers do not apply to data frame fetches, and
         :func:`gluon.source.arrow.cast_exactly` refuses a float where a decimal is due.
@@ -447,7 +449,7 @@ class OracleSource(SourceDialect):
         try:
             driver: Any = connection.driver_connection
             frames = driver.fetch_df_batches(
-                statement=sql, parameters=params, size=self.fetch_rows, fetch_decimals=True
+                statement=sql, parameters=params, size=self.fetch_arraysize, fetch_decimals=True
             )
             for frame in frames:
                 yield from pa.table(frame).to_batches()

@@ -153,3 +153,34 @@ def test_postgres_string_values_compare_with_uuid_enum_and_text_columns(pg_url: 
     rows = pa.Table.from_batches(batches, schema=spec.arrow_schema).to_pylist()
     assert sorted(row["id"] for row in rows) == [1, 2, 3]
     assert {row["id"]: row["note"] for row in rows}[3] == "back\\slash 'quoted'"
+
+
+@pytest.mark.parametrize(
+    ("column", "declared", "lake", "value"),
+    [
+        ("ts", "timestamp", "timestamp_ntz", "infinity"),
+        ("tz", "timestamptz", "timestamp", "-infinity"),
+        ("d", "date", "date", "infinity"),
+    ],
+)
+def test_postgres_infinity_fails_the_read_in_one_line(
+    pg_url: str, column: str, declared: str, lake: str, value: str
+) -> None:
+    """ADBC hands infinities over as wrapped-around numbers; psycopg refused them, so must we."""
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as connection:
+        connection.exec_driver_sql(f"CREATE TABLE events (id int PRIMARY KEY, {column} {declared})")
+        connection.exec_driver_sql(f"INSERT INTO events VALUES (1, NULL), (2, '{value}')")
+    engine.dispose()
+    spec = TableSpec(
+        "public",
+        "events",
+        (Column("id", "integer", "int", nullable=False), Column(column, declared, lake)),
+    )
+    source = sources.connect(pg_url)
+    with pytest.raises(SourceError) as failure:
+        list(source.read_batches(spec, batch_rows=10))
+    message = str(failure.value)
+    assert message.startswith(f"column {column} of public.events holds a value that does not fit")
+    assert "outside the years 1-9999" in message
+    assert "\n" not in message

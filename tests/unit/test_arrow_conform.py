@@ -144,7 +144,7 @@ def test_oracle_reads_fetch_data_frames_with_decimals(monkeypatch: pytest.Monkey
         {
             "statement": "SELECT ID, AMOUNT, AT FROM S.T WHERE ID > :low",
             "parameters": {"low": 1},
-            "size": source.fetch_rows,
+            "size": source.fetch_arraysize,
             "fetch_decimals": True,
         }
     ]
@@ -161,3 +161,50 @@ def test_oracle_reads_fetch_data_frames_with_decimals(monkeypatch: pytest.Monkey
         "at": dt.datetime(1970, 1, 2),
     }
     assert rows[1]["amount"] is None
+
+
+@pytest.mark.parametrize(
+    ("raw", "target"),
+    [
+        # ADBC's rendering of PostgreSQL's timestamp 'infinity' (wrapped around).
+        (
+            pa.array([0, -9222425352054775809], pa.int64()).view(pa.timestamp("us")),
+            pa.timestamp("us"),
+        ),
+        (
+            pa.array([-9222425352054775808], pa.int64()).view(pa.timestamp("us", tz="UTC")),
+            pa.timestamp("us", tz="UTC"),
+        ),
+        # ... and of date 'infinity'.
+        (pa.array([-2147472692], pa.int32()).view(pa.date32()), pa.date32()),
+        # The day after 9999-12-31.
+        (pa.array([2932897], pa.int32()).view(pa.date32()), pa.date32()),
+    ],
+)
+def test_dates_and_times_outside_the_years_1_to_9999_are_refused(
+    raw: pa.Array, target: pa.DataType
+) -> None:
+    spec = TableSpec("S", "T", (Column("AT", "timestamp", "timestamp_ntz"),))
+    schema = pa.schema([pa.field("at", target)])
+    with pytest.raises(SourceError, match="outside the years 1-9999"):
+        conform(
+            pa.RecordBatch.from_arrays([raw], schema=pa.schema([pa.field("at", raw.type)])),
+            schema,
+            spec,
+        )
+
+
+def test_the_whole_calendar_passes() -> None:
+    spec = TableSpec(
+        "S", "T", (Column("AT", "timestamp", "timestamp_ntz"), Column("D", "date", "date"))
+    )
+    edges = pa.RecordBatch.from_pydict(
+        {
+            "at": pa.array([dt.datetime.min, dt.datetime.max, None], pa.timestamp("us")),
+            "d": pa.array([dt.date.min, dt.date.max, None], pa.date32()),
+        }
+    )
+    assert conform(edges, spec.arrow_schema, spec).to_pylist()[1] == {
+        "at": dt.datetime.max,
+        "d": dt.date.max,
+    }
