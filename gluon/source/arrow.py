@@ -144,11 +144,16 @@ def to_batch(
             converted = [None if value is None else convert(value) for value in values]
             arrays.append(pa.array(converted, type=field.type))
         except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
-            raise SourceError(
-                f"column {field.name} of {spec.schema}.{spec.name} holds a value that does not "
-                f"fit its lake type {arrow_type_name(field.type)}: {exc}"
-            ) from exc
+            raise _misfit(field, spec, exc) from exc
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _misfit(field: pa.Field, spec: TableSpec, exc: BaseException) -> SourceError:
+    """The one-line error for a value of ``field`` that does not fit its lake type."""
+    return SourceError(
+        f"column {field.name} of {spec.schema}.{spec.name} holds a value that does not "
+        f"fit its lake type {arrow_type_name(field.type)}: {exc}"
+    )
 
 
 def arrow_type_name(arrow: pa.DataType) -> str:
@@ -198,10 +203,7 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, spec: TableSpec) -> pa.Rec
         try:
             arrays.append(cast_exactly(array, field.type))
         except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
-            raise SourceError(
-                f"column {field.name} of {spec.schema}.{spec.name} holds a value that does not "
-                f"fit its lake type {arrow_type_name(field.type)}: {exc}"
-            ) from exc
+            raise _misfit(field, spec, exc) from exc
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
