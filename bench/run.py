@@ -179,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
                 for query, plan in by_query.items()
             )
         )
-    pngs = charts.draw(output, args.out, stem)
+    try:
+        pngs = charts.draw(output, args.out, stem)
+    except ModuleNotFoundError as exc:  # the figures are in the JSON; charts are extra
+        pngs = []
+        note(f"no charts: {exc.name} is missing (pip install -e '.[bench]')")
     print()
     print(table(results))
     print()
