@@ -191,7 +191,9 @@ def _plan_enable(
             "--incremental-updates-enabled to its initial offload command"
         )
     existing = repo.incremental.get_state(ref.key)
-    resume = existing is not None and existing.status == ENABLING
+    resume = existing is not None and (
+        existing.status == ENABLING or _enable_interrupted(repo, existing, method.name)
+    )
     if existing is not None and not resume:
         if existing.method == method.name:
             raise StateError(_already_enabled(settings, existing))
@@ -409,6 +411,18 @@ def _enable_incremental(
         f"query {record.user_view} for the latest state"
     )
     return result
+
+
+def _enable_interrupted(repo: Repository, state: IncrementalState, method: str) -> bool:
+    """An enable of ``method`` died after saving the enabled state and before dating its
+    enablement (its last step): a re-run of the same command finishes it rather than
+    refusing a table it left half recorded."""
+    if state.status != ENABLED or state.method != method or state.enablement_id is None:
+        return False
+    for enablement in repo.incremental.enablements(state.table_key):
+        if enablement["id"] == state.enablement_id:
+            return enablement["enabled_at"] is None
+    return False
 
 
 # -- repairing ------------------------------------------------------------------------------

@@ -469,3 +469,32 @@ def test_retained_objects_are_queryable_and_outlive_disable(
     shown = status_json(run_cli, sqlite.table)
     assert lake_state("main") == workload.expected
     assert shown is not None
+
+
+def test_an_enable_killed_before_dating_its_enablement_is_finished_by_a_rerun(
+    sqlite: Source, run_cli: RunCli
+) -> None:
+    """Found by the lifecycle model (seed 302): an enable that died after saving the enabled
+    state, before its last write, was refused on re-run ("already enabled") and its enablement
+    stayed undated."""
+    workload = workload_for(sqlite, "CHANGELOG", SEED)
+    workload.create(30)
+    assert offload(run_cli, sqlite, "-x").exit_code == 0  # type: ignore[attr-defined]
+    enable_flags = (
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+    )
+    died = run_offload_process(
+        "-t", sqlite.table, *enable_flags, env={"GLUON_FAULT": "repo.before_enablement_finished"}
+    )
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    again = offload(run_cli, sqlite, *enable_flags)
+    assert again.exit_code == 0, again.stderr  # type: ignore[attr-defined]
+    enablement = repo().incremental.enablements(KEY)[0]
+    assert enablement["enabled_at"] is not None
+    refused = offload(run_cli, sqlite, *enable_flags)
+    assert refused.exit_code == 1 and "already enabled" in refused.stderr  # type: ignore[attr-defined]
+    workload.round(10)
+    extract(run_cli, sqlite)
+    assert lake_state("main") == workload.expected
