@@ -109,11 +109,7 @@ def run_extraction(
         source = sources.connect_configured(settings)
         record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
-        diverting = (
-            state.requested_partition is not None
-            and state.acknowledged_partition != state.requested_partition
-        )
-        partition = state.requested_partition if diverting else state.active_partition
+        partition = state.ingestion_partition
         if partition is None:
             raise StateError(
                 f"the incremental state of {ref.key} names no control partition to write to: "
@@ -140,7 +136,7 @@ def run_extraction(
             )
             raise
         fault_point("extract.before_repository_update")
-        if diverting:
+        if state.diverting:
             repo.incremental.update_state(
                 ref.key,
                 active_partition=partition,
@@ -314,11 +310,7 @@ def extraction_plan(
     pending = feed.pending()
     if pending == 0:
         return [("nothing_to_do", f"nothing to extract: no changes of {ref.key} are captured")]
-    diverting = (
-        state.requested_partition is not None
-        and state.acknowledged_partition != state.requested_partition
-    )
-    partition = state.requested_partition if diverting else state.active_partition
+    partition = state.ingestion_partition
     changes = "the captured changes" if pending is None else f"{pending} captured changes"
     steps = [
         ("read", f"read {changes} of {ref.key}, lowest gl_seq first, {batch_size} per batch"),
@@ -329,7 +321,7 @@ def extraction_plan(
         ),
         ("done", "mark them shipped in the source (the changelog rows read are deleted)"),
     ]
-    if diverting:
+    if state.diverting:
         steps.append(
             (
                 "acknowledge",

@@ -63,6 +63,19 @@ class IncrementalState:
     def with_changes(self, **changes: Any) -> IncrementalState:
         return replace(self, **changes)
 
+    @property
+    def diverting(self) -> bool:
+        """A compaction requested a control partition no extraction has acknowledged yet."""
+        return (
+            self.requested_partition is not None
+            and self.acknowledged_partition != self.requested_partition
+        )
+
+    @property
+    def ingestion_partition(self) -> int | None:
+        """Where the next extraction writes: the requested partition while diverting."""
+        return self.requested_partition if self.diverting else self.active_partition
+
 
 @dataclass(frozen=True, slots=True)
 class ExtractionRun:
