@@ -37,6 +37,7 @@ view (``*_INSERT``) an insert of a key the view already shows is refused.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import re
 from collections.abc import Sequence
@@ -547,6 +548,55 @@ def count_changes(source: SourceDialect, objects: list[SourceObjectRef]) -> int:
         return 0
     rows = source.run_query("count_changes", schema=changelog.schema, table=changelog.name)
     return int(rows[0][0])
+
+
+@dataclass(frozen=True, slots=True)
+class OldestChange:
+    """The oldest change waiting in a changelog, timed on the source's clock."""
+
+    changed_at: dt.datetime
+    """When it was captured (``gl_changed_at``, naive UTC, the source's clock)."""
+    source_now: dt.datetime
+    """The source's clock when it was read (naive UTC)."""
+    read_at: dt.datetime
+    """This host's clock when it was read (naive UTC)."""
+
+    @property
+    def age(self) -> dt.timedelta:
+        """How long it has waited (never negative: both times come from one clock)."""
+        return max(self.source_now - self.changed_at, dt.timedelta(0))
+
+    @property
+    def captured_at(self) -> dt.datetime:
+        """Its capture time on this host's clock: the source's clock may differ from this
+        host's, the age does not."""
+        return self.read_at - self.age
+
+
+def oldest_change(source: SourceDialect, objects: list[SourceObjectRef]) -> OldestChange | None:
+    """The oldest change in the changelog, by ``gl_seq`` (None: nothing pending, or no changelog).
+
+    Reads one row through the changelog's key: cheap however long the changelog is.
+
+    Raises:
+        SourceError: the changelog cannot be read.
+    """
+    changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
+    if changelog is None:
+        return None
+    rows = source.run_query("oldest_change", schema=changelog.schema, table=changelog.name)
+    if not rows:
+        return None
+    return OldestChange(_utc(rows[0][0]), _utc(rows[0][1]), _utc(dt.datetime.now(dt.UTC)))
+
+
+def _utc(value: dt.datetime | str) -> dt.datetime:
+    """A naive UTC time from a driver's value (SQLite returns the text its default wrote)."""
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value)
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.UTC).replace(tzinfo=None)
+    return value
 
 
 def sequence_position(source: SourceDialect, objects: list[SourceObjectRef]) -> int | None:

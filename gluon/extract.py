@@ -125,6 +125,7 @@ def run_extraction(
             problems = capture.capture_problems(source, record.spec(), capture_objects(state))
             if any(problem.startswith("changelog table") for problem in problems):
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
+            oldest = capture.oldest_change(source, capture_objects(state))  # for the latency
             _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
         except BaseException as exc:
             repo.incremental.finish_extraction(
@@ -153,6 +154,7 @@ def run_extraction(
             min_seq=result.min_seq,
             max_seq=result.max_seq,
             control_partition=partition,
+            oldest_change_at=oldest.captured_at if oldest and result.rows_read else None,
         )
     result.seconds = time.monotonic() - started
     if problems:

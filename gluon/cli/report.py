@@ -8,11 +8,12 @@ from typing import Annotated
 import typer
 
 from gluon import __version__
-from gluon.cli.common import run_command, stdout
+from gluon.cli.common import run_command, stderr, stdout
 from gluon.cli.options import DebugOption, VerboseOption
 from gluon.config import Settings
 from gluon.status.model import (
     DEFAULT_BACKLOG_THRESHOLD,
+    DEFAULT_LAG_MINUTES,
     DEFAULT_WAIT_MINUTES,
     OutputFormat,
     OutputLevel,
@@ -66,6 +67,15 @@ def offload_status_report(
             help="Flag compactions waiting (or runs running) for longer than this many minutes.",
         ),
     ] = DEFAULT_WAIT_MINUTES,
+    lag_threshold: Annotated[
+        float,
+        typer.Option(
+            "--lag-threshold",
+            min=0,
+            help="Flag tables whose oldest change not yet in the lake was captured more than "
+            "this many minutes ago.",
+        ),
+    ] = DEFAULT_LAG_MINUTES,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -75,15 +85,19 @@ def offload_status_report(
         level=output_level,
         output_format=output_format,
         output_dir=output_dir,
-        thresholds=Thresholds(backlog_rows=backlog_threshold, wait_minutes=wait_threshold),
+        thresholds=Thresholds(
+            backlog_rows=backlog_threshold, wait_minutes=wait_threshold, lag_minutes=lag_threshold
+        ),
     )
 
     def body(settings: Settings) -> Path:
-        stdout.print(f"Offload Status Report v{__version__}\n", markup=False)
-        return generate_report(settings, options, lambda line: stdout.print(line, markup=False))
+        # Progress goes to stderr: stdout holds only the result, for scripts to capture.
+        stderr.print(f"Offload Status Report v{__version__}\n", markup=False)
+        return generate_report(settings, options, lambda line: stderr.print(line, markup=False))
 
-    _, log_path = run_command(PROGRAM, body, verbose=verbose, debug=debug)
-    stdout.print(f"\nLog file: {log_path}", markup=False)
+    path, log_path = run_command(PROGRAM, body, verbose=verbose, debug=debug)
+    stdout.print(f"Report saved to {path}", markup=False)
+    stderr.print(f"\nLog file: {log_path}", markup=False)
 
 
 def main() -> None:

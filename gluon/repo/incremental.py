@@ -136,6 +136,22 @@ class ExtractionTotals:
     first_started_at: dt.datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Shipment:
+    """The latest successful extraction that shipped changes with a known capture time."""
+
+    run_id: int
+    finished_at: dt.datetime
+    """When its changes were in the lake (its Delta commits precede this)."""
+    oldest_change_at: dt.datetime
+    """When the oldest change it shipped was captured (this host's clock)."""
+
+    @property
+    def latency(self) -> dt.timedelta:
+        """How long that change took from its commit in the source to the lake."""
+        return max(self.finished_at - self.oldest_change_at, dt.timedelta(0))
+
+
 class IncrementalRepository:
     """Incremental-update records, over the repository's engine."""
 
@@ -290,6 +306,27 @@ class IncrementalRepository:
         with self.engine.connect() as connection:
             rows = connection.execute(statement).mappings()
             return [EXTRACTION_RUNS.from_row(row) for row in rows]
+
+    def last_shipment(self, table_key: str, enablement_id: int | None = None) -> Shipment | None:
+        """The latest successful run of ``table_key`` that recorded when its oldest change
+        was captured (None: none has; the method cannot tell, or nothing was shipped yet)."""
+        runs = models.extraction_runs
+        query = (
+            sa.select(runs.c.id, runs.c.finished_at, runs.c.oldest_change_at)
+            .where(
+                runs.c.table_key == table_key,
+                runs.c.status == EXTRACTION_SUCCESS,
+                runs.c.oldest_change_at.is_not(None),
+                *of_enablement(runs, enablement_id),
+            )
+            .order_by(runs.c.id.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as connection:
+            row = connection.execute(query).first()
+        if row is None or row[1] is None:
+            return None
+        return Shipment(int(row[0]), row[1], row[2])
 
     def extraction_totals(
         self, table_key: str, enablement_id: int | None = None

@@ -73,6 +73,9 @@ extraction_runs = sa.Table(
     sa.Column("scn", sa.BigInteger),
     sa.Column("message", sa.Text),
     sa.Column("enablement_id", sa.Integer),
+    # Revision 0010: when the oldest change the run shipped was captured, on this host's
+    # clock (naive UTC): finished_at minus it is the source-to-lake latency (gluon.status.lag).
+    sa.Column("oldest_change_at", sa.DateTime),
 )
 
 compaction_runs = sa.Table(

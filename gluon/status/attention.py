@@ -16,7 +16,7 @@ from gluon.repo.incremental import (
     EXTRACTION_INTERRUPTED,
     EXTRACTION_RUNNING,
 )
-from gluon.status.formatting import count, when
+from gluon.status.formatting import count, duration, when
 from gluon.status.model import Finding, TableStatus, Thresholds
 
 ERROR = "error"
@@ -39,6 +39,18 @@ def _changelog_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime)
         " run extractions more often"
     )
     return [Finding(status.table_key, WARNING, "changelog_backlog", message)]
+
+
+def _lagging(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    lag = status.lag
+    age = lag.oldest_pending_age_seconds if lag else None
+    if age is None or age <= limits.lag_minutes * 60:
+        return []
+    message = (
+        f"the oldest change not in the lake was captured {duration(age)} ago (threshold "
+        f"{limits.lag_minutes:g} minutes): check that extractions run and succeed"
+    )
+    return [Finding(status.table_key, WARNING, "lag", message)]
 
 
 def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
@@ -187,6 +199,7 @@ RULES: tuple[Rule, ...] = (
     _compaction_waiting,
     _extraction_interrupted,
     _changelog_backlog,
+    _lagging,
     _delta_backlog,
     _schema_drift,
 )

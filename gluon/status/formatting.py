@@ -78,6 +78,22 @@ def size(value: int) -> str:
     raise AssertionError("unreachable")
 
 
+def duration(seconds: float | None, missing: str = "unknown") -> str:
+    """A duration for people: ``0.4 s``, ``42 s``, ``3 min 12 s``, ``2 h 05 min``, ``3 d 4 h``."""
+    if seconds is None:
+        return missing
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    whole = round(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    if whole < 86400:
+        return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+    return f"{whole // 86400} d {whole % 86400 // 3600} h"
+
+
 def count(value: int | None, missing: str = "unknown") -> str:
     """``12,345`` (or ``missing`` for None)."""
     return missing if value is None else f"{value:,}"

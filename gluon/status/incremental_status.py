@@ -34,6 +34,7 @@ from gluon.repo.incremental import (
 from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.status.compaction_status import compaction_status
+from gluon.status.lag import TableLag, measure_lag
 from gluon.status.model import (
     Backlog,
     CompactionRunInfo,
@@ -119,6 +120,12 @@ class ChangelogCounter:
             return Backlog(name, capture.count_changes(source, objects), None, problems)
         except GluonError as exc:
             return Backlog(name, None, str(exc))
+
+    def lag(self, repo: Repository, state: IncrementalState, backlog: Backlog) -> TableLag:
+        """How far the lake is behind (the backlog just counted is not counted again)."""
+        if backlog.changelog_table is None or backlog.rows is None:
+            return measure_lag(repo, state, None, failure=backlog.reason)
+        return measure_lag(repo, state, self._source, counted=backlog.rows)
 
     def schema_drift(self, record: OffloadedTable) -> SchemaDrift | None:
         """How the source's columns differ from the recorded ones (None: same, or unknown)."""
@@ -207,6 +214,7 @@ def collect_status(
             f"incremental update of {record.table_key} is {state.status}: the command that "
             "started it did not finish; run it again"
         )
+    backlog = counter.backlog(record, state)
     return TableStatus(
         table_key=record.table_key,
         collected_at=now(),
@@ -217,7 +225,7 @@ def collect_status(
         extraction=_extraction_status(
             repo, state, delta, compaction, method.change_reader, history, scope
         ),
-        changelog=counter.backlog(record, state),
+        changelog=backlog,
         schema_drift=counter.schema_drift(record),
         ingestion=_ingestion_status(state, delta, compaction.ongoing),
         compaction=compaction,
@@ -234,6 +242,7 @@ def collect_status(
             ObjectInfo("Internal delta view", "VIEW", objects.internal_view),
         ),
         attention=_insert_only_notes(repo, record, state, compaction),
+        lag=counter.lag(repo, state, backlog),
     )
 
 

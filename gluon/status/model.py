@@ -17,9 +17,11 @@ from gluon.lake.stats import DeltaStats
 from gluon.locks import INTERRUPTED
 from gluon.repo.compaction import CompactionRun, CompactionStep, ObsoleteObject
 from gluon.repo.incremental import ExtractionRun
+from gluon.status.lag import TableLag
 
 DEFAULT_BACKLOG_THRESHOLD = 100_000
 DEFAULT_WAIT_MINUTES = 60.0
+DEFAULT_LAG_MINUTES = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,6 +235,8 @@ class TableStatus:
     lake_objects: tuple[ObjectInfo, ...] = ()
     attention: tuple[str, ...] = ()
     """Insert-only notes: rejected or uncaptured changes, an in-place compaction under way."""
+    lag: TableLag | None = None
+    """How far the lake is behind the source (None: incremental update is not enabled)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------
@@ -260,6 +264,8 @@ class Thresholds:
     """More changes than this in the changelog, or in the delta table."""
     wait_minutes: float = DEFAULT_WAIT_MINUTES
     """A compaction waiting (or a run running) longer than this."""
+    lag_minutes: float = DEFAULT_LAG_MINUTES
+    """The oldest change not in the lake yet waiting longer than this."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,5 +135,4 @@ def generate_report(
             path.write_text(text, encoding="utf-8")
         except OSError as exc:
             raise ConfigError(f"cannot write the report to {directory}: {exc}") from None
-        announce(f"Report saved to {path}")
     return path

@@ -11,8 +11,9 @@ from typing import Any
 from gluon import templates
 from gluon.status import report_text
 from gluon.status.charts import BarChart, bar_chart
-from gluon.status.formatting import count, iso, jsonable, size, when
+from gluon.status.formatting import count, duration, iso, jsonable, size, when
 from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport
+from gluon.status.text import last_latency, oldest_pending
 
 Getter = Callable[[TableReport], Any]
 
@@ -28,15 +29,6 @@ def _last_compaction(table: TableReport) -> str | None:
     compaction = table.status.compaction
     last = compaction.last_completed if compaction else None
     return iso(last.run.finished_at) if last else None
-
-
-def _ongoing(table: TableReport) -> str:
-    compaction = table.status.compaction
-    ongoing = compaction.ongoing if compaction else None
-    if ongoing is None:
-        return ""
-    step = f" at {ongoing.run.current_step}" if ongoing.run.current_step else ""
-    return f"run {ongoing.run.id}{step}: {ongoing.status_text}"
 
 
 def _partitions(table: TableReport) -> str:
@@ -76,6 +68,11 @@ COLUMNS: dict[str, Getter] = {
         t.status.ingestion.delta.stats.size_bytes if t.status.ingestion else None
     ),
     "changelog_rows": lambda t: t.status.changelog.rows if t.status.changelog else None,
+    "oldest_pending_age_seconds": lambda t: (
+        t.status.lag.oldest_pending_age_seconds if t.status.lag else None
+    ),
+    "oldest_pending_at": lambda t: iso(t.status.lag.oldest_pending_at) if t.status.lag else None,
+    "last_latency_seconds": lambda t: t.status.lag.last_latency_seconds if t.status.lag else None,
     "last_extraction_at": lambda t: (
         iso(t.status.extraction.last_extraction_at) if t.status.extraction else None
     ),
@@ -83,7 +80,7 @@ COLUMNS: dict[str, Getter] = {
     "failed_extractions": lambda t: t.status.extraction.failed if t.status.extraction else None,
     "last_compaction_at": _last_compaction,
     "compactions": lambda t: t.status.compaction.completed_runs if t.status.compaction else None,
-    "compaction_in_progress": _ongoing,
+    "compaction_in_progress": report_text.ongoing_compaction,
     "attention": lambda t: len(t.findings),
     # detail only from here
     "offloaded_at": lambda t: iso(t.status.offload.offloaded_at),
@@ -200,6 +197,8 @@ def _html_row(table: TableReport) -> dict[str, Any]:
         "changelog_text": "-"
         if status.changelog is None
         else count(status.changelog.rows, "unknown"),
+        "pending_text": report_text.pending_age(status.lag),
+        "latency_text": duration(status.lag.last_latency_seconds) if status.lag else "-",
     }
 
 
@@ -214,6 +213,8 @@ def to_html(report: Report) -> str:
         charts={table.status.table_key: _charts(table) for table in report.tables},
         when=when,
         size=size,
+        oldest_pending=oldest_pending,
+        last_latency=last_latency,
         count=count,
         anchor=lambda key: "table-" + "".join(c if c.isalnum() else "-" for c in key.lower()),
     )

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gluon.status.formatting import count, size, when
+from gluon.status.formatting import count, duration, size, when
+from gluon.status.lag import TableLag
 from gluon.status.model import OutputLevel, Report, TableReport
-from gluon.status.text import aligned, offloaded, run_counts
+from gluon.status.text import aligned, last_latency, offloaded, oldest_pending, run_counts
 
 INDENT = "    "
 
@@ -44,7 +45,8 @@ def render_report(report: Report) -> str:
         f"Level:       {report.level.value}",
         f"Tables:      {len(report.tables)}" + (f" ({filters})" if filters else ""),
         f"Thresholds:  backlog {count(report.thresholds.backlog_rows)} changes, "
-        f"waiting {report.thresholds.wait_minutes:g} minutes",
+        f"waiting {report.thresholds.wait_minutes:g} minutes, "
+        f"oldest pending change {report.thresholds.lag_minutes:g} minutes",
         "",
         *heading("Summary"),
     ]
@@ -58,8 +60,11 @@ def render_report(report: Report) -> str:
                 "Base rows",
                 "Delta rows",
                 "Changelog",
+                "Oldest pending",
+                "Latency",
                 "Last extraction",
                 "Last compaction",
+                "Ongoing compaction",
                 "Attention",
             ),
             [_summary(table) for table in report.tables],
@@ -91,12 +96,34 @@ def _summary(table: TableReport) -> tuple[str, ...]:
         count(status.offload.base.stats.rows),
         count(delta, "-"),
         count(changelog.rows, "unknown" if changelog else "-") if changelog else "-",
+        pending_age(status.lag),
+        duration(status.lag.last_latency_seconds) if status.lag else "-",
         when(extraction.last_extraction_at, "never") if extraction else "-",
         when(compaction.last_completed.run.finished_at, "-")
         if compaction and compaction.last_completed
         else ("never" if compaction else "-"),
+        ongoing_compaction(table) or "-",
         str(len(table.findings)),
     )
+
+
+def pending_age(lag: TableLag | None) -> str:
+    """The oldest pending change's age, ``none`` when nothing waits, or ``unknown``."""
+    if lag is None:
+        return "-"
+    if lag.oldest_pending_age_seconds is not None and lag.oldest_pending_at is None:
+        return "none"
+    return duration(lag.oldest_pending_age_seconds)
+
+
+def ongoing_compaction(table: TableReport) -> str:
+    """``run 3 at await_acknowledgement: waiting for acknowledgement`` ("" when none)."""
+    compaction = table.status.compaction
+    ongoing = compaction.ongoing if compaction else None
+    if ongoing is None:
+        return ""
+    step = f" at {ongoing.run.current_step}" if ongoing.run.current_step else ""
+    return f"run {ongoing.run.id}{step}: {ongoing.status_text}"
 
 
 def _detail(table: TableReport) -> list[str]:
@@ -175,6 +202,8 @@ def _detail(table: TableReport) -> list[str]:
                         "Changes waiting in the changelog",
                         _backlog(table),
                     ),
+                    ("Oldest change not in the lake", oldest_pending(status.lag)),
+                    ("Last source-to-lake latency", last_latency(status.lag)),
                     ("Runs", run_counts(extraction)),
                 ]
             )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from gluon import states
 from gluon.repo.incremental import ExtractionRun
-from gluon.status.formatting import count, size, when
+from gluon.status.formatting import count, duration, size, when
+from gluon.status.lag import TableLag
 from gluon.status.model import (
     CompactionRunInfo,
     CompactionStatus,
@@ -34,6 +35,32 @@ def run_counts(extraction: ExtractionStatus) -> str:
     return (
         f"{extraction.runs} ({extraction.succeeded} succeeded, {extraction.failed} failed, "
         f"{extraction.interrupted} interrupted)"
+    )
+
+
+def oldest_pending(lag: TableLag | None) -> str:
+    """``waiting 3 min 12 s (captured ...)``, ``none pending`` or ``unknown (why)``."""
+    if lag is None:
+        return "-"
+    if lag.oldest_pending_age_seconds is None:
+        return f"unknown ({lag.pending_unknown_reason})"
+    if lag.oldest_pending_at is None:
+        return "none pending"
+    return (
+        f"waiting {duration(lag.oldest_pending_age_seconds)} "
+        f"(captured {when(lag.oldest_pending_at)})"
+    )
+
+
+def last_latency(lag: TableLag | None) -> str:
+    """``1.2 s (extraction run #5, finished ...)`` or ``unknown (why)``."""
+    if lag is None:
+        return "-"
+    if lag.last_latency_seconds is None:
+        return f"unknown ({lag.latency_unknown_reason})"
+    return (
+        f"{duration(lag.last_latency_seconds)} (extraction run id {lag.last_shipped_run_id}, "
+        f"finished {when(lag.last_shipped_at)})"
     )
 
 
@@ -96,6 +123,8 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ("Most recent extraction time", when(extraction.last_extraction_at)),
         ("Extraction method", extraction.method),
         ("Changes waiting in the changelog", waiting),
+        ("Oldest change not in the lake", oldest_pending(status.lag)),
+        ("Last source-to-lake latency", last_latency(status.lag)),
         *[
             ("Capture stopped", problem)
             for problem in (backlog.capture_problems if backlog else ())

@@ -1,0 +1,159 @@
+"""How far the lake is behind the source, per table: the figures operators watch first.
+
+- **backlog**: changes captured in the source's changelog and not in the lake yet;
+- **oldest pending change**: when the oldest of them was captured and how long it has
+  waited (its ``gl_changed_at`` against the source's clock, read in one query through the
+  changelog's key: cheap however long the changelog is);
+- **last latency**: how long a committed change took to become visible in the lake: the
+  last successful extraction that shipped changes, its finish minus the capture time of
+  the oldest change it shipped (recorded by the extraction, on this host's clock).
+
+A method without a changelog (``ORA_ROWSCN``) cannot tell: its figures are None
+("unknown"), never 0. Reads the repository and the source; starts no engine.
+:func:`table_lag` is the entry point for callers outside status (metrics).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from gluon import capture
+from gluon import source as sources
+from gluon.config import Settings
+from gluon.errors import GluonError
+from gluon.feeds import capture_objects
+from gluon.methods.base import SourceObject
+from gluon.repo import Repository
+from gluon.repo.common import now
+from gluon.repo.incremental import IncrementalState
+from gluon.source.base import SourceDialect
+
+
+@dataclass(frozen=True, slots=True)
+class TableLag:
+    """How far one table's lake copy is behind its source (None: unknown, see the reasons)."""
+
+    table_key: str
+    measured_at: dt.datetime
+    backlog: int | None
+    """Changes captured in the source and not in the lake yet."""
+    oldest_pending_at: dt.datetime | None
+    """When the oldest pending change was captured (this host's clock; None: none pending,
+    or unknown)."""
+    oldest_pending_age_seconds: float | None
+    """How long the oldest pending change has waited; 0 when nothing is pending."""
+    pending_unknown_reason: str | None
+    """Why the backlog and the age are unknown."""
+    last_latency_seconds: float | None
+    """Source commit to lake, for the oldest change of the last extraction that shipped any."""
+    last_shipped_at: dt.datetime | None
+    """When that extraction finished."""
+    last_shipped_run_id: int | None
+    latency_unknown_reason: str | None
+    """Why the latency is unknown."""
+
+
+def table_lag(
+    settings: Settings,
+    table_key: str,
+    *,
+    repo: Repository | None = None,
+    source: SourceDialect | None = None,
+) -> TableLag:
+    """The lag of ``table_key`` now.
+
+    Args:
+        settings: where the repository and the source are.
+        table_key: ``SCHEMA.TABLE`` as offloaded.
+        repo: an open repository (default: open ``settings.repo_url``).
+        source: an open source connection, to share one across tables (default: connect).
+    """
+    repo = repo or Repository(settings.repo_url)
+    state = repo.incremental.get_state(table_key)
+    if state is None:
+        reason = "incremental update is not enabled"
+        return _unknown(table_key, reason, reason)
+    failure = None
+    if source is None and _changelog(state) is not None:
+        if not settings.source_url:
+            failure = "GLUON_SOURCE_URL is not set"
+        else:
+            try:
+                source = sources.connect(settings.source_url, settings.source_timeouts)
+            except GluonError as exc:
+                failure = str(exc)
+    return measure_lag(repo, state, source, failure=failure)
+
+
+def measure_lag(
+    repo: Repository,
+    state: IncrementalState,
+    source: SourceDialect | None,
+    *,
+    failure: str | None = None,
+    counted: int | None = None,
+) -> TableLag:
+    """The lag of the table of ``state``, reading its changelog through ``source``.
+
+    Args:
+        repo: the repository.
+        state: the table's incremental state.
+        source: the source connection (None: unreachable, ``failure`` says why).
+        failure: why the source cannot be read.
+        counted: the backlog when the caller has just counted it (not counted again).
+    """
+    shipment = repo.incremental.last_shipment(state.table_key, state.enablement_id)
+    changelog = _changelog(state)
+    if changelog is None:
+        cannot = f"{state.method} keeps no changelog: it cannot tell when a change was made"
+        return _unknown(state.table_key, cannot, cannot)
+    latency_reason = None if shipment else "no extraction has shipped a change yet"
+    backlog: int | None = None
+    oldest: capture.OldestChange | None = None
+    reason = failure
+    if source is not None and failure is None:
+        objects = capture_objects(state)
+        try:
+            backlog = capture.count_changes(source, objects) if counted is None else counted
+            oldest = capture.oldest_change(source, objects)
+        except GluonError as exc:
+            backlog, reason = None, str(exc)
+    elif reason is None:
+        reason = "the source is not reachable"
+    waited = oldest.age.total_seconds() if oldest else 0.0  # nothing pending: no wait
+    age = None if backlog is None else waited
+    return TableLag(
+        table_key=state.table_key,
+        measured_at=now(),
+        backlog=backlog,
+        oldest_pending_at=oldest.captured_at if oldest and backlog is not None else None,
+        oldest_pending_age_seconds=age,
+        pending_unknown_reason=None if backlog is not None else reason,
+        last_latency_seconds=shipment.latency.total_seconds() if shipment else None,
+        last_shipped_at=shipment.finished_at if shipment else None,
+        last_shipped_run_id=shipment.run_id if shipment else None,
+        latency_unknown_reason=latency_reason,
+    )
+
+
+def _changelog(state: IncrementalState) -> capture.SourceObjectRef | None:
+    return next(
+        (item for item in capture_objects(state) if item.kind is SourceObject.CHANGELOG_TABLE),
+        None,
+    )
+
+
+def _unknown(table_key: str, pending_reason: str, latency_reason: str) -> TableLag:
+    return TableLag(
+        table_key=table_key,
+        measured_at=now(),
+        backlog=None,
+        oldest_pending_at=None,
+        oldest_pending_age_seconds=None,
+        pending_unknown_reason=pending_reason,
+        last_latency_seconds=None,
+        last_shipped_at=None,
+        last_shipped_run_id=None,
+        latency_unknown_reason=latency_reason,
+    )
