@@ -80,9 +80,17 @@ def table_lag(
             failure = "GLUON_SOURCE_URL is not set"
         else:
             try:
-                source = sources.connect(settings.source_url, settings.source_timeouts)
+                connected = sources.connect(settings.source_url, settings.source_timeouts)
+                connected.check_connection()
+                source = connected
             except GluonError as exc:
                 failure = str(exc)
+    record = repo.get_table(table_key)
+    if source is not None and record is not None and source.name != record.source_dialect:
+        failure = (
+            f"GLUON_SOURCE_URL is a {source.name} database; "
+            f"the table came from {record.source_dialect}"
+        )
     return measure_lag(repo, state, source, failure=failure)
 
 

@@ -97,15 +97,15 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
 
 
 def report(home: Home, *args: str) -> tuple[Path, list[str]]:
-    """Run the report; return its file and the progress lines it printed."""
+    """Run the report; return its file and the progress lines it printed (on stderr: stdout
+    holds only where the report was saved)."""
     result = run_cli("offload_status_report", *THRESHOLDS, f"--output-dir={home.out}", *args)
     assert result.exit_code == 0, result.stderr
-    lines = result.stdout.splitlines()
-    saved = [line for line in lines if line.startswith("Report saved to ")]
-    assert len(saved) == 1, lines
+    saved = result.stdout.splitlines()
+    assert len(saved) == 1 and saved[0].startswith("Report saved to "), saved
     path = Path(saved[0].removeprefix("Report saved to "))
     assert path.parent == home.out and path.is_file()
-    return path, lines
+    return path, result.stderr.splitlines()
 
 
 class TableRows(HTMLParser):
@@ -154,7 +154,7 @@ def test_progress_lines_file_name_and_default_directory(home: Home) -> None:
     assert re.fullmatch(
         r"gluon_offload_status_report_\d{4}-\d\d-\d\d_\d\d-\d\d-\d\d_\d{6}\.txt", path.name
     )
-    steps = [line for line in lines if line and not line.startswith(("Report saved", "Log file"))]
+    steps = [line for line in lines if line and not line.startswith("Log file")]
     assert steps == [
         "Offload Status Report v0.1.0",
         "Find Tables For Report",
@@ -209,7 +209,11 @@ def test_json_summary_and_detail(home: Home) -> None:
         document = json.loads(path.read_text())
         assert document["level"] == level
         assert document["table_count"] == 3 and document["attention_count"] == 6
-        assert document["thresholds"] == {"backlog_rows": 3, "wait_minutes": 0.0}
+        assert document["thresholds"] == {
+            "backlog_rows": 3,
+            "wait_minutes": 0.0,
+            "lag_minutes": 60.0,
+        }
         tables = {entry["table"]: entry for entry in document["tables"]}
         assert list(tables) == TABLES
         for table, (base, delta, changelog) in NUMBERS.items():
@@ -277,7 +281,9 @@ def test_html_in_headless_chromium(home: Home, tmp_path: Path) -> None:
             row = cells[table]
             shown = changelog or ("unknown" if table == "MAIN.ORDERS" else "-")
             assert (row[3], row[5], row[6]) == (base, delta or "-", shown), row
-        assert cells["MAIN.ITEMS"][10] == "3" and cells["MAIN.PLAIN"][10] == "0"
+        assert cells["MAIN.ITEMS"][12] == "3" and cells["MAIN.PLAIN"][12] == "0"
+        assert header[7:9] == ["Oldest pending", "Latency"]
+        assert cells["MAIN.ORDERS"][7] == "unknown" and cells["MAIN.PLAIN"][7] == "-"
         assert ">Needs attention" in dom
         assert dom.count("<details") == (3 if level == "detail" else 0)
 
@@ -315,9 +321,13 @@ def test_filters(home: Home) -> None:
     ]
     missing = run_cli("offload_status_report", "--schema=SH", f"--output-dir={home.out}")
     assert missing.exit_code == 1
+    assert missing.stdout == ""
+    # Progress goes to stderr too (stdout is for the result): one error line after it.
     assert error_lines(missing) == [
+        "Offload Status Report v0.1.0",
+        "Find Tables For Report",
         "offload_status_report: error: no offloaded table matches --schema=SH (3 tables are "
-        "offloaded; run without filters to see them all)"
+        "offloaded; run without filters to see them all)",
     ]
     bad = run_cli("offload_status_report", "--output-format=pdf")
     assert bad.exit_code == 2

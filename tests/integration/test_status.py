@@ -43,6 +43,7 @@ TOP_LEVEL_KEYS = [
     "source_objects",
     "lake_objects",
     "attention",
+    "lag",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",
