@@ -18,6 +18,7 @@ from gluon.repo.incremental import (
 )
 from gluon.status.formatting import count, duration, when
 from gluon.status.model import Finding, TableStatus, Thresholds
+from gluon.status.text import run_label
 
 ERROR = "error"
 WARNING = "warning"
@@ -130,7 +131,8 @@ def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime)
     if last is None or last.status != EXTRACTION_FAILED:
         return []
     reason = f": {last.message.splitlines()[0]}" if last.message else ""
-    message = f"the last extraction (run {last.id}, {when(last.started_at)}) failed{reason}"
+    label = run_label(last, status.extraction.number(last) if status.extraction else None)
+    message = f"the last extraction ({label}, {when(last.started_at)}) failed{reason}"
     return [Finding(status.table_key, ERROR, "extraction_failed", message)]
 
 
@@ -145,7 +147,8 @@ def _extraction_interrupted(
         minutes = _minutes(last.started_at, at)
         if minutes > limits.wait_minutes:
             message = (
-                f"extraction run {last.id} has been running since {when(last.started_at)}: "
+                f"extraction {run_label(last, status.extraction.number(last))} has been "
+                f"running since {when(last.started_at)}: "
                 "if no extraction process is alive it was interrupted (the next extraction "
                 "repairs it)"
             )
@@ -153,9 +156,9 @@ def _extraction_interrupted(
     recent = status.extraction.recent_runs
     interrupted = [run for run in recent if run.status == EXTRACTION_INTERRUPTED]
     if interrupted:
-        ids = ", ".join(str(run.id) for run in interrupted)
+        ids = ", ".join(run_label(run, status.extraction.number(run)) for run in interrupted)
         message = (
-            f"recent extraction runs were interrupted (runs {ids}; killed or crashed, the "
+            f"recent extraction runs were interrupted ({ids}; killed or crashed, the "
             "following run repaired them): check their log files"
         )
         found.append(Finding(status.table_key, WARNING, "extraction_interrupted", message))

@@ -328,6 +328,7 @@ def _extraction_status(
         changes_extracted=totals.rows_written,
         last_run=recent[0] if recent else None,
         recent_runs=tuple(recent),
+        recent_run_numbers=tuple(totals.runs - index for index in range(len(recent))),
     )
 
 

@@ -64,6 +64,17 @@ class ExtractionStatus:
     """Its status is live: ``interrupted`` when recorded running and no process holds its lock."""
     recent_runs: tuple[ExtractionRun, ...]
     """Newest first."""
+    recent_run_numbers: tuple[int, ...] = ()
+    """The table's own number of each of ``recent_runs`` (1: its first run; of the current
+    enablement unless earlier ones are included). A run's ``id`` counts runs across every
+    table of the repository: it is what logs and the delta table's ``gl_extraction_id`` say."""
+
+    def number(self, run: ExtractionRun) -> int | None:
+        """``run``'s number among the table's runs (None: not one of ``recent_runs``)."""
+        for recent, number in zip(self.recent_runs, self.recent_run_numbers, strict=False):
+            if recent.id == run.id:
+                return number
+        return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from gluon.status import report_text
 from gluon.status.charts import BarChart, bar_chart
 from gluon.status.formatting import count, duration, iso, jsonable, size, when
 from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport
-from gluon.status.text import last_latency, oldest_pending
+from gluon.status.text import last_latency, oldest_pending, run_label
 
 Getter = Callable[[TableReport], Any]
 
@@ -173,12 +173,20 @@ def _charts(table: TableReport) -> list[BarChart]:
         "Changes per extraction run (oldest to newest)",
         [
             (
-                f"#{run.id}",
+                f"#{number}",
                 run.rows_written or 0,
-                f"run #{run.id} {run.status}, "
+                f"run {run_label(run, number)} {run.status}, "
                 f"{when(run.started_at)}: {count(run.rows_written or 0)} changes",
             )
-            for run in reversed(status.extraction.recent_runs)
+            for run, number in reversed(
+                list(
+                    zip(
+                        status.extraction.recent_runs,
+                        status.extraction.recent_run_numbers,
+                        strict=True,
+                    )
+                )
+            )
         ],
         empty_text="no extraction has run yet",
     )

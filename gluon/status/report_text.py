@@ -211,9 +211,19 @@ def _detail(table: TableReport) -> list[str]:
         lines.append("")
         if extraction.recent_runs:
             lines += grid(
-                ("Run", "Status", "Started", "Finished", "Changes", "Partition", "Message"),
+                (
+                    "Run",
+                    "Run id",
+                    "Status",
+                    "Started",
+                    "Finished",
+                    "Changes",
+                    "Partition",
+                    "Message",
+                ),
                 [
                     (
+                        f"#{number}",
                         run.id,
                         run.status,
                         when(run.started_at),
@@ -222,7 +232,9 @@ def _detail(table: TableReport) -> list[str]:
                         "-" if run.control_partition is None else run.control_partition,
                         (run.message or "").splitlines()[0] if run.message else "",
                     )
-                    for run in extraction.recent_runs
+                    for run, number in zip(
+                        extraction.recent_runs, extraction.recent_run_numbers, strict=True
+                    )
                 ],
             )
     if status.compaction is not None:

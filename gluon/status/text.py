@@ -136,11 +136,14 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ),
     ]
     if extraction.last_run is not None:
-        pairs.append(("Last extraction run", _extraction_run(extraction.last_run)))
+        last = extraction.last_run
+        pairs.append(("Last extraction run", _extraction_run(last, extraction.number(last))))
     extra: list[str] = []
     if verbose and extraction.recent_runs:
         extra = ["", "Recent extraction runs (newest first):"]
-        extra += [f"  {_extraction_run(run)}" for run in extraction.recent_runs]
+        extra += [
+            f"  {_extraction_run(run, extraction.number(run))}" for run in extraction.recent_runs
+        ]
     return _section("Change extraction status", pairs, extra)
 
 
@@ -153,8 +156,14 @@ def _drift(status: TableStatus) -> str:
     return f"{drift.summary} (the next extraction carries them)"
 
 
-def _extraction_run(run: ExtractionRun) -> str:
-    text = f"#{run.id} {run.status}, started {when(run.started_at)}"
+def run_label(run: ExtractionRun, number: int | None) -> str:
+    """``#2 (run id 4)``: the table's own run number, then the repository-wide run id (the
+    one logs and the delta table's ``gl_extraction_id`` carry)."""
+    return f"run id {run.id}" if number is None else f"#{number} (run id {run.id})"
+
+
+def _extraction_run(run: ExtractionRun, number: int | None) -> str:
+    text = f"{run_label(run, number)} {run.status}, started {when(run.started_at)}"
     if run.finished_at:
         text += f", finished {when(run.finished_at)}"
     if run.rows_written is not None:

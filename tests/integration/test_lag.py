@@ -210,3 +210,26 @@ def test_help_documents_the_lag_threshold(run_cli: RunCli) -> None:
     result = ok(run_cli("offload_status_report", "--help"))
     assert "--lag-threshold" in result.stdout
     assert "oldest change not yet in the lake" in " ".join(result.stdout.split())
+
+
+def test_status_numbers_extraction_runs_per_table(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run ids count across tables; status shows the table's own run number beside the id."""
+    app = App(f"sqlite:///{tmp_path / 'app.db'}", "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", app.url)
+    first, second = app.create_table("first", 4), app.create_table("second", 4)
+    enable(run_cli, first)
+    enable(run_cli, second)
+    extract(run_cli, first)  # run id 1
+    extract(run_cli, second)  # run id 2
+    extract(run_cli, first)  # run id 3
+    extract(run_cli, second)  # run id 4: the second run of the second table
+
+    text = status_text(run_cli, second, "-v")
+    assert field(text, "Extraction runs").startswith("2 (2 succeeded")
+    assert field(text, "Last extraction run").startswith("#2 (run id 4) success, started ")
+    assert "\n  #1 (run id 2) success, started " in text
+    extraction = status_json(run_cli, second)["extraction"]
+    assert extraction["recent_run_numbers"] == [2, 1]
+    assert [run["id"] for run in extraction["recent_runs"]] == [4, 2]

@@ -199,7 +199,8 @@ def test_text_summary_and_detail(home: Home) -> None:
     assert re.search(r"main\.items_data\s+12\s+1\s", text)
     assert re.search(r"main_load\.orders_changes\s+5\s+1\s", text)
     assert re.search(r"^\s+0\s+6\s+1\s.*being compacted by run 1", text, re.M)
-    assert "the last extraction (run 3" in text  # MAIN.ORDERS's failed run (ids are global)
+    # MAIN.ORDERS's failed run: its second, whose id counts the runs of every table.
+    assert "the last extraction (#2 (run id 3)" in text
     assert text.count("================\nTable MAIN.") == 3
 
 

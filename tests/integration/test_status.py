@@ -269,7 +269,8 @@ def test_status_follows_a_table_through_extraction_and_compaction(
     text = status_text(run_cli, table)
     assert field(text, "Changes waiting in the changelog").startswith("unknown (")
     assert re.match(
-        r"#\d+ failed, started .*: .*main_h_items_log", field(text, "Last extraction run")
+        r"#3 \(run id \d+\) failed, started .*: .*main_h_items_log",
+        field(text, "Last extraction run"),
     )
     assert field(text, "Max change sequence extracted") == "7"
 

@@ -135,6 +135,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "capture_trigger_state": {"capture_trigger_state": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
+    "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
     # Source schema changes carried to the capture objects (gluon.schema_changes).
     "alter_add_column": {
