@@ -7,11 +7,12 @@ Revises: 0009
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from gluon.repo.revisions.ddl import add_column_if_missing
 
 revision = "0010"
 down_revision = "0009"
 
 
 def upgrade() -> None:
-    op.add_column("extraction_runs", sa.Column("oldest_change_at", sa.DateTime))
+    add_column_if_missing("extraction_runs", sa.Column("oldest_change_at", sa.DateTime))
