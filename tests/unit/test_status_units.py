@@ -6,6 +6,7 @@ import datetime as dt
 import re
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +21,8 @@ from gluon.repo.compaction import CompactionRun
 from gluon.repo.incremental import ExtractionRun
 from gluon.status.attention import findings
 from gluon.status.charts import bar_chart
-from gluon.status.formatting import jsonable, size
+from gluon.status.formatting import duration, jsonable, size
+from gluon.status.lag import TableLag
 from gluon.status.model import (
     RUN_STATUS_TEXT,
     Backlog,
@@ -85,6 +87,37 @@ def _status(
         changelog=Backlog("s.t_log", changelog, None if changelog is not None else "down"),
         compaction=CompactionStatus(ongoing, None, 0, None, (), ()),
     )
+
+
+def _lag(age_seconds: float | None) -> TableLag:
+    pending = None if not age_seconds else NOW - dt.timedelta(seconds=age_seconds)
+    return TableLag("S.T", NOW, 1, pending, age_seconds, None, None, None, None, None)
+
+
+def test_lag_threshold_is_exclusive_and_unknown_never_flags() -> None:
+    limits = Thresholds(lag_minutes=1)
+    flagged = findings(replace(_status(), lag=_lag(61)), limits, NOW)
+    assert [(f.severity, f.code) for f in flagged] == [("warning", "lag")]
+    assert "captured 1 min 01 s ago (threshold 1 minutes)" in flagged[0].message
+    assert findings(replace(_status(), lag=_lag(60)), limits, NOW) == ()
+    assert findings(replace(_status(), lag=_lag(None)), limits, NOW) == ()
+    assert Thresholds().lag_minutes == 60
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (None, "unknown"),
+        (0.0, "0.0 s"),
+        (9.94, "9.9 s"),
+        (42.4, "42 s"),
+        (192, "3 min 12 s"),
+        (7500, "2 h 05 min"),
+        (273600, "3 d 4 h"),
+    ],
+)
+def test_durations_for_people(seconds: float | None, text: str) -> None:
+    assert duration(seconds) == text
 
 
 def _run(status: str, started: dt.datetime) -> CompactionRunInfo:
