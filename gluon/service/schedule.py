@@ -49,7 +49,7 @@ class TableSchedule:
         interval = dt.timedelta(seconds=table.extraction_interval_seconds)
         next_extraction = now
         if last.extraction_started is not None:
-            next_extraction = min(max(last.extraction_started + interval, now), now + interval)
+            next_extraction = min(last.extraction_started + interval, now + interval)
         return cls(
             table=table,
             next_extraction=next_extraction,
