@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.cli import error_lines, run_cli
 
 from gluon.compact.options import CompactionMethod
 from gluon.errors import ExitCode
@@ -120,3 +121,26 @@ def test_a_bad_file_is_refused_with_one_line_naming_file_table_and_problem(
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigFileError, match=r"cannot read the file"):
         load_config(tmp_path / "absent.toml")
+
+
+def test_the_documented_example_file_is_accepted() -> None:
+    example = Path(__file__).resolve().parents[2] / "docs" / "examples" / "tables.toml"
+    config = load_config(example)
+    assert [table.key for table in config.tables] == ["SH.PRODUCTS", "SH.SALES"]
+
+
+def test_the_command_refuses_a_bad_file_with_one_line_and_exit_2_before_any_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OFFLOAD_HOME", str(tmp_path / "home"))
+    path = write(tmp_path, '[tables."a.b"]\nextraction_interval = "soon"\n')
+    result = run_cli("gluon", "service", "--config", path)
+    assert result.exit_code == ExitCode.USAGE
+    assert error_lines(result) == [
+        f"gluon: error: {path}: table a.b: extraction_interval must be a duration above 0 "
+        "(seconds, or a number with s, m, h or d such as \"30s\"), found 'soon'"
+    ]
+    assert not (tmp_path / "home" / "log").exists()
+    bad_option = run_cli("gluon", "service", "--config", path, "--parallel", "0")
+    assert bad_option.exit_code == ExitCode.USAGE
+    assert error_lines(bad_option) == ["gluon: error: --parallel must be at least 1, found 0"]
