@@ -198,6 +198,11 @@ def compacted(key: str) -> bool:
     return Repository(load_settings().repo_url).compaction.last_completed(key) is not None
 
 
+def compaction_starts(key: str) -> list[dt.datetime]:
+    runs = Repository(load_settings().repo_url).compaction.runs(key)
+    return [run.started_at for run in runs if run.status == "success"]
+
+
 def changelog_rows(engine: sa.Engine) -> int:
     with engine.connect() as db:
         return sum(
@@ -242,6 +247,11 @@ def test_the_service_keeps_twenty_tables_in_step_through_a_stop_and_a_restart(
         )
         for name in WINDOWED + EVERY:
             wait_until(f"a compaction of {name}", partial(compacted, f"APP.{name.upper()}"))
+        for name in WINDOWED:
+            starts = compaction_starts(f"APP.{name.upper()}")
+            assert starts and min(starts) >= window_start, (
+                f"app.{name} compacted at {starts}, before its window opened at {window_start}"
+            )
         samples = scrape(port)
         stopped = stop_service(service)
     except BaseException:
