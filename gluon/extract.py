@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -92,8 +93,12 @@ def run_extraction(
     *,
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
+    stopping: Callable[[], bool] | None = None,
 ) -> ExtractionResult:
     """Extract the changes of ``ref`` (holding its extraction lock).
+
+    ``stopping``: asked after each batch's commit; True ends the run there, as a success
+    (the service stopping; the next run ships the rest).
 
     Raises:
         LockHeldError: another extraction, or a lifecycle command other than a compaction,
@@ -126,7 +131,16 @@ def run_extraction(
             if any(problem.startswith("changelog table") for problem in problems):
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
             oldest = capture.oldest_change(source, capture_objects(state))  # for the latency
-            _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
+            _ship(
+                settings,
+                feed,
+                record,
+                state,
+                result,
+                batch_size,
+                progress or NullProgress(),
+                stopping or _never,
+            )
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
@@ -171,6 +185,7 @@ def _ship(
     result: ExtractionResult,
     batch_size: int,
     progress: Progress,
+    stopping: Callable[[], bool],
 ) -> None:
     feed.verify()
     pending = feed.pending()
@@ -205,6 +220,13 @@ def _ship(
             )
             if changes.num_rows < batch_size:
                 break
+            if stopping():
+                log.info("stopping after this batch: the rest ships at the next run")
+                break
+
+
+def _never() -> bool:
+    return False
 
 
 def _append(

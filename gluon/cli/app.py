@@ -3,6 +3,13 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
@@ -10,6 +17,7 @@ import typer
 from gluon.cli.common import run_command, stderr, stdout
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
+from gluon.errors import ExitCode, UsageError
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
@@ -67,6 +75,114 @@ def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOptio
 
     text, _ = run_command(PROGRAM, body, subject="unlock", verbose=verbose, debug=debug)
     stdout.print(text, markup=False)
+
+
+@app.command(
+    help=(
+        "Run the due extractions and compactions of the tables a TOML file declares, a few at "
+        "a time in one process, until SIGTERM or SIGINT (docs/operations.md, the service)."
+    )
+)
+def service(
+    config: Annotated[
+        Path, typer.Option("--config", help="The tables file, e.g. conf/tables.toml.")
+    ],
+    parallel: Annotated[
+        int | None,
+        typer.Option(
+            "--parallel", help="Runs at a time (default: the file's [service] parallel, else 2)."
+        ),
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", help="Serve Prometheus metrics on this port."),
+    ] = None,
+    metrics_address: Annotated[
+        str, typer.Option("--metrics-address", help="The address the metrics port listens on.")
+    ] = "0.0.0.0",
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    from gluon.service.config import ServiceConfig, load_config
+
+    loaded: list[ServiceConfig] = []
+
+    def validate() -> None:
+        if parallel is not None and parallel < 1:
+            raise UsageError(f"--parallel must be at least 1, found {parallel}")
+        if metrics_port is not None and not 1 <= metrics_port <= 65535:
+            raise UsageError(f"--metrics-port must be between 1 and 65535, found {metrics_port}")
+        loaded.append(load_config(config))
+
+    def body(settings: Settings) -> str:
+        from gluon.service.metrics import ServiceMetrics
+        from gluon.service.runner import Service, check_tables
+
+        tables = loaded[0]
+        check_tables(settings, tables)
+        metrics = None
+        if metrics_port is not None:
+            metrics = ServiceMetrics()
+            metrics.serve(metrics_port, metrics_address)
+        workers = parallel or tables.parallel
+        stop = threading.Event()
+        _say(
+            f"{PROGRAM} service: {len(tables.tables)} tables from {config}, {workers} runs at a "
+            "time"
+            + (f", metrics on {metrics_address}:{metrics_port}" if metrics_port else "")
+            + f"; log {_log_file()}"
+        )
+        previous = {
+            number: signal.signal(number, _stop_handler(stop))
+            for number in (signal.SIGTERM, signal.SIGINT)
+        }
+        try:
+            runner = Service(settings, tables, parallel=workers, metrics=metrics, announce=_say)
+            totals = runner.run(stop)
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+            if metrics is not None:
+                metrics.close()
+        return (
+            f"{PROGRAM} service: stopped after {totals.runs} runs ({totals.failures} failed, "
+            f"{totals.skipped} skipped for a lock held, {totals.shipped} changes shipped)"
+        )
+
+    text, _ = run_command(
+        PROGRAM, body, subject="service", validate=validate, verbose=verbose, debug=debug
+    )
+    _say(text)
+
+
+_say_lock = threading.Lock()
+
+
+def _say(line: str) -> None:
+    """One line on stdout at once (a journal or a pipe reads it while the service runs)."""
+    with _say_lock:
+        print(redact(line), flush=True)
+
+
+def _log_file() -> str:
+    handlers = logging.getLogger("gluon").handlers
+    files = [h.baseFilename for h in handlers if isinstance(h, logging.FileHandler)]
+    return files[0] if files else "(none)"
+
+
+def _stop_handler(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
+    def handle(number: int, frame: FrameType | None) -> None:
+        name = signal.Signals(number).name
+        if stop.is_set():
+            # A second signal: end now. Every write path survives that; the next start resumes.
+            logging.getLogger("gluon").warning("%s again: exiting without waiting", name)
+            print(f"{PROGRAM} service: {name} again: exiting at once", file=sys.stderr, flush=True)
+            os._exit(int(ExitCode.ERROR))
+        logging.getLogger("gluon").info("%s: stopping (no new runs)", name)
+        _say(f"{PROGRAM} service: {name}: stopping; running runs finish their current commit")
+        stop.set()
+
+    return handle
 
 
 def main() -> None:

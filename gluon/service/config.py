@@ -1,0 +1,361 @@
+"""The service's configuration file (``gluon service --config tables.toml``).
+
+Example::
+
+    [service]
+    parallel = 2                      # runs at a time (``--parallel`` overrides)
+
+    [defaults]                        # every table inherits these
+    extraction_interval = "1m"
+
+    [tables."SH.PRODUCTS"]
+    extraction_interval = "30s"
+    batch_size = 50000
+
+    [tables."SH.PRODUCTS".compaction]
+    window = "01:00-05:00"            # UTC; a compaction starts only inside it
+    every = "1d"                      # at most one compaction start per day
+    method = "FULL"
+    delta_threshold = 10000
+    wait_minutes = 5
+
+Durations are seconds (a number) or a number with ``s``, ``m``, ``h`` or ``d``. A bad file
+is refused as a whole, before anything runs, with one line naming the file, the table and
+what is wrong.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gluon.compact.options import (
+    DEFAULT_DELTA_THRESHOLD,
+    DEFAULT_VACUUM_RETENTION_HOURS,
+    DEFAULT_WAIT_MINUTES,
+    CompactionMethod,
+    check_option_values,
+)
+from gluon.errors import UsageError
+from gluon.extract import DEFAULT_BATCH_SIZE, check_batch_size
+from gluon.naming import TableRef
+
+DEFAULT_PARALLEL = 2
+DEFAULT_COMPACTION_RETRY_SECONDS = 300.0
+"""How long after a failed or skipped compaction attempt the service tries again."""
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
+_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
+
+TABLE_KEYS = {"extraction_interval", "batch_size", "compaction"}
+COMPACTION_KEYS = {
+    "window",
+    "every",
+    "retry_interval",
+    "method",
+    "delta_threshold",
+    "wait_minutes",
+    "retain_obsolete_objects",
+    "without_snapshot",
+    "vacuum_retention_hours",
+    "acknowledgement_timeout",
+}
+
+
+class ConfigFileError(UsageError):
+    """The service's configuration file is unreadable or malformed (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A daily time window in UTC; ``end`` before ``start`` wraps past midnight."""
+
+    start: dt.time
+    end: dt.time
+
+    def contains(self, moment: dt.datetime) -> bool:
+        """Whether ``moment`` (naive UTC, the repository's clock) lies inside the window."""
+        now = moment.time()
+        if self.start <= self.end:
+            return self.start <= now < self.end
+        return now >= self.start or now < self.end
+
+    def opened_at(self, moment: dt.datetime) -> dt.datetime:
+        """When the window containing ``moment`` opened (``moment`` must be inside it)."""
+        opened = dt.datetime.combine(moment.date(), self.start)
+        return opened if opened <= moment else opened - dt.timedelta(days=1)
+
+    def __str__(self) -> str:
+        return f"{self.start:%H:%M}-{self.end:%H:%M} UTC"
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSchedule:
+    """When and how the service compacts a table."""
+
+    window: Window | None
+    every_seconds: float | None
+    retry_seconds: float
+    method: CompactionMethod | None
+    delta_threshold: int
+    wait_minutes: float
+    retain_obsolete_objects: bool
+    without_snapshot: bool
+    vacuum_retention_hours: float
+    acknowledgement_timeout_seconds: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class TableConfig:
+    ref: TableRef
+    extraction_interval_seconds: float
+    batch_size: int
+    compaction: CompactionSchedule | None
+
+    @property
+    def key(self) -> str:
+        return self.ref.key
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceConfig:
+    path: Path
+    tables: tuple[TableConfig, ...]
+    parallel: int
+
+
+def load_config(path: Path) -> ServiceConfig:
+    """Read and check the whole file.
+
+    Raises:
+        ConfigFileError: one line: the file, the table if any, and what is wrong.
+    """
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigFileError(f"{path}: cannot read the file: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigFileError(f"{path}: not a UTF-8 text file") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigFileError(f"{path}: not valid TOML: {exc}") from None
+    return parse_config(document, path)
+
+
+def parse_config(document: dict[str, Any], path: Path) -> ServiceConfig:
+    """Check a parsed TOML document (see :func:`load_config`)."""
+    _only(document, {"service", "defaults", "tables"}, path, None, "the file")
+    service = _section(document, "service", path, None)
+    _only(service, {"parallel"}, path, None, "[service]")
+    parallel = _integer(service.get("parallel", DEFAULT_PARALLEL), "parallel", path, None)
+    if parallel < 1:
+        raise ConfigFileError(f"{path}: [service] parallel must be at least 1, found {parallel}")
+    defaults = _section(document, "defaults", path, None)
+    _only(defaults, TABLE_KEYS, path, None, "[defaults]")
+    tables = _section(document, "tables", path, None)
+    if not tables:
+        raise ConfigFileError(
+            f'{path}: no tables: declare at least one, e.g. [tables."SH.PRODUCTS"]'
+        )
+    parsed: list[TableConfig] = []
+    seen: dict[str, str] = {}
+    for name, body in tables.items():
+        if not isinstance(body, dict):
+            raise ConfigFileError(f"{path}: table {name}: expected a table of settings")
+        table = _table(name, {**defaults, **body}, path)
+        if table.key in seen:
+            raise ConfigFileError(
+                f"{path}: table {name}: declared twice (also as {seen[table.key]})"
+            )
+        seen[table.key] = name
+        parsed.append(table)
+    return ServiceConfig(path, tuple(parsed), parallel)
+
+
+def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
+    try:
+        ref = TableRef.parse(name)
+    except UsageError:
+        raise ConfigFileError(
+            f"{path}: table {name}: not SCHEMA.TABLE (two identifiers joined by a dot)"
+        ) from None
+    _only(body, TABLE_KEYS, path, name, "the table")
+    if "extraction_interval" not in body:
+        raise ConfigFileError(
+            f"{path}: table {name}: extraction_interval is missing (set it for the table or "
+            "in [defaults])"
+        )
+    interval = duration(body["extraction_interval"], "extraction_interval", path, name)
+    batch_size = _integer(body.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", path, name)
+    try:
+        check_batch_size(batch_size)
+    except UsageError as exc:
+        raise ConfigFileError(f"{path}: table {name}: {_as_key(str(exc))}") from None
+    compaction = None
+    if "compaction" in body:
+        section = body["compaction"]
+        if not isinstance(section, dict):
+            raise ConfigFileError(f"{path}: table {name}: compaction must be a table of settings")
+        compaction = _compaction(section, path, name)
+    return TableConfig(ref, interval, batch_size, compaction)
+
+
+def _compaction(section: dict[str, Any], path: Path, name: str) -> CompactionSchedule:
+    _only(section, COMPACTION_KEYS, path, name, "compaction")
+    window = _window(section["window"], path, name) if "window" in section else None
+    every = (
+        duration(section["every"], "compaction every", path, name) if "every" in section else None
+    )
+    if window is None and every is None:
+        raise ConfigFileError(
+            f'{path}: table {name}: compaction needs a window (e.g. "01:00-05:00"), an '
+            'interval (every = "1d"), or both'
+        )
+    retry = duration(
+        section.get("retry_interval", DEFAULT_COMPACTION_RETRY_SECONDS),
+        "compaction retry_interval",
+        path,
+        name,
+    )
+    method = None
+    if "method" in section:
+        text = section["method"]
+        choices = [member.value for member in CompactionMethod]
+        if not isinstance(text, str) or text.upper() not in choices:
+            raise ConfigFileError(
+                f"{path}: table {name}: compaction method must be one of "
+                f"{', '.join(choices)}, found {text!r}"
+            )
+        method = CompactionMethod(text.upper())
+    threshold = _integer(
+        section.get("delta_threshold", DEFAULT_DELTA_THRESHOLD), "delta_threshold", path, name
+    )
+    wait = _number(section.get("wait_minutes", DEFAULT_WAIT_MINUTES), "wait_minutes", path, name)
+    retention = _number(
+        section.get("vacuum_retention_hours", DEFAULT_VACUUM_RETENTION_HOURS),
+        "vacuum_retention_hours",
+        path,
+        name,
+    )
+    timeout = (
+        duration(section["acknowledgement_timeout"], "acknowledgement_timeout", path, name)
+        if "acknowledgement_timeout" in section
+        else None
+    )
+    try:
+        check_option_values(
+            delta_threshold=threshold,
+            wait_minutes=wait,
+            vacuum_retention_hours=retention,
+            acknowledgement_timeout_seconds=timeout,
+        )
+    except UsageError as exc:
+        raise ConfigFileError(f"{path}: table {name}: compaction {_as_key(str(exc))}") from None
+    return CompactionSchedule(
+        window=window,
+        every_seconds=every,
+        retry_seconds=retry,
+        method=method,
+        delta_threshold=threshold,
+        wait_minutes=wait,
+        retain_obsolete_objects=_flag(section, "retain_obsolete_objects", path, name),
+        without_snapshot=_flag(section, "without_snapshot", path, name),
+        vacuum_retention_hours=retention,
+        acknowledgement_timeout_seconds=timeout,
+    )
+
+
+def duration(value: object, what: str, path: Path, table: str | None) -> float:
+    """Seconds from a number or a text such as ``"90s"``, ``"5m"``, ``"2h"``, ``"1d"``.
+
+    Raises:
+        ConfigFileError: not a duration, or not above 0.
+    """
+    seconds: float | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str):
+        match = _DURATION.match(value)
+        if match:
+            seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if seconds is None or not seconds > 0 or seconds == float("inf"):
+        raise ConfigFileError(
+            f"{_where(path, table)}{what} must be a duration above 0 (seconds, or a number "
+            f'with s, m, h or d such as "30s"), found {value!r}'
+        )
+    return seconds
+
+
+def _window(value: object, path: Path, table: str) -> Window:
+    match = _WINDOW.match(value) if isinstance(value, str) else None
+    if match:
+        hour1, minute1, hour2, minute2 = (int(part) for part in match.groups())
+        if hour1 < 24 and hour2 < 24 and minute1 < 60 and minute2 < 60:
+            start, end = dt.time(hour1, minute1), dt.time(hour2, minute2)
+            if start != end:
+                return Window(start, end)
+    raise ConfigFileError(
+        f'{path}: table {table}: compaction window must be "HH:MM-HH:MM" (UTC, two different '
+        f"times), found {value!r}"
+    )
+
+
+def _where(path: Path, table: str | None) -> str:
+    return f"{path}: table {table}: " if table is not None else f"{path}: "
+
+
+def _section(document: dict[str, Any], name: str, path: Path, table: str | None) -> dict[str, Any]:
+    value = document.get(name, {})
+    if not isinstance(value, dict):
+        raise ConfigFileError(f"{_where(path, table)}[{name}] must be a table of settings")
+    return value
+
+
+def _only(
+    body: dict[str, Any], allowed: set[str], path: Path, table: str | None, what: str
+) -> None:
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ConfigFileError(
+            f"{_where(path, table)}unknown setting {unknown[0]!r} in {what} (known: "
+            f"{', '.join(sorted(allowed))})"
+        )
+
+
+def _integer(value: object, what: str, path: Path, table: str | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigFileError(
+            f"{_where(path, table)}{what} must be a whole number, found {value!r}"
+        )
+    return value
+
+
+def _number(value: object, what: str, path: Path, table: str | None) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigFileError(f"{_where(path, table)}{what} must be a number, found {value!r}")
+    return float(value)
+
+
+def _flag(section: dict[str, Any], name: str, path: Path, table: str) -> bool:
+    value = section.get(name, False)
+    if not isinstance(value, bool):
+        raise ConfigFileError(
+            f"{path}: table {table}: {name} must be true or false, found {value!r}"
+        )
+    return value
+
+
+def _as_key(message: str) -> str:
+    """A command-line option's message in the file's terms (``--incremental-x`` -> ``x``)."""
+    return re.sub(
+        r"--incremental-([a-z-]+)",
+        lambda match: {
+            "wait-time": "wait_minutes",
+            "acknowledgement-timeout": "acknowledgement_timeout",
+        }.get(match.group(1), match.group(1).replace("-", "_")),
+        message,
+    )

@@ -1,0 +1,38 @@
+"""How far behind its source each table's lake is, for the service's gauges.
+
+The one place the service reads lag: everything comes from the status collection
+(``gluon.status``), so a richer status record (the age of the oldest pending change,
+the last source-to-lake latency) reaches the metrics by changing only :func:`table_lag`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from gluon.repo import OffloadedTable, Repository
+from gluon.status.incremental_status import ChangelogCounter
+
+
+@dataclass(frozen=True, slots=True)
+class TableLag:
+    backlog: int | None
+    """Changes captured and not yet shipped (None: unknown, e.g. the source is unreachable)."""
+    seconds_since_extraction: float | None
+    """Since the last successful extraction finished (None: none yet)."""
+    oldest_pending_seconds: float | None = None
+    """Age of the oldest change not yet in the lake (None: not known)."""
+    last_latency_seconds: float | None = None
+    """Commit in the source to visible in the lake, for the last extraction (None: not known)."""
+
+
+def table_lag(
+    repo: Repository, record: OffloadedTable, counter: ChangelogCounter, at: dt.datetime
+) -> TableLag:
+    """The lag figures of ``record`` at ``at`` (naive UTC); read only."""
+    state = repo.incremental.get_state(record.table_key)
+    if state is None:
+        return TableLag(None, None)
+    backlog = counter.backlog(record, state).rows
+    last = repo.incremental.extraction_totals(record.table_key, state.enablement_id).last_success_at
+    return TableLag(backlog, None if last is None else max((at - last).total_seconds(), 0.0))

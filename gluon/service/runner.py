@@ -1,0 +1,291 @@
+"""The service: due extractions and compactions of many tables, a few at a time, in one
+process (one warm engine), until asked to stop.
+
+Each run is what the cron command would do (``run_extraction``, ``run_compaction``,
+the same locks): a table locked by a cron command is skipped this round, a failed
+run is logged, counted and tried again at its next interval. On stop, no new run
+starts; a running extraction ends after its current batch's commit, a running
+compaction finishes (each of its steps is recorded: a later run resumes it).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+
+from gluon.compact.options import CompactionOptions
+from gluon.config import EngineKind, Settings
+from gluon.errors import GluonError, LockHeldError, UsageError
+from gluon.lake.session import first_line, open_session
+from gluon.repo import Repository
+from gluon.repo.common import now as repository_now
+from gluon.service.config import ServiceConfig, TableConfig
+from gluon.service.lag import table_lag
+from gluon.service.metrics import ServiceMetrics
+from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
+from gluon.status.incremental_status import ChangelogCounter
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], dt.datetime]
+
+TICK_SECONDS = 0.5
+"""How often the scheduler looks for due runs (in memory: no query)."""
+LAG_REFRESH_SECONDS = 15.0
+"""How often the lag gauges are read again (with ``--metrics-port``)."""
+
+
+class Outcome:
+    SUCCESS = "success"
+    NOTHING_TO_DO = "nothing_to_do"
+    LOCKED = "skipped_locked"
+    FAILED = "failed"
+
+
+@dataclass(slots=True)
+class RunReport:
+    table_key: str
+    action: Action
+    started: dt.datetime
+    outcome: str = Outcome.SUCCESS
+    read: int = 0
+    shipped: int = 0
+    compacted: int = 0
+    seconds: float = 0.0
+    detail: str = ""
+    compaction_unfinished: bool = False
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == Outcome.FAILED
+
+    def line(self) -> str:
+        """The run's one log line."""
+        counts = (
+            f"read={self.read} shipped={self.shipped}"
+            if self.action is Action.EXTRACTION
+            else f"changes={self.compacted}"
+        )
+        text = (
+            f"run: table={self.table_key} action={self.action.value} outcome={self.outcome} "
+            f"{counts} seconds={self.seconds:.2f}"
+        )
+        return f"{text}: {self.detail}" if self.detail else text
+
+
+@dataclass(slots=True)
+class ServiceTotals:
+    runs: int = 0
+    failures: int = 0
+    skipped: int = 0
+    shipped: int = 0
+    by_outcome: dict[str, int] = field(default_factory=dict)
+
+    def add(self, report: RunReport) -> None:
+        self.runs += 1
+        self.failures += report.failed
+        self.skipped += report.outcome == Outcome.LOCKED
+        self.shipped += report.shipped
+        self.by_outcome[report.outcome] = self.by_outcome.get(report.outcome, 0) + 1
+
+
+def check_tables(settings: Settings, config: ServiceConfig) -> None:
+    """Refuse a file naming a table the repository does not know (a typo would fail forever).
+
+    Raises:
+        UsageError: a table has no repository record.
+    """
+    repo = Repository(settings.repo_url)
+    for table in config.tables:
+        if repo.get_table(table.key) is None:
+            raise UsageError(
+                f"{config.path}: table {table.key}: not offloaded (the repository has no record "
+                f"of it): offload it first with: offload -t {table.key} -x"
+            )
+
+
+def last_runs(repo: Repository, table_key: str) -> LastRuns:
+    """Where the table's schedule starts: its latest runs in the repository."""
+    extractions = repo.incremental.extraction_runs(table_key, limit=1)
+    completed = repo.compaction.last_completed(table_key)
+    return LastRuns(
+        extraction_started=extractions[0].started_at if extractions else None,
+        compaction_started=completed.started_at if completed else None,
+        compaction_unfinished=repo.compaction.open_run(table_key) is not None,
+    )
+
+
+class Service:
+    """Runs due work until ``stop`` is set; see the module docstring."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        config: ServiceConfig,
+        *,
+        parallel: int,
+        metrics: ServiceMetrics | None = None,
+        announce: Callable[[str], None] | None = None,
+        clock: Clock = repository_now,
+    ) -> None:
+        self.settings = settings
+        self.config = config
+        self.parallel = parallel
+        self.metrics = metrics
+        self.announce = announce or (lambda line: None)
+        self.clock = clock
+        self.totals = ServiceTotals()
+
+    def run(self, stop: threading.Event) -> ServiceTotals:
+        repo = Repository(self.settings.repo_url)
+        now = self.clock()
+        schedules = [
+            TableSchedule.start(table, last_runs(repo, table.key), now)
+            for table in self.config.tables
+        ]
+        if self.metrics is not None:
+            for table in self.config.tables:
+                actions = [Action.EXTRACTION.value]
+                if table.compaction is not None:
+                    actions.append(Action.COMPACTION.value)
+                self.metrics.declare(table.key, actions)
+            threading.Thread(
+                target=self._refresh_lag, args=(stop,), name="gluon-lag", daemon=True
+            ).start()
+        self._warm_engine()
+        running: dict[Future[RunReport], tuple[TableSchedule, Action]] = {}
+        with ThreadPoolExecutor(self.parallel, thread_name_prefix="gluon-run") as pool:
+            while not stop.is_set():
+                now = self.clock()
+                busy = {(schedule.table.key, action) for schedule, action in running.values()}
+                for schedule, action in due_runs(
+                    schedules, now, busy, self.parallel - len(running)
+                ):
+                    future = pool.submit(self._run, schedule.table, action, now, stop)
+                    running[future] = (schedule, action)
+                if running:
+                    done, _ = wait(list(running), timeout=TICK_SECONDS, return_when=FIRST_COMPLETED)
+                    for future in done:
+                        self._ended(running.pop(future), future.result())
+                else:
+                    stop.wait(TICK_SECONDS)
+            if running:
+                log.info("stopping: waiting for %d running runs to end", len(running))
+            for future in list(running):
+                self._ended(running.pop(future), future.result())
+        return self.totals
+
+    def _warm_engine(self) -> None:
+        """Start the embedded engine before the first run needs it (it stays up)."""
+        if self.settings.engine is not EngineKind.SAIL:
+            return
+        try:
+            with open_session(self.settings):
+                pass
+        except GluonError as exc:  # each run reports it again, as its own failure
+            log.warning("the lake engine did not start: %s", exc)
+
+    def _ended(self, started: tuple[TableSchedule, Action], report: RunReport) -> None:
+        schedule, action = started
+        if action is Action.EXTRACTION:
+            schedule.extraction_ran(report.started)
+        else:
+            schedule.compaction_ran(
+                report.started,
+                completed=report.outcome == Outcome.SUCCESS,
+                unfinished=report.compaction_unfinished,
+            )
+        self.totals.add(report)
+        if self.metrics is not None:
+            self.metrics.run_ended(
+                report.table_key, action.value, report.outcome, report.failed, report.shipped
+            )
+
+    def _run(
+        self, table: TableConfig, action: Action, started: dt.datetime, stop: threading.Event
+    ) -> RunReport:
+        report = RunReport(table.key, action, started)
+        began = time.monotonic()
+        try:
+            if action is Action.EXTRACTION:
+                self._extract(table, report, stop)
+            else:
+                self._compact(table, report)
+        except LockHeldError as exc:
+            report.outcome, report.detail = Outcome.LOCKED, str(exc)
+        except GluonError as exc:
+            report.outcome, report.detail = Outcome.FAILED, str(exc)
+        except Exception as exc:  # a run's bug must not end the service: logged with its trace
+            log.exception("%s of %s failed unexpectedly", action.value, table.key)
+            report.outcome = Outcome.FAILED
+            report.detail = f"unexpected {type(exc).__name__}: {first_line(exc)}"
+        if action is Action.COMPACTION and report.outcome != Outcome.SUCCESS:
+            report.compaction_unfinished = self._compaction_open(table.key)
+        report.seconds = time.monotonic() - began
+        line = report.line()
+        if report.failed:
+            log.error("%s", line)
+        else:
+            log.info("%s", line)
+        self.announce(line)
+        return report
+
+    def _extract(self, table: TableConfig, report: RunReport, stop: threading.Event) -> None:
+        from gluon.extract import run_extraction
+
+        result = run_extraction(
+            self.settings, table.ref, batch_size=table.batch_size, stopping=stop.is_set
+        )
+        report.read, report.shipped = result.rows_read, result.rows_written
+        if result.rows_read == 0:
+            report.outcome = Outcome.NOTHING_TO_DO
+
+    def _compact(self, table: TableConfig, report: RunReport) -> None:
+        from gluon.compact import run_compaction
+
+        schedule = table.compaction
+        assert schedule is not None
+        options = CompactionOptions(
+            table=table.ref,
+            method=schedule.method,
+            delta_threshold=schedule.delta_threshold,
+            wait_minutes=schedule.wait_minutes,
+            retain_obsolete_objects=schedule.retain_obsolete_objects,
+            without_snapshot=schedule.without_snapshot,
+            vacuum_retention_hours=schedule.vacuum_retention_hours,
+            acknowledgement_timeout_seconds=schedule.acknowledgement_timeout_seconds,
+        )
+        result = run_compaction(
+            self.settings,
+            options,
+            warn=lambda message: log.warning("%s: %s", table.key, message),
+            waiting=lambda message: log.info("%s", message),
+        )
+        report.compacted = result.changes
+        if result.nothing_to_do:
+            report.outcome, report.detail = Outcome.NOTHING_TO_DO, result.message
+
+    def _compaction_open(self, table_key: str) -> bool:
+        try:
+            return Repository(self.settings.repo_url).compaction.open_run(table_key) is not None
+        except GluonError:
+            return True  # unknown: try to resume at the next attempt (resuming is safe)
+
+    def _refresh_lag(self, stop: threading.Event) -> None:
+        assert self.metrics is not None
+        while not stop.is_set():
+            try:
+                repo = Repository(self.settings.repo_url)
+                counter = ChangelogCounter(self.settings.source_url, self.settings.source_timeouts)
+                for table in self.config.tables:
+                    record = repo.get_table(table.key)
+                    if record is not None:
+                        self.metrics.lag(table.key, table_lag(repo, record, counter, self.clock()))
+            except Exception:  # gauges go stale, the service goes on
+                log.warning("reading the lag of the tables failed", exc_info=True)
+            stop.wait(LAG_REFRESH_SECONDS)
