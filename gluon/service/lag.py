@@ -1,8 +1,8 @@
 """How far behind its source each table's lake is, for the service's gauges.
 
-The one place the service reads lag: everything comes from the status collection
-(``gluon.status``), so a richer status record (the age of the oldest pending change,
-the last source-to-lake latency) reaches the metrics by changing only :func:`table_lag`.
+The one place the service reads lag: the same figures as status (``gluon.status``: the
+backlog, the age of the oldest pending change, the last source-to-lake latency), read
+through one source connection per refresh, plus the time since the last extraction.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ def table_lag(
     state = repo.incremental.get_state(record.table_key)
     if state is None:
         return TableLag(None, None)
-    backlog = counter.backlog(record, state).rows
+    backlog = counter.backlog(record, state)
+    measured = counter.lag(repo, state, backlog)
     last = repo.incremental.extraction_totals(record.table_key, state.enablement_id).last_success_at
-    return TableLag(backlog, None if last is None else max((at - last).total_seconds(), 0.0))
+    return TableLag(
+        backlog.rows,
+        None if last is None else max((at - last).total_seconds(), 0.0),
+        measured.oldest_pending_age_seconds,
+        measured.last_latency_seconds,
+    )

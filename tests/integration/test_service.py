@@ -277,6 +277,8 @@ def test_the_service_keeps_twenty_tables_in_step_through_a_stop_and_a_restart(
             >= 1
         )
         assert ("gluon_table_backlog_changes", (("table", key),)) in samples
+        # The writer keeps changes pending: their age is known (status's lag figures).
+        assert ("gluon_table_oldest_pending_change_age_seconds", (("table", key),)) in samples
         assert (
             "gluon_service_failures_total",
             (("action", "extraction"), ("table", key)),
