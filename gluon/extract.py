@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import pyarrow as pa
@@ -29,7 +30,7 @@ from gluon.errors import GluonError, StateError, UsageError
 from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
-from gluon.lake import tables
+from gluon.lake import merge, tables
 from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.locks import extraction_lock
@@ -40,8 +41,9 @@ from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
+from gluon.schema import lake_column
 from gluon.schema_changes import carry_changes
-from gluon.states import ExtractionStatus
+from gluon.states import ExtractionStatus, MergeMode
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,8 @@ class ExtractionResult:
     seconds: float = 0.0
     screen: Screen | None = None
     """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
+    lake_versions: list[int] = field(default_factory=list)
+    """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
 
 
 NOT_ENABLED_HINT = (
@@ -177,15 +181,26 @@ def _ship(
         return
     with ExitStack() as stack:
         session: LakeSession | None = None
+
+        def lake() -> LakeSession:
+            nonlocal session
+            if session is None:
+                session = stack.enter_context(open_session(settings))
+                tables.register_table(session, state.delta_table, state.delta_path)
+            return session
+
+        shipping = (
+            _MergeImmediately(lake, feed, record, state, result)
+            if state.merge_mode == MergeMode.IMMEDIATE
+            else _AppendToDeltaTable(lake, feed, record, state, result)
+        )
         task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
+        shipping.resume()
         while True:
             changes = feed.read(batch_size)
             if changes.num_rows == 0:
                 break
-            if session is None:
-                session = stack.enter_context(open_session(settings))
-                tables.register_table(session, state.delta_table, state.delta_path)
-            fresh = retry_commit(partial(_append, session, feed, record, state, result, changes))
+            fresh = shipping.ship(changes)
             fault_point("extract.after_delta_commit")
             feed.done(changes)
             result.rows_read += changes.num_rows
@@ -203,6 +218,93 @@ def _ship(
             )
             if changes.num_rows < batch_size:
                 break
+
+
+@dataclass(slots=True)
+class _AppendToDeltaTable:
+    """Merge mode DEFERRED: append each batch to the delta table (the views merge it)."""
+
+    lake: Callable[[], LakeSession]
+    feed: ChangeFeed
+    record: OffloadedTable
+    state: IncrementalState
+    result: ExtractionResult
+
+    def resume(self) -> None:
+        """Nothing to finish first: a batch a dead run appended is skipped by its gl_seq."""
+
+    def ship(self, changes: pa.Table) -> int:
+        """Append ``changes`` not yet in the lake in one commit; return how many."""
+        session = self.lake()
+        return int(
+            retry_commit(
+                partial(_append, session, self.feed, self.record, self.state, self.result, changes)
+            )
+        )
+
+
+@dataclass(slots=True)
+class _MergeImmediately:
+    """Merge mode IMMEDIATE: stage each batch, merge it into the base table in one Delta
+    commit that records the batch (see ``gluon.lake.merge``)."""
+
+    lake: Callable[[], LakeSession]
+    feed: ChangeFeed
+    record: OffloadedTable
+    state: IncrementalState
+    result: ExtractionResult
+
+    def resume(self) -> None:
+        """Finish the batch a dead run staged: merge it unless the base table applied it,
+        then remove its changes from the changelog (again, if that was done already)."""
+        staged = merge.staged_batch(self.state.delta_path)
+        if staged is None:
+            return
+        self._apply(staged)
+        self.feed.done(staged.rows)
+        log.info("finished staged batch %d of an interrupted run", staged.version)
+
+    def ship(self, changes: pa.Table) -> int:
+        """Stage ``changes`` and merge them; return how many changes the merge applied."""
+        session = self.lake()
+        self.feed.shipping(changes)
+        if self.result.screen is not None:
+            changes = self.result.screen(session, changes)
+            insert_only = True
+        else:
+            keys = [lake_column(key) for key in self.state.key_columns]
+            changes = merge.latest_per_key(changes, keys)
+            insert_only = False
+        if changes.num_rows == 0:
+            return 0
+        staged = merge.stage_batch(
+            session,
+            self.state.delta_path,
+            self.record.columns,
+            self.record.partitioning,
+            changes,
+            extraction_id=self.result.run_id,
+        )
+        fault_point("extract.after_stage")
+        self._apply(staged, insert_only=insert_only)
+        return int(staged.rows.num_rows)
+
+    def _apply(self, staged: merge.StagedBatch, *, insert_only: bool | None = None) -> None:
+        applied = merge.applied_batch(self.record.base_path, self.state.table_key)
+        if applied is not None and applied >= staged.version:
+            return  # a dead run merged it: the base table recorded the batch in that commit
+        if insert_only is None:
+            insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
+        fault_point("extract.before_merge_commit")
+        version = merge.merge_batch(
+            self.record.base_path,
+            self.state.table_key,
+            [lake_column(key) for key in self.state.key_columns],
+            staged,
+            insert_only=insert_only,
+        )
+        fault_point("extract.after_merge_commit")
+        self.result.lake_versions.append(version)
 
 
 def _append(
