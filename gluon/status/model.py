@@ -62,6 +62,21 @@ class ExtractionStatus:
     """Its status is live: ``interrupted`` when recorded running and no process holds its lock."""
     recent_runs: tuple[ExtractionRun, ...]
     """Newest first."""
+    merge_mode: str = states.MergeMode.DEFERRED.value
+    merged_versions: tuple[MergedVersion, ...] = ()
+    """Merge mode IMMEDIATE: the base table's versions written by recent extractions, newest
+    first."""
+    read_back: str | None = None
+    """Merge mode IMMEDIATE: how to read one of ``merged_versions`` back (without gluon)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergedVersion:
+    """One Delta version of the base table an extraction's merge wrote (IMMEDIATE mode)."""
+
+    version: int
+    extraction_id: int | None
+    committed_at: dt.datetime | None
 
 
 @dataclass(frozen=True, slots=True)

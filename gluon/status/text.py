@@ -95,6 +95,7 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ),
         ("Most recent extraction time", when(extraction.last_extraction_at)),
         ("Extraction method", extraction.method),
+        ("Merge mode", _merge_mode(extraction)),
         ("Changes waiting in the changelog", waiting),
         *[
             ("Capture stopped", problem)
@@ -109,10 +110,24 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
     if extraction.last_run is not None:
         pairs.append(("Last extraction run", _extraction_run(extraction.last_run)))
     extra: list[str] = []
+    if extraction.merged_versions:
+        extra += ["", "Base table versions written by recent extractions (newest first):"]
+        extra += [
+            f"  version {merged.version} by run #{merged.extraction_id}, "
+            f"committed {when(merged.committed_at)}"
+            for merged in extraction.merged_versions
+        ]
+        extra.append(f"  read one back with {extraction.read_back}")
     if verbose and extraction.recent_runs:
-        extra = ["", "Recent extraction runs (newest first):"]
+        extra += ["", "Recent extraction runs (newest first):"]
         extra += [f"  {_extraction_run(run)}" for run in extraction.recent_runs]
     return _section("Change extraction status", pairs, extra)
+
+
+def _merge_mode(extraction: ExtractionStatus) -> str:
+    if extraction.merge_mode == "IMMEDIATE":
+        return "IMMEDIATE (each extraction merges into the base table; no views, no delta table)"
+    return f"{extraction.merge_mode} (delta table and views, merged by compaction)"
 
 
 def _drift(status: TableStatus) -> str:
