@@ -269,32 +269,29 @@ class _MergeImmediately:
         session = self.lake()
         self.feed.shipping(changes)
         if self.result.screen is not None:
-            changes = self.result.screen(session, changes)
-            insert_only = True
+            let_in = self.result.screen(session, changes).column("gl_seq")
+            applied = pc.is_in(changes.column("gl_seq"), value_set=let_in.combine_chunks())
         else:
             keys = [lake_column(key) for key in self.state.key_columns]
-            changes = merge.latest_per_key(changes, keys)
-            insert_only = False
-        if changes.num_rows == 0:
-            return 0
+            applied = merge.latest_per_key(changes, keys)
         staged = merge.stage_batch(
             session,
             self.state.delta_path,
             self.record.columns,
             self.record.partitioning,
             changes,
+            applied=applied,
             extraction_id=self.result.run_id,
         )
         fault_point("extract.after_stage")
-        self._apply(staged, insert_only=insert_only)
-        return int(staged.rows.num_rows)
+        self._apply(staged)
+        return int(pc.sum(applied).as_py() or 0)
 
-    def _apply(self, staged: merge.StagedBatch, *, insert_only: bool | None = None) -> None:
+    def _apply(self, staged: merge.StagedBatch) -> None:
         applied = merge.applied_batch(self.record.base_path, self.state.table_key)
         if applied is not None and applied >= staged.version:
             return  # a dead run merged it: the base table recorded the batch in that commit
-        if insert_only is None:
-            insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
+        insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
         fault_point("extract.before_merge_commit")
         version = merge.merge_batch(
             self.record.base_path,

@@ -54,7 +54,9 @@ EXTRACTION_ID_KEY = "gluon.extraction_id"
 """Commit metadata of a merge: the extraction run that wrote it."""
 BATCH_KEY = "gluon.staged_batch"
 """Commit metadata of a merge: the staging table version it applied."""
-STAGE_COLUMNS = ("gl_seq", "gl_op", "gl_extraction_id", PARTITION_COLUMN)
+APPLIED_COLUMN = Column("gl_applied", "gluon", "boolean")
+"""Staging table: whether the merge applies the change (else it is only removed from the
+changelog: an older change of the same key, an insert the insert-only screen refused)."""
 
 
 def app_id(table_key: str) -> str:
@@ -95,21 +97,19 @@ def applied_batch(base_path: str, table_key: str) -> int | None:
     return None if version is None else int(version)
 
 
-def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Table:
-    """The change with the highest ``gl_seq`` of each key (NULL keys equal each other)."""
-    if changes.num_rows == 0:
-        return changes
+def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
+    """For each change, whether it is the one with the highest ``gl_seq`` of its key (NULL
+    keys equal each other): the only one of the key the merge applies."""
     order = pc.sort_indices(changes, sort_keys=[("gl_seq", "descending")]).to_pylist()
     key_values = list(zip(*(changes.column(key).to_pylist() for key in keys), strict=True))
     seen: set[tuple[Any, ...]] = set()
-    kept = []
+    latest = [False] * changes.num_rows
     for index in order:
         value = key_values[index]
         if value not in seen:
             seen.add(value)
-            kept.append(index)
-    kept.sort()
-    return changes.take(pa.array(kept, pa.int64()))
+            latest[index] = True
+    return pa.array(latest, pa.bool_())
 
 
 def stage_batch(
@@ -119,15 +119,25 @@ def stage_batch(
     partitioning: tuple[PartitionColumn, ...],
     changes: pa.Table,
     *,
+    applied: pa.Array,
     extraction_id: int,
 ) -> StagedBatch:
     """Replace the staging table's rows with ``changes`` (table columns + gl_seq + gl_op) and
-    the base table's partition columns, in one commit; return the batch it holds now."""
+    the base table's partition columns, in one commit; return the batch it holds now.
+
+    Every change read is staged, so a re-run removes exactly them from the changelog;
+    ``applied`` marks those the merge applies (the latest of each key, the inserts an
+    insert-only screen let through).
+    """
     count = changes.num_rows
-    changes = changes.append_column(
-        "gl_extraction_id", pa.array([extraction_id] * count, pa.int64())
-    ).append_column(PARTITION_COLUMN, pa.array([0] * count, pa.int32()))
-    frame = session.spark.createDataFrame(changes, schema=struct_type(delta_columns(columns)))
+    changes = (
+        changes.append_column("gl_extraction_id", pa.array([extraction_id] * count, pa.int64()))
+        .append_column(PARTITION_COLUMN, pa.array([0] * count, pa.int32()))
+        .append_column(APPLIED_COLUMN.name, applied)
+    )
+    frame = session.spark.createDataFrame(
+        changes, schema=struct_type((*delta_columns(columns), APPLIED_COLUMN))
+    )
     derived = [f"{part.expression} AS {quote_part(part.lake_column)}" for part in partitioning]
     if derived:
         frame = frame.selectExpr("*", *derived)
@@ -160,6 +170,7 @@ def merge_batch(
 
     base = DeltaTable(base_path)
     names = [field.name for field in base.schema().fields]
+    rows = batch.rows.filter(pc.field(APPLIED_COLUMN.name))
     properties = CommitProperties(
         app_transactions=[Transaction(app_id(table_key), batch.version)],
         custom_metadata={
@@ -168,10 +179,10 @@ def merge_batch(
         },
     )
     if insert_only:
-        rows = batch.rows.select(names).cast(pa.schema(base.schema().to_arrow()))
-        write_deltalake(base, rows, mode="append", commit_properties=properties)
+        appended = rows.select(names).cast(pa.schema(base.schema().to_arrow()))
+        write_deltalake(base, appended, mode="append", commit_properties=properties)
     else:
-        source = batch.rows.select([*names, "gl_op"])
+        source = rows.select([*names, "gl_op"])
         values = {_quoted(name): f"gl_new.{_quoted(name)}" for name in names}
         kept = "gl_new.gl_op <> 'D'"
         (
