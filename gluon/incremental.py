@@ -281,10 +281,11 @@ def _refuse_mode_switch(existing: IncrementalState, wanted: MergeMode | None) ->
     Raises:
         StateError: ``wanted`` is another mode than the table's (how to switch).
     """
-    if wanted is None or wanted.value == existing.merge_mode:
+    current = existing.merge_mode or MergeMode.DEFERRED.value  # a row older than the column
+    if wanted is None or wanted.value == current:
         return
     raise StateError(
-        f"{existing.table_key} uses --incremental-merge-mode={existing.merge_mode}: to switch "
+        f"{existing.table_key} uses --incremental-merge-mode={current}: to switch "
         f"to {wanted.value}, disable incremental update (--incremental-updates-disabled) and "
         "enable it again with the new mode"
     )

@@ -56,7 +56,7 @@ incremental_state = sa.Table(
     sa.Column("shipped_seq", sa.BigInteger),
     sa.Column("enablement_id", sa.Integer),
     # Revision 0010: DEFERRED (delta table, views, compaction) or IMMEDIATE (merged per batch).
-    sa.Column("merge_mode", sa.String(20), nullable=False, server_default="DEFERRED"),
+    sa.Column("merge_mode", sa.String(20), server_default="DEFERRED"),
 )
 
 extraction_runs = sa.Table(

@@ -270,9 +270,9 @@ def _with_merges(
         merge_mode=MergeMode.IMMEDIATE.value,
         merged_versions=merges,
         read_back=(
-            f"deltalake.DeltaTable({record.base_path!r}, version=N), "
-            f"polars.read_delta({record.base_path!r}, version=N), or in gluon query: "
-            f"SELECT * FROM delta.`{record.base_path}` VERSION AS OF N"
+            f"deltalake.DeltaTable({record.base_path!r}, version=N).to_pyarrow_table() "
+            f"or polars.read_delta({record.base_path!r}, version=N) (versions older than "
+            "the vacuum retention of the last compaction are gone)"
         ),
     )
 

@@ -17,5 +17,5 @@ down_revision = "0009"
 def upgrade() -> None:
     add_column_if_missing(
         "incremental_state",
-        sa.Column("merge_mode", sa.String(20), nullable=False, server_default="DEFERRED"),
+        sa.Column("merge_mode", sa.String(20), server_default="DEFERRED"),
     )
