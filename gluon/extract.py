@@ -211,10 +211,11 @@ def _ship(
             result.max_seq = high if result.max_seq is None else max(result.max_seq, high)
             task.advance(changes.num_rows)
             log.info(
-                "shipped %d changes (%d already in the lake) to control partition %d",
+                "shipped %d changes (%d %s) to %s",
                 changes.num_rows,
                 changes.num_rows - fresh,
-                result.control_partition,
+                shipping.left_out,
+                shipping.destination,
             )
             if changes.num_rows < batch_size:
                 break
@@ -229,6 +230,12 @@ class _AppendToDeltaTable:
     record: OffloadedTable
     state: IncrementalState
     result: ExtractionResult
+
+    left_out = "already in the lake"
+
+    @property
+    def destination(self) -> str:
+        return f"control partition {self.result.control_partition}"
 
     def resume(self) -> None:
         """Nothing to finish first: a batch a dead run appended is skipped by its gl_seq."""
@@ -253,6 +260,12 @@ class _MergeImmediately:
     record: OffloadedTable
     state: IncrementalState
     result: ExtractionResult
+
+    left_out = "superseded in the batch or refused"
+
+    @property
+    def destination(self) -> str:
+        return f"the base table {self.record.base_path}"
 
     def resume(self) -> None:
         """Finish the batch a dead run staged: merge it unless the base table applied it,
@@ -414,9 +427,18 @@ def extraction_plan(
     steps = [
         ("read", f"read {changes} of {ref.key}, lowest gl_seq first, {batch_size} per batch"),
         (
-            "append",
-            f"append them to {state.delta_table} (control partition {partition}), one Delta "
-            "commit per batch, skipping any already there",
+            (
+                "merge",
+                f"stage each batch in {state.delta_table}, then merge it into the base table "
+                f"{record.base_path} (the latest change per key; insert-only methods append), "
+                "one Delta commit per batch recording it, so a re-run never applies it twice",
+            )
+            if state.merge_mode == MergeMode.IMMEDIATE
+            else (
+                "append",
+                f"append them to {state.delta_table} (control partition {partition}), one "
+                "Delta commit per batch, skipping any already there",
+            )
         ),
         ("done", "mark them shipped in the source (the changelog rows read are deleted)"),
     ]

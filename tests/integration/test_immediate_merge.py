@@ -263,3 +263,28 @@ def test_switching_modes_is_refused_and_disable_keeps_the_base_table(
     assert read_with_deltalake(_base_path(source)) == workload.expected
     assert storage.delta_version(state.delta_path) is None, "the staging table is left"
     assert lake_state(source.schema) == workload.expected
+
+
+def test_insert_only_method_appends_and_the_plan_says_merge(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG_INSERT", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG_INSERT", IMMEDIATE)
+    path = _base_path(source)
+    for _ in range(3):
+        workload.round(12)
+        plan = run_cli("offload", "-t", source.table, "--incremental-run-extraction")
+        assert plan.exit_code == 0 and "merge it into the base table" in plan.stdout, plan.stdout
+        extract(run_cli, source)
+        assert read_with_deltalake(path) == workload.expected
+    assert read_with_polars(path) == workload.source_rows()
+    operations = {
+        entry["operation"] for entry in DeltaTable(path).history() if "gluon.staged_batch" in entry
+    }
+    assert operations == {"WRITE"}, operations
