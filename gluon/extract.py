@@ -301,14 +301,15 @@ class _MergeImmediately:
         return int(pc.sum(applied).as_py() or 0)
 
     def _apply(self, staged: merge.StagedBatch) -> None:
-        applied = merge.applied_batch(self.record.base_path, self.state.table_key)
+        writer = merge.app_id(self.state.table_key, self.state.enablement_id)
+        applied = merge.applied_batch(self.record.base_path, writer)
         if applied is not None and applied >= staged.version:
             return  # a dead run merged it: the base table recorded the batch in that commit
         insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
         fault_point("extract.before_merge_commit")
         version = merge.merge_batch(
             self.record.base_path,
-            self.state.table_key,
+            writer,
             [lake_column(key) for key in self.state.key_columns],
             staged,
             insert_only=insert_only,

@@ -4,7 +4,8 @@ A batch is first written, whole, to the staging table in the load schema (the
 location the DEFERRED mode uses for its delta table), one Delta commit that
 gives the batch its number: the staging table's version. The merge into the
 base table is one Delta commit carrying a Delta transaction identifier
-(``app_id`` = ``gluon:<table key>``, ``version`` = that staging version), so
+(``app_id`` = ``gluon:<table key>:<enablement id>``, ``version`` = that staging
+version), so
 the base table itself records which batch it applied last. A re-run after a
 crash looks at the staging table first: a staged batch the base has not
 applied is merged (the same batch, never a newer read of the changelog), one
@@ -59,9 +60,13 @@ APPLIED_COLUMN = Column("gl_applied", "gluon", "boolean")
 changelog: an older change of the same key, an insert the insert-only screen refused)."""
 
 
-def app_id(table_key: str) -> str:
-    """The Delta transaction identifier under which the base table records its batches."""
-    return APP_ID_PREFIX + table_key
+def app_id(table_key: str, enablement_id: int | None) -> str:
+    """The Delta transaction identifier under which the base table records its batches.
+
+    Per enablement: a re-enabled table has a new staging table whose versions start
+    again from 0, while the base table keeps the versions the last enabling recorded.
+    """
+    return f"{APP_ID_PREFIX}{table_key}:{enablement_id}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +94,12 @@ def staged_batch(stage_path: str) -> StagedBatch | None:
     return StagedBatch(version, rows)
 
 
-def applied_batch(base_path: str, table_key: str) -> int | None:
-    """The last staging version the base table applied (None: none yet)."""
+def applied_batch(base_path: str, writer: str) -> int | None:
+    """The last staging version the base table applied for ``writer`` (an :func:`app_id`;
+    None: none yet)."""
     from deltalake import DeltaTable
 
-    version = DeltaTable(base_path).transaction_version(app_id(table_key))
+    version = DeltaTable(base_path).transaction_version(writer)
     return None if version is None else int(version)
 
 
@@ -153,7 +159,7 @@ def stage_batch(
 
 def merge_batch(
     base_path: str,
-    table_key: str,
+    writer: str,
     keys: Sequence[str],
     batch: StagedBatch,
     *,
@@ -172,7 +178,7 @@ def merge_batch(
     names = [field.name for field in base.schema().fields]
     rows = batch.rows.filter(pc.field(APPLIED_COLUMN.name))
     properties = CommitProperties(
-        app_transactions=[Transaction(app_id(table_key), batch.version)],
+        app_transactions=[Transaction(writer, batch.version)],
         custom_metadata={
             EXTRACTION_ID_KEY: str(batch.extraction_id),
             BATCH_KEY: str(batch.version),

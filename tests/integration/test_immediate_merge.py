@@ -110,7 +110,9 @@ def test_immediate_extraction_matches_the_source_read_without_gluon(
         assert read_with_polars(path) == expected, f"round {round_number}: polars"
     assert lake_state(source.schema) == workload.expected, "gluon's own session"
     assert_never_backwards(path)
-    applied = DeltaTable(path).transaction_version(app_id(source.table.upper()))
+    state = Repository(load_settings().repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    applied = DeltaTable(path).transaction_version(app_id(state.table_key, state.enablement_id))
     assert applied is not None
 
 
@@ -263,6 +265,13 @@ def test_switching_modes_is_refused_and_disable_keeps_the_base_table(
     assert read_with_deltalake(_base_path(source)) == workload.expected
     assert storage.delta_version(state.delta_path) is None, "the staging table is left"
     assert lake_state(source.schema) == workload.expected
+
+    # Enabled again: a new staging table whose versions start from 0 again, while the base
+    # table still holds the transaction versions of the first enabling.
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    workload.round(20)
+    extract(run_cli, source)
+    assert read_with_deltalake(_base_path(source)) == workload.expected
 
 
 def test_insert_only_method_appends_and_the_plan_says_merge(
