@@ -270,12 +270,13 @@ class _MergeImmediately:
     def resume(self) -> None:
         """Finish the batch a dead run staged: merge it unless the base table applied it,
         then remove its changes from the changelog (again, if that was done already)."""
-        staged = merge.staged_batch(self.state.delta_path)
+        # Usually the last run's batch, merged and done: only its gl_seq are read then.
+        staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq"])
         if staged is None:
             return
         self._apply(staged)
         self.feed.done(staged.rows)
-        log.info("finished staged batch %d of an interrupted run", staged.version)
+        log.debug("staged batch %d is in the base table and out of the changelog", staged.version)
 
     def ship(self, changes: pa.Table) -> int:
         """Stage ``changes`` and merge them; return how many changes the merge applied."""
@@ -305,6 +306,9 @@ class _MergeImmediately:
         applied = merge.applied_batch(self.record.base_path, writer)
         if applied is not None and applied >= staged.version:
             return  # a dead run merged it: the base table recorded the batch in that commit
+        if "gl_op" not in staged.rows.column_names:
+            staged = staged.complete(self.state.delta_path)
+            log.info("merging batch %d, staged by an interrupted run", staged.version)
         insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
         fault_point("extract.before_merge_commit")
         version = merge.merge_batch(

@@ -76,19 +76,30 @@ class StagedBatch:
     version: int
     rows: pa.Table
 
+    def complete(self, stage_path: str) -> StagedBatch:
+        """The same batch with every column (a merge needs them all)."""
+        from deltalake import DeltaTable
+
+        return StagedBatch(
+            self.version, DeltaTable(stage_path, version=self.version).to_pyarrow_table()
+        )
+
     @property
     def extraction_id(self) -> int:
         return int(self.rows.column("gl_extraction_id")[0].as_py())
 
 
-def staged_batch(stage_path: str) -> StagedBatch | None:
-    """The batch the staging table holds (None: no table, or an empty one)."""
+def staged_batch(stage_path: str, columns: Sequence[str] | None = None) -> StagedBatch | None:
+    """The batch the staging table holds, with only ``columns`` if given (None: no table, or
+    an empty one)."""
     from deltalake import DeltaTable
 
     version = storage.delta_version(stage_path)
     if version is None:
         return None
-    rows = DeltaTable(stage_path, version=version).to_pyarrow_table()
+    rows = DeltaTable(stage_path, version=version).to_pyarrow_table(
+        columns=None if columns is None else list(columns)
+    )
     if rows.num_rows == 0:
         return None
     return StagedBatch(version, rows)
