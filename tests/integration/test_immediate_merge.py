@@ -297,3 +297,26 @@ def test_insert_only_method_appends_and_the_plan_says_merge(
         entry["operation"] for entry in DeltaTable(path).history() if "gluon.staged_batch" in entry
     }
     assert operations == {"WRITE"}, operations
+
+
+def test_a_column_added_in_the_source_reaches_the_base_table(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    workload.round(5)
+    extract(run_cli, source)
+    key = min(workload.source_rows())  # a row that exists, whatever the seed
+    with workload.engine.begin() as db:
+        db.exec_driver_sql("ALTER TABLE items ADD COLUMN extra VARCHAR(10)")
+        db.exec_driver_sql(f"UPDATE items SET extra = 'x' WHERE id = {key}")
+    extract(run_cli, source)
+    rows = DeltaTable(_base_path(source)).to_pyarrow_table().to_pylist()
+    extra = {row["id"]: row["extra"] for row in rows}
+    assert extra[key] == "x" and {value for k, value in extra.items() if k != key} <= {None}
