@@ -2,7 +2,8 @@
 
 A table without incremental update: base table + user view. With it: base
 table, delta table, internal delta view of the current generation, and the
-user view over that internal view. ``gluon query`` registers only the tables its
+user view over that internal view. In merge mode IMMEDIATE the base table itself is
+registered under the user view's name (no views). ``gluon query`` registers only the tables its
 statement names (``named_in``): each registration costs the engine round trips.
 """
 
@@ -23,6 +24,7 @@ from gluon.naming import TableRef, lake_names
 from gluon.offload import OFFLOADED, register_user_view
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
+from gluon.states import MergeMode
 
 log = logging.getLogger(__name__)
 RETAINED_NAME = re.compile(r"[^.\s()]+\.[^.\s()]+")
@@ -61,7 +63,11 @@ def register_incremental_views(
 def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
     """Register one offloaded table's views (and the objects compactions kept) in ``session``."""
     state = repo.incremental.get_state(record.table_key)
-    if state is not None and state.status == ENABLED:
+    if state is not None and state.status == ENABLED and state.merge_mode == MergeMode.IMMEDIATE:
+        # No views: the base table, current after every extraction, under the user's name.
+        tables.register_table(session, record.base_table, record.base_path)
+        tables.register_table(session, record.user_view, record.base_path)
+    elif state is not None and state.status == ENABLED:
         register_incremental_views(session, record, state)
     else:
         register_user_view(session, record)

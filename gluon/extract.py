@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 import pyarrow as pa
@@ -30,7 +30,7 @@ from gluon.errors import GluonError, StateError, UsageError
 from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
-from gluon.lake import tables
+from gluon.lake import merge, tables
 from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.locks import extraction_lock
@@ -41,8 +41,9 @@ from gluon.progress import NullProgress, Progress
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
+from gluon.schema import lake_column
 from gluon.schema_changes import carry_changes
-from gluon.states import ExtractionStatus
+from gluon.states import ExtractionStatus, MergeMode
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,8 @@ class ExtractionResult:
     seconds: float = 0.0
     screen: Screen | None = None
     """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
+    lake_versions: list[int] = field(default_factory=list)
+    """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
 
 
 NOT_ENABLED_HINT = (
@@ -194,15 +197,26 @@ def _ship(
         return
     with ExitStack() as stack:
         session: LakeSession | None = None
+
+        def lake() -> LakeSession:
+            nonlocal session
+            if session is None:
+                session = stack.enter_context(open_session(settings))
+                tables.register_table(session, state.delta_table, state.delta_path)
+            return session
+
+        shipping = (
+            _MergeImmediately(lake, feed, record, state, result)
+            if state.merge_mode == MergeMode.IMMEDIATE
+            else _AppendToDeltaTable(lake, feed, record, state, result)
+        )
         task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
+        shipping.resume()
         while True:
             changes = feed.read(batch_size)
             if changes.num_rows == 0:
                 break
-            if session is None:
-                session = stack.enter_context(open_session(settings))
-                tables.register_table(session, state.delta_table, state.delta_path)
-            fresh = retry_commit(partial(_append, session, feed, record, state, result, changes))
+            fresh = shipping.ship(changes)
             fault_point("extract.after_delta_commit")
             feed.done(changes)
             result.rows_read += changes.num_rows
@@ -213,10 +227,11 @@ def _ship(
             result.max_seq = high if result.max_seq is None else max(result.max_seq, high)
             task.advance(changes.num_rows)
             log.info(
-                "shipped %d changes (%d already in the lake) to control partition %d",
+                "shipped %d changes (%d %s) to %s",
                 changes.num_rows,
                 changes.num_rows - fresh,
-                result.control_partition,
+                shipping.left_out,
+                shipping.destination,
             )
             if changes.num_rows < batch_size:
                 break
@@ -227,6 +242,107 @@ def _ship(
 
 def _never() -> bool:
     return False
+
+
+@dataclass(slots=True)
+class _AppendToDeltaTable:
+    """Merge mode DEFERRED: append each batch to the delta table (the views merge it)."""
+
+    lake: Callable[[], LakeSession]
+    feed: ChangeFeed
+    record: OffloadedTable
+    state: IncrementalState
+    result: ExtractionResult
+
+    left_out = "already in the lake"
+
+    @property
+    def destination(self) -> str:
+        return f"control partition {self.result.control_partition}"
+
+    def resume(self) -> None:
+        """Nothing to finish first: a batch a dead run appended is skipped by its gl_seq."""
+
+    def ship(self, changes: pa.Table) -> int:
+        """Append ``changes`` not yet in the lake in one commit; return how many."""
+        session = self.lake()
+        return int(
+            retry_commit(
+                partial(_append, session, self.feed, self.record, self.state, self.result, changes)
+            )
+        )
+
+
+@dataclass(slots=True)
+class _MergeImmediately:
+    """Merge mode IMMEDIATE: stage each batch, merge it into the base table in one Delta
+    commit that records the batch (see ``gluon.lake.merge``)."""
+
+    lake: Callable[[], LakeSession]
+    feed: ChangeFeed
+    record: OffloadedTable
+    state: IncrementalState
+    result: ExtractionResult
+
+    left_out = "superseded in the batch or refused"
+
+    @property
+    def destination(self) -> str:
+        return f"the base table {self.record.base_path}"
+
+    def resume(self) -> None:
+        """Finish the batch a dead run staged: merge it unless the base table applied it,
+        then remove its changes from the changelog (again, if that was done already)."""
+        # Usually the last run's batch, merged and done: only its gl_seq are read then.
+        staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq"])
+        if staged is None:
+            return
+        self._apply(staged)
+        self.feed.done(staged.rows)
+        log.debug("staged batch %d is in the base table and out of the changelog", staged.version)
+
+    def ship(self, changes: pa.Table) -> int:
+        """Stage ``changes`` and merge them; return how many changes the merge applied."""
+        session = self.lake()
+        self.feed.shipping(changes)
+        if self.result.screen is not None:
+            let_in = self.result.screen(session, changes).column("gl_seq")
+            applied = pc.is_in(changes.column("gl_seq"), value_set=let_in.combine_chunks())
+        else:
+            keys = [lake_column(key) for key in self.state.key_columns]
+            applied = merge.latest_per_key(changes, keys)
+        staged = merge.stage_batch(
+            session,
+            self.state.delta_path,
+            self.record.columns,
+            self.record.partitioning,
+            changes,
+            applied=applied,
+            extraction_id=self.result.run_id,
+        )
+        fault_point("extract.after_stage")
+        self._apply(staged)
+        return int(pc.sum(applied).as_py() or 0)
+
+    def _apply(self, staged: merge.StagedBatch) -> None:
+        writer = merge.app_id(self.state.table_key, self.state.enablement_id)
+        applied = merge.applied_batch(self.record.base_path, writer)
+        if applied is not None and applied >= staged.version:
+            return  # a dead run merged it: the base table recorded the batch in that commit
+        if "gl_op" not in staged.rows.column_names:
+            staged = staged.complete(self.state.delta_path)
+            log.info("merging batch %d, staged by an interrupted run", staged.version)
+        insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
+        fault_point("extract.before_merge_commit")
+        version = merge.merge_batch(
+            self.record.base_path,
+            writer,
+            [lake_column(key) for key in self.state.key_columns],
+            staged,
+            insert_only=insert_only,
+        )
+        fault_point("extract.after_merge_commit")
+        self.result.lake_versions.append(version)
 
 
 def _append(
@@ -339,9 +455,18 @@ def extraction_plan(
     steps = [
         ("read", f"read {changes} of {ref.key}, lowest gl_seq first, {batch_size} per batch"),
         (
-            "append",
-            f"append them to {state.delta_table} (control partition {partition}), one Delta "
-            "commit per batch, skipping any already there",
+            (
+                "merge",
+                f"stage each batch in {state.delta_table}, then merge it into the base table "
+                f"{record.base_path} (the latest change per key; insert-only methods append), "
+                "one Delta commit per batch recording it, so a re-run never applies it twice",
+            )
+            if state.merge_mode == MergeMode.IMMEDIATE
+            else (
+                "append",
+                f"append them to {state.delta_table} (control partition {partition}), one "
+                "Delta commit per batch, skipping any already there",
+            )
         ),
         ("done", "mark them shipped in the source (the changelog rows read are deleted)"),
     ]

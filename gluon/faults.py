@@ -75,6 +75,10 @@ FAULT_POINTS: tuple[str, ...] = (
     # extraction (gluon/extract.py, gluon/feeds.py)
     "extract.before_delta_commit",
     "extract.after_delta_commit",
+    # merge mode IMMEDIATE (gluon/extract.py): the batch staged, the merge into the base table
+    "extract.after_stage",
+    "extract.before_merge_commit",
+    "extract.after_merge_commit",
     "extract.before_changelog_delete",
     "extract.after_changelog_delete",
     "extract.before_repository_update",

@@ -25,7 +25,7 @@ from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
+from gluon.methods.base import ChangeReader, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -47,6 +47,7 @@ from gluon.repo.incremental import (
 )
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
+from gluon.states import MergeMode
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +64,8 @@ class EnableOptions:
     """Drop and re-create leftover capture objects and delta tables gluon did not make here."""
     recreate_capture_objects: bool = False
     """Re-create the capture objects of an enabled table that are missing (and refresh the rest)."""
+    merge_mode: MergeMode | None = None
+    """``--incremental-merge-mode`` (None: not given; a new enabling is DEFERRED)."""
 
 
 @dataclass(slots=True)
@@ -194,6 +197,14 @@ def _plan_enable(
     resume = existing is not None and (
         existing.status == ENABLING or _enable_interrupted(repo, existing, method.name)
     )
+    if existing is not None:
+        _refuse_mode_switch(existing, options.merge_mode)
+    merge_mode = options.merge_mode or MergeMode.DEFERRED
+    if merge_mode is MergeMode.IMMEDIATE and method.change_reader is not ChangeReader.CHANGELOG:
+        raise UnsupportedError(
+            f"--incremental-merge-mode=IMMEDIATE needs a changelog method; {method.name} reads "
+            "changes by position: use --incremental-merge-mode=DEFERRED"
+        )
     if existing is not None and not resume:
         if existing.method == method.name:
             raise StateError(_already_enabled(settings, existing))
@@ -243,6 +254,7 @@ def _plan_enable(
             source_objects=object_records(objects),
             delta_table=str(names.delta_table),
             delta_path=names.delta_path(settings.lake_root),
+            merge_mode=merge_mode.value,
         )
     )
     _check_delta_table(state.delta_path, marker, options.take_over_objects, resume=resume)
@@ -260,6 +272,22 @@ def _plan_enable(
         resume,
         marker,
         taken_over,
+    )
+
+
+def _refuse_mode_switch(existing: IncrementalState, wanted: MergeMode | None) -> None:
+    """Switching the merge mode of an enabled table goes through disable and re-enable.
+
+    Raises:
+        StateError: ``wanted`` is another mode than the table's (how to switch).
+    """
+    current = existing.merge_mode or MergeMode.DEFERRED.value  # a row older than the column
+    if wanted is None or wanted.value == current:
+        return
+    raise StateError(
+        f"{existing.table_key} uses --incremental-merge-mode={current}: to switch "
+        f"to {wanted.value}, disable incremental update (--incremental-updates-disabled) and "
+        "enable it again with the new mode"
     )
 
 
@@ -332,7 +360,8 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
     steps += [
         Step(
             "create_delta_table",
-            f"create delta table {plan.state.delta_table} at {plan.state.delta_path}",
+            f"create {_delta_table_role(plan.state)} {plan.state.delta_table} at "
+            f"{plan.state.delta_path}",
         ),
         Step("record_enabled", "record incremental update as enabled in the repository"),
     ]
@@ -410,7 +439,17 @@ def _enable_incremental(
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
         f"query {record.user_view} for the latest state"
     )
+    if state.merge_mode == MergeMode.IMMEDIATE:
+        result.message += (
+            f" (merge mode IMMEDIATE: {record.user_view} is the Delta table at "
+            f"{record.base_path}, current after every extraction for any Delta reader)"
+        )
     return result
+
+
+def _delta_table_role(state: IncrementalState) -> str:
+    """What the table at ``state.delta_path`` is: IMMEDIATE mode stages each batch there."""
+    return "staging table" if state.merge_mode == MergeMode.IMMEDIATE else "delta table"
 
 
 def _enable_interrupted(repo: Repository, state: IncrementalState, method: str) -> bool:
@@ -620,7 +659,9 @@ def _disable_incremental(
                 "and --incremental-run-compaction first, or drop them with "
                 "--incremental-discard-changes -x"
             )
-        in_lake = storage.delta_row_count(
+        # IMMEDIATE: the staging table keeps the last batch, merged already (an unmerged
+        # one still has its rows in the changelog, refused above).
+        in_lake = state.merge_mode != MergeMode.IMMEDIATE and storage.delta_row_count(
             state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
         )
         if in_lake:
@@ -639,7 +680,10 @@ def _disable_incremental(
         for o in missing
     ]
     steps += [
-        Step("drop_delta_table", f"drop delta table {state.delta_table} ({state.delta_path})"),
+        Step(
+            "drop_delta_table",
+            f"drop {_delta_table_role(state)} {state.delta_table} ({state.delta_path})",
+        ),
         Step("record_disabled", f"make {record.user_view} read {record.base_table} directly"),
     ]
     result = IncrementalResult(ref.key, steps, execute)

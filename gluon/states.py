@@ -52,3 +52,31 @@ class CompactionStatus(StrEnum):
     SUCCESS = "success"
     ABANDONED = "abandoned"
     """Ended before its views switched (--incremental-abandon-compaction); never resumed."""
+
+
+class MergeMode(StrEnum):
+    """How extracted changes reach the base table (``incremental_state.merge_mode``), chosen
+    when incremental update is enabled (``--incremental-merge-mode``)."""
+
+    DEFERRED = "DEFERRED"
+    """The Hadoop behaviour: a delta table read through views until a compaction merges it."""
+    IMMEDIATE = "IMMEDIATE"
+    """The cloud behaviour: each extraction merges its batch into the base table (one Delta
+    commit per batch); no delta table, no views, no compaction."""
+
+
+def parse_merge_mode(text: str | None) -> MergeMode:
+    """``--incremental-merge-mode`` (None: the default, DEFERRED).
+
+    Raises:
+        ValueError: not a mode (the message lists them).
+    """
+    if text is None:
+        return MergeMode.DEFERRED
+    try:
+        return MergeMode(text.strip().upper())
+    except ValueError:
+        known = ", ".join(mode.value for mode in MergeMode)
+        raise ValueError(
+            f"--incremental-merge-mode must be one of {known}, found {text!r}"
+        ) from None

@@ -42,6 +42,7 @@ ENABLE = frozenset(
         "key_columns",
         "no_verify_primary_key",
         "changelog_table",
+        "merge_mode",
         "take_over_objects",
         "recreate_capture_objects",
     }
@@ -153,6 +154,8 @@ class OffloadArguments:
     given: dict[str, str]
     """The parameters typed on the command line (not defaults), in declaration order: name
     -> the flag that names it in messages."""
+    merge_mode: str | None = None
+    """``--incremental-merge-mode`` (None: not given, the default mode)."""
 
     def chosen_actions(self) -> list[Action]:
         """The actions the command line names with a flag (an offload has none)."""

@@ -153,6 +153,15 @@ def offload(
             help="Name ([SCHEMA.]TABLE) of the changelog table instead of SCHEMA_H.TABLE_LOG.",
         ),
     ] = None,
+    merge_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--incremental-merge-mode",
+            help="With -enabled: DEFERRED (default: changes go to a delta table read through "
+            "views until a compaction merges them) or IMMEDIATE (each extraction merges its "
+            "changes into the base table, a plain Delta table any Delta reader sees current).",
+        ),
+    ] = None,
     take_over_objects: Annotated[
         bool,
         typer.Option(
@@ -329,6 +338,7 @@ def offload(
         key_columns=key_columns,
         no_verify_primary_key=no_verify_primary_key,
         changelog_table=changelog_table,
+        merge_mode=merge_mode,
         take_over_objects=take_over_objects,
         recreate_capture_objects=recreate_capture_objects,
         updates_disabled=updates_disabled,

@@ -24,6 +24,7 @@ from gluon.errors import UsageError
 from gluon.extract import ExtractionResult, check_batch_size, extraction_plan, run_extraction
 from gluon.increments import IncrementRequest, check_offload_predicate
 from gluon.naming import TableRef
+from gluon.states import MergeMode, parse_merge_mode
 
 # The other services are imported by the handler that runs them: every run of ``offload``
 # imports this module, and an extraction (the command cron runs most, usually with nothing
@@ -127,6 +128,7 @@ def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult
         key_columns=split_list(arguments.key_columns),
         no_verify_primary_key=arguments.no_verify_primary_key,
         changelog_table=arguments.changelog_table,
+        merge_mode=_merge_mode(arguments.merge_mode),
         execute=arguments.execute,
         take_over_objects=arguments.take_over_objects,
         recreate_capture_objects=arguments.recreate_capture_objects,
@@ -310,3 +312,12 @@ def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
             partition_names=split_list(arguments.partition_names),
         ),
     )
+
+
+def _merge_mode(text: str | None) -> MergeMode | None:
+    if text is None:
+        return None  # not given: a new enabling takes the default, a re-run keeps its mode
+    try:
+        return parse_merge_mode(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None

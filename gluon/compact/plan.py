@@ -13,6 +13,7 @@ from gluon.insert_only import default_compaction_method
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.repo import Repository
+from gluon.states import MergeMode
 
 METHOD_TEXT = {
     CompactionMethod.IN_PLACE: "rewrite in place the base partitions that hold or receive "
@@ -32,6 +33,15 @@ def compaction_plan(settings: Settings, options: CompactionOptions) -> list[tupl
     repo = Repository(settings.repo_url)
     key = options.table.key
     record, state = repo.enabled_table(key, otherwise="nothing to compact")
+    if state.merge_mode == MergeMode.IMMEDIATE:
+        return [
+            ("compact_files", f"rewrite the small files of {record.base_path} into bigger ones"),
+            (
+                "vacuum",
+                f"remove its files no version of the last {options.vacuum_retention_hours:g} "
+                "hours reads",
+            ),
+        ]
     run = repo.compaction.open_run(key, state.enablement_id)
     done: set[str] = set()
     if run is None:

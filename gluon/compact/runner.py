@@ -16,12 +16,13 @@ from gluon.faults import fault_point
 from gluon.insert_only import IN_PLACE_WARNING, default_compaction_method
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
-from gluon.locks import compaction_lock
+from gluon.locks import compaction_lock, lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.progress import NullProgress, Progress
 from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, SUCCESS, CompactionRun
+from gluon.states import MergeMode
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,9 @@ def run_compaction(
     """
     repo = Repository(settings.repo_url)
     key = options.table.key
-    repo.enabled_table(key, otherwise="nothing to compact")
+    _, state = repo.enabled_table(key, otherwise="nothing to compact")
+    if state.merge_mode == MergeMode.IMMEDIATE:
+        return _compact_merged_table(settings, repo, options)
     method = options.method or default_compaction_method(repo, key)
     options = replace(options, method=method)
     with compaction_lock(settings, key, repo=repo):
@@ -210,3 +213,24 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
         fault_point(f"compact.after_{step.name}")
     repo.compaction.update_run(run_id, status=SUCCESS, current_step=None)
     result.message = f"compaction run {run_id} ({result.method}) complete"
+
+
+def _compact_merged_table(
+    settings: Settings, repo: Repository, options: CompactionOptions
+) -> CompactionResult:
+    """Merge mode IMMEDIATE has no changes to merge: rewrite the small files the per-batch
+    merges left into bigger ones, and vacuum past the retention. Holds the lifecycle lock
+    (no extraction meanwhile: its merge and the rewrite would conflict)."""
+    from gluon.lake.merge import compact_and_vacuum
+
+    key = options.table.key
+    with lifecycle_lock(settings, key, "offload --incremental-run-compaction", repo=repo):
+        record, _ = repo.enabled_table(key, otherwise="nothing to compact")
+        rewritten, removed = compact_and_vacuum(record.base_path, options.vacuum_retention_hours)
+    result = CompactionResult(key, method="files")
+    result.message = (
+        f"merge mode IMMEDIATE: no delta table to merge; compacted {rewritten} small files "
+        f"of {record.base_path} and vacuumed {removed} files older than "
+        f"{options.vacuum_retention_hours:g} hours"
+    )
+    return result

@@ -59,6 +59,10 @@ class IncrementalState:
     """The highest ``gl_seq`` sent to the lake (recorded before its Delta commit)."""
     enablement_id: int | None = None
     """This enabling of incremental update (runs and kept objects carry it)."""
+    merge_mode: str | None = "DEFERRED"
+    """``DEFERRED`` (delta table, views, compaction) or ``IMMEDIATE`` (each batch merged into
+    the base table): ``gluon.states.MergeMode``; None (a row no revision 0011 default
+    reached) is DEFERRED."""
 
     def with_changes(self, **changes: Any) -> IncrementalState:
         return replace(self, **changes)

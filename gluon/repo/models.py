@@ -55,6 +55,8 @@ incremental_state = sa.Table(
     # before each Delta commit), so a changelog sequence that goes below it is caught.
     sa.Column("shipped_seq", sa.BigInteger),
     sa.Column("enablement_id", sa.Integer),
+    # Revision 0011: DEFERRED (delta table, views, compaction) or IMMEDIATE (merged per batch).
+    sa.Column("merge_mode", sa.String(20), server_default="DEFERRED"),
 )
 
 extraction_runs = sa.Table(

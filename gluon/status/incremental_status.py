@@ -33,6 +33,7 @@ from gluon.repo.incremental import (
 )
 from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
+from gluon.states import MergeMode
 from gluon.status.compaction_status import compaction_status
 from gluon.status.lag import TableLag, measure_lag
 from gluon.status.model import (
@@ -45,6 +46,7 @@ from gluon.status.model import (
     IngestionStatus,
     LakeObjects,
     LakeTableStats,
+    MergedVersion,
     ObjectInfo,
     OffloadInfo,
     SchemaDrift,
@@ -208,6 +210,22 @@ def collect_status(
         state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
     )
     objects = _lake_objects(record, state, method.view_kind.value)
+    extraction = _extraction_status(
+        repo, state, delta, compaction, method.change_reader, history, scope
+    )
+    lake_objects: tuple[ObjectInfo, ...] = (
+        ObjectInfo("Delta view", "VIEW", objects.user_view),
+        ObjectInfo("Delta table", "TABLE", objects.delta_table, objects.delta_path),
+        ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
+        ObjectInfo("Internal delta view", "VIEW", objects.internal_view),
+    )
+    if state.merge_mode == MergeMode.IMMEDIATE:
+        extraction = _with_merges(extraction, record, history)
+        lake_objects = (
+            ObjectInfo("User table (the base table)", "TABLE", objects.user_view, record.base_path),
+            ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
+            ObjectInfo("Staging table", "TABLE", objects.delta_table, objects.delta_path),
+        )
     message = None
     if state.status != ENABLED:
         message = (
@@ -222,9 +240,7 @@ def collect_status(
         incremental_state=state.status,
         message=message,
         offload=offload,
-        extraction=_extraction_status(
-            repo, state, delta, compaction, method.change_reader, history, scope
-        ),
+        extraction=extraction,
         changelog=backlog,
         schema_drift=counter.schema_drift(record),
         ingestion=_ingestion_status(state, delta, compaction.ongoing),
@@ -235,14 +251,38 @@ def collect_status(
             for item in sorted(state.source_objects, key=_role_order)
             for name in [item.name if item.schema == item.name else f"{item.schema}.{item.name}"]
         ),
-        lake_objects=(
-            ObjectInfo("Delta view", "VIEW", objects.user_view),
-            ObjectInfo("Delta table", "TABLE", objects.delta_table, objects.delta_path),
-            ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
-            ObjectInfo("Internal delta view", "VIEW", objects.internal_view),
-        ),
+        lake_objects=lake_objects,
         attention=_insert_only_notes(repo, record, state, compaction),
         lag=counter.lag(repo, state, backlog),
+    )
+
+
+def _with_merges(
+    extraction: ExtractionStatus, record: OffloadedTable, history: int
+) -> ExtractionStatus:
+    """Merge mode IMMEDIATE: the base table's versions written by recent extractions (from
+    its Delta history), and how to read one back."""
+    from gluon.lake.merge import recent_merges
+
+    merges = tuple(
+        MergedVersion(
+            commit.version,
+            commit.extraction_id,
+            None
+            if commit.timestamp_ms is None
+            else dt.datetime.fromtimestamp(commit.timestamp_ms / 1000, dt.UTC).replace(tzinfo=None),
+        )
+        for commit in recent_merges(record.base_path, max(history, 1))
+    )
+    return replace(
+        extraction,
+        merge_mode=MergeMode.IMMEDIATE.value,
+        merged_versions=merges,
+        read_back=(
+            f"deltalake.DeltaTable({record.base_path!r}, version=N).to_pyarrow_table() "
+            f"or polars.read_delta({record.base_path!r}, version=N) (versions older than "
+            "the vacuum retention of the last compaction are gone)"
+        ),
     )
 
 

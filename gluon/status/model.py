@@ -76,6 +76,22 @@ class ExtractionStatus:
                 return number
         return None
 
+    merge_mode: str = states.MergeMode.DEFERRED.value
+    merged_versions: tuple[MergedVersion, ...] = ()
+    """Merge mode IMMEDIATE: the base table's versions written by recent extractions, newest
+    first."""
+    read_back: str | None = None
+    """Merge mode IMMEDIATE: how to read one of ``merged_versions`` back (without gluon)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MergedVersion:
+    """One Delta version of the base table an extraction's merge wrote (IMMEDIATE mode)."""
+
+    version: int
+    extraction_id: int | None
+    committed_at: dt.datetime | None
+
 
 @dataclass(frozen=True, slots=True)
 class Backlog:

@@ -122,6 +122,7 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ),
         ("Most recent extraction time", when(extraction.last_extraction_at)),
         ("Extraction method", extraction.method),
+        ("Merge mode", _merge_mode(extraction)),
         ("Changes waiting in the changelog", waiting),
         ("Oldest change not in the lake", oldest_pending(status.lag)),
         ("Last source-to-lake latency", last_latency(status.lag)),
@@ -139,12 +140,26 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         last = extraction.last_run
         pairs.append(("Last extraction run", _extraction_run(last, extraction.number(last))))
     extra: list[str] = []
+    if extraction.merged_versions:
+        extra += ["", "Base table versions written by recent extractions (newest first):"]
+        extra += [
+            f"  version {merged.version} by run id {merged.extraction_id}, "
+            f"committed {when(merged.committed_at)}"
+            for merged in extraction.merged_versions
+        ]
+        extra.append(f"  read one back with {extraction.read_back}")
     if verbose and extraction.recent_runs:
-        extra = ["", "Recent extraction runs (newest first):"]
+        extra += ["", "Recent extraction runs (newest first):"]
         extra += [
             f"  {_extraction_run(run, extraction.number(run))}" for run in extraction.recent_runs
         ]
     return _section("Change extraction status", pairs, extra)
+
+
+def _merge_mode(extraction: ExtractionStatus) -> str:
+    if extraction.merge_mode == "IMMEDIATE":
+        return "IMMEDIATE (each extraction merges into the base table; no views, no delta table)"
+    return f"{extraction.merge_mode} (delta table and views, merged by compaction)"
 
 
 def _drift(status: TableStatus) -> str:

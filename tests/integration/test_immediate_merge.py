@@ -1,0 +1,322 @@
+"""Merge mode IMMEDIATE: each extraction merges its changes into the base table.
+
+Real PostgreSQL and SQLite sources, the embedded Sail engine and Delta tables.
+The base table is read WITHOUT gluon (deltalake -> pyarrow, Polars' Delta
+reader) and compared with the source; kills at every side effect of the merge
+path are followed by a re-run, and the base table's Delta history is checked
+for a version that undoes a change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import polars as pl
+import pytest
+from deltalake import DeltaTable
+from support.incremental import (
+    SEED,
+    Source,
+    enable,
+    extract,
+    lake_state,
+    postgres_source,
+    run_offload_process,
+    sqlite_source,
+    workload_for,
+)
+from support.workload import Row, canonical
+from typer.testing import Result
+
+from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
+from gluon.lake import storage
+from gluon.lake.merge import app_id
+from gluon.repo import Repository
+
+IMMEDIATE = "--incremental-merge-mode=IMMEDIATE"
+PARTITIONED = ("--partition-columns=id", "--partition-granularity=5")
+"""Partitions of five ids: a key change (a new, higher id) moves the row to another one."""
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
+    if request.param == "sqlite":
+        return sqlite_source(tmp_path / "app.db")
+    return postgres_source(request.getfixturevalue("pg_url"))
+
+
+def _base_path(source: Source) -> str:
+    record = Repository(load_settings().repo_url).get_table(source.table.upper())
+    assert record is not None
+    return record.base_path
+
+
+def _by_key(rows: list[dict[str, object]]) -> dict[int, Row]:
+    found = [canonical(row) for row in rows]
+    keys = [row[0] for row in found]
+    assert len(keys) == len(set(keys)), "the base table holds a key twice"
+    return {row[0]: row for row in found}
+
+
+def read_with_deltalake(path: str, version: int | None = None) -> dict[int, Row]:
+    table = DeltaTable(path) if version is None else DeltaTable(path, version=version)
+    return _by_key(table.to_pyarrow_table().to_pylist())
+
+
+def read_with_polars(path: str) -> dict[int, Row]:
+    return _by_key(pl.read_delta(path).to_dicts())
+
+
+def assert_never_backwards(path: str) -> None:
+    """No version of the base table undoes a change: ids are never reused by the workload
+    (inserts and key changes take new ones), so a key that left the table never comes back,
+    and a row image replaced by another never reappears."""
+    gone: set[int] = set()
+    replaced: dict[int, set[Row]] = {}
+    previous: dict[int, Row] = {}
+    for version in range(int(DeltaTable(path).version()) + 1):
+        rows = read_with_deltalake(path, version)
+        assert not gone & set(rows), f"version {version} brings back deleted keys"
+        for key, row in previous.items():
+            if key not in rows:
+                gone.add(key)
+            elif rows[key] != row:
+                replaced.setdefault(key, set()).add(row)
+        for key, row in rows.items():
+            assert row not in replaced.get(key, set()), f"version {version} undoes {key}"
+        previous = rows
+
+
+def test_immediate_extraction_matches_the_source_read_without_gluon(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE, *PARTITIONED)
+    path = _base_path(source)
+    for round_number in range(4):
+        workload.round(15)
+        extract(run_cli, source)
+        expected = workload.source_rows()
+        assert expected == workload.expected
+        assert read_with_deltalake(path) == expected, f"round {round_number}: deltalake"
+        assert read_with_polars(path) == expected, f"round {round_number}: polars"
+    assert lake_state(source.schema) == workload.expected, "gluon's own session"
+    assert_never_backwards(path)
+    state = Repository(load_settings().repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    applied = DeltaTable(path).transaction_version(app_id(state.table_key, state.enablement_id))
+    assert applied is not None
+
+
+def test_nulls_deletes_and_key_changes_across_partitions(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create(6)
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE, *PARTITIONED)
+    with workload.engine.begin() as db:
+        db.exec_driver_sql("UPDATE items SET name = NULL, amount = NULL WHERE id = 1")
+        db.exec_driver_sql("UPDATE items SET id = 42, name = 'moved' WHERE id = 2")
+        db.exec_driver_sql("UPDATE items SET name = 'first' WHERE id = 3")
+        db.exec_driver_sql("UPDATE items SET name = 'second' WHERE id = 3")
+        db.exec_driver_sql("DELETE FROM items WHERE id = 4")
+        db.exec_driver_sql("INSERT INTO items (id, name) VALUES (50, 'born and')")
+        db.exec_driver_sql("DELETE FROM items WHERE id = 50")
+    extract(run_cli, source)
+    path = _base_path(source)
+    rows = read_with_deltalake(path)
+    assert rows == workload.source_rows()
+    assert rows[1][1:3] == (None, None)
+    assert 2 not in rows and rows[42][1] == "moved" and rows[3][1] == "second"
+    assert 4 not in rows and 50 not in rows
+    partitions = {
+        row["id"]: {key: value for key, value in row.items() if key.startswith("gl_part")}
+        for row in DeltaTable(path).to_pyarrow_table().to_pylist()
+    }
+    assert partitions[42] != partitions[1], "the moved row stayed in its old partition"
+    assert read_with_polars(path) == rows
+
+
+FAULT_POINTS = [
+    "lake.before_write",
+    "lake.after_write",
+    "extract.after_stage",
+    "extract.before_merge_commit",
+    "extract.after_merge_commit",
+    "extract.after_delta_commit",
+    "extract.before_changelog_delete",
+    "extract.after_changelog_delete",
+    "extract.before_repository_update",
+    "extract.after_stage@2",
+    "extract.after_merge_commit@2",
+    "extract.before_changelog_delete@2",
+]
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_killed_immediate_extraction_loses_duplicates_and_undoes_nothing(
+    dialect: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = (
+        sqlite_source(tmp_path / "app.db")
+        if dialect == "sqlite"
+        else postgres_source(request.getfixturevalue("pg_url"))
+    )
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE, *PARTITIONED)
+    path = _base_path(source)
+    for point in FAULT_POINTS:
+        workload.round(10)
+        crashed = run_offload_process(
+            "-t",
+            source.table,
+            "-x",
+            "--incremental-run-extraction",
+            "--incremental-batch-size=4",
+            env={"GLUON_FAULT": point},
+        )
+        assert crashed.returncode == FAULT_EXIT_CODE, (point, crashed.stderr)
+        workload.round(3)  # changes made between the crash and the re-run
+        extract(run_cli, source)
+        assert read_with_deltalake(path) == workload.expected, f"after a crash at {point}"
+    assert read_with_polars(path) == workload.source_rows()
+    assert_never_backwards(path)
+    batches = [
+        entry["gluon.staged_batch"]
+        for entry in DeltaTable(path).history()
+        if "gluon.staged_batch" in entry
+    ]
+    assert len(batches) == len(set(batches)), "a staged batch was merged twice"
+
+
+def test_switching_modes_is_refused_and_disable_keeps_the_base_table(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    switch = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+        "--incremental-merge-mode=DEFERRED",
+    )
+    assert switch.exit_code != 0
+    lines = [line for line in switch.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "--incremental-updates-disabled" in lines[0], lines
+    bad = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+        "--incremental-merge-mode=SOMETIMES",
+    )
+    assert bad.exit_code != 0 and "IMMEDIATE" in bad.stderr and "Traceback" not in bad.stderr
+    workload.round(20)
+    extract(run_cli, source)
+
+    status = run_cli("display_incremental_status", "-t", source.table, "--json")
+    assert status.exit_code == 0, status.stderr
+    extraction = json.loads(status.stdout)["extraction"]
+    assert extraction["merge_mode"] == "IMMEDIATE"
+    assert extraction["merged_versions"], extraction
+    text = run_cli("display_incremental_status", "-t", source.table)
+    assert "IMMEDIATE" in text.stdout and "read one back" in text.stdout
+
+    compacted = run_cli("offload", "-t", source.table, "-x", "--incremental-run-compaction")
+    assert compacted.exit_code == 0, compacted.stderr
+    assert "compacted" in compacted.stdout and "vacuumed" in compacted.stdout
+    assert read_with_deltalake(_base_path(source)) == workload.expected
+
+    settings = load_settings()
+    state = Repository(settings.repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    disabled = run_cli("offload", "-t", source.table, "-x", "--incremental-updates-disabled")
+    assert disabled.exit_code == 0, disabled.stderr
+    assert read_with_deltalake(_base_path(source)) == workload.expected
+    assert storage.delta_version(state.delta_path) is None, "the staging table is left"
+    assert lake_state(source.schema) == workload.expected
+
+    # Enabled again: a new staging table whose versions start from 0 again, while the base
+    # table still holds the transaction versions of the first enabling.
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    workload.round(20)
+    extract(run_cli, source)
+    assert read_with_deltalake(_base_path(source)) == workload.expected
+
+
+def test_insert_only_method_appends_and_the_plan_says_merge(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG_INSERT", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG_INSERT", IMMEDIATE)
+    path = _base_path(source)
+    for _ in range(3):
+        workload.round(12)
+        plan = run_cli("offload", "-t", source.table, "--incremental-run-extraction")
+        assert plan.exit_code == 0 and "merge it into the base table" in plan.stdout, plan.stdout
+        extract(run_cli, source)
+        assert read_with_deltalake(path) == workload.expected
+    assert read_with_polars(path) == workload.source_rows()
+    operations = {
+        entry["operation"] for entry in DeltaTable(path).history() if "gluon.staged_batch" in entry
+    }
+    assert operations == {"WRITE"}, operations
+
+
+def test_a_column_added_in_the_source_reaches_the_base_table(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    workload.round(5)
+    extract(run_cli, source)
+    key = min(workload.source_rows())  # a row that exists, whatever the seed
+    with workload.engine.begin() as db:
+        db.exec_driver_sql("ALTER TABLE items ADD COLUMN extra VARCHAR(10)")
+        db.exec_driver_sql(f"UPDATE items SET extra = 'x' WHERE id = {key}")
+    extract(run_cli, source)
+    rows = DeltaTable(_base_path(source)).to_pyarrow_table().to_pylist()
+    extra = {row["id"]: row["extra"] for row in rows}
+    assert extra[key] == "x" and {value for k, value in extra.items() if k != key} <= {None}
