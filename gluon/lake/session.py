@@ -74,15 +74,32 @@ def _remote_session(url: str) -> SparkSession:
     return builder.create()
 
 
-def _classic_session(master: str) -> SparkSession:
+CLASSIC_MISSING = (
+    "classic Spark (GLUON_SPARK_MASTER) needs the full pyspark and delta-spark, which the "
+    "default install leaves out: run pip install -e '.[classic]' in gluon's checkout, or set "
+    "SPARK_REMOTE=sc://host:port to use a Spark Connect cluster"
+)
+
+
+def classic_installed() -> bool:
+    """Whether classic Spark can run: the full pyspark (not pyspark-client) and delta-spark.
+
+    The default install has pyspark-client, the Spark Connect client without the JVM jars.
+    """
     try:
-        from delta import configure_spark_with_delta_pip
-        from pyspark.sql import SparkSession
+        import delta  # noqa: F401
+        from pyspark.util import is_remote_only
     except ImportError:
-        raise LakeError(
-            "classic Spark needs delta-spark: pip install 'gluon[classic]' "
-            "(or set SPARK_REMOTE=sc://host:port for a Spark Connect cluster)"
-        ) from None
+        return False
+    return not is_remote_only()
+
+
+def _classic_session(master: str) -> SparkSession:
+    if not classic_installed():
+        raise LakeError(CLASSIC_MISSING)
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
     builder = (
         SparkSession.builder.master(master)
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
