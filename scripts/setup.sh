@@ -70,35 +70,12 @@ as_root() {
     fi
 }
 
-# Wait until no other package manager (apt, unattended-upgrades, dpkg) holds apt's locks.
-# apt takes them with fcntl locks, which Python's fcntl.lockf sees; -o DPkg::Lock::Timeout
-# covers dpkg's lock during the install itself, but not the lists lock of `apt-get update`.
+# Wait until no other package manager (apt, unattended-upgrades, dpkg) holds apt's locks:
+# -o DPkg::Lock::Timeout covers dpkg's lock during the install itself, not the lists lock
+# that `apt-get update` takes (scripts/wait_for_apt.py).
 wait_for_apt() {
     command -v python3 >/dev/null 2>&1 || return 0
-    as_root python3 - "$APT_WAIT" "${APT_LOCKS[@]}" <<'PY'
-import fcntl, os, sys, time
-
-wait, paths = float(sys.argv[1]), sys.argv[2:]
-deadline, told = time.monotonic() + wait, False
-for path in paths:
-    if not os.path.exists(path):
-        continue
-    with open(path, "a") as lock:
-        while True:
-            try:
-                fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.lockf(lock, fcntl.LOCK_UN)
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    sys.exit(f"setup: ERROR: {path} still locked by another package manager "
-                             f"after {wait:.0f} s (GLUON_APT_WAIT)")
-                if not told:
-                    print(f"setup: waiting for another package manager ({path} is locked)",
-                          flush=True)
-                    told = True
-                time.sleep(2)
-PY
+    as_root python3 "$ROOT/scripts/wait_for_apt.py" "$APT_WAIT" "${APT_LOCKS[@]}"
 }
 
 apt_install() {
