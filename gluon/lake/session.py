@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,8 +66,36 @@ def _stop_sail() -> None:
             _sail_server = None
 
 
+def _import_connect_client() -> None:
+    """Import pyspark's Spark Connect client, from a ``python -c`` process too.
+
+    pyspark.sql.connect takes a ``__main__`` with neither ``__spec__`` nor ``__file__`` (a
+    ``python -c`` process) for one of its own doctest runs and imports its test helpers,
+    which look for a Spark installation at import time; pyspark-client, the default
+    install, has none, and that lookup ends the process (exit -1, no traceback). Any
+    SPARK_HOME skips the lookup; it is set for that import only.
+    """
+    main = sys.modules.get("__main__")
+    if (
+        "pyspark.sql.connect.session" in sys.modules
+        or "SPARK_HOME" in os.environ
+        or getattr(main, "__spec__", None) is not None
+        or hasattr(main, "__file__")
+    ):
+        return
+    import pyspark
+
+    os.environ["SPARK_HOME"] = os.path.dirname(pyspark.__file__)
+    try:
+        import pyspark.sql.connect.session
+    finally:
+        del os.environ["SPARK_HOME"]
+
+
 def _remote_session(url: str) -> SparkSession:
     from pyspark.sql import SparkSession
+
+    _import_connect_client()
 
     builder = SparkSession.builder.remote(url)
     for key, value in SESSION_CONF.items():
