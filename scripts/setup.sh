@@ -142,7 +142,11 @@ else
     pip=("$VENV/bin/pip" -q --disable-pip-version-check)
     if "${pip[@]}" show pyspark >/dev/null 2>&1 && ! "${pip[@]}" show delta-spark >/dev/null 2>&1; then
         log "replacing the full pyspark with the Spark Connect client (pyspark-client)"
-        "${pip[@]}" uninstall -y pyspark pyspark-client
+        "${pip[@]}" uninstall -y pyspark
+        # A pyspark-client installed beside it lost the files they share: install it afresh.
+        if "${pip[@]}" show pyspark-client >/dev/null 2>&1; then
+            "${pip[@]}" uninstall -y pyspark-client
+        fi
     fi
     log "installing gluon ($what) into $VENV"
     "${pip[@]}" install -e "$spec"
