@@ -40,6 +40,7 @@ GROUP_ORDER = (
 PACKAGES = (
     "pysail",
     "pyspark",
+    "pyspark-client",  # the default install's Spark Connect client; pyspark with the classic extra
     "deltalake",
     "pyarrow",
     "psycopg",
@@ -50,6 +51,13 @@ PACKAGES = (
 
 def _terminate(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:  # pyspark or pyspark-client: one of them
+        return None
 
 
 def machine(workspace: Workspace) -> dict[str, Any]:
@@ -83,7 +91,7 @@ def machine(workspace: Workspace) -> dict[str, Any]:
         "python": platform.python_version(),
         "postgresql": postgres,
         "sqlite": sqlite3.sqlite_version,
-        "packages": {name: metadata.version(name) for name in PACKAGES},
+        "packages": {name: version for name in PACKAGES if (version := _version(name))},
     }
 
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Run gluon's checks: setup, ruff lint, ruff format check, mypy, import contracts, pytest,
+# Run gluon's checks: setup (scripts/setup.sh --test), ruff lint, ruff format check, mypy, import contracts, pytest,
 # then print the share of gluon's statements the tests ran (coverage).
 #
 # Usage: bash scripts/test.sh [pytest args...]
@@ -39,7 +39,8 @@ coverage_total() {
     printf 'test: coverage of gluon: %s%% of statements\n' "$total"
 }
 
-step setup bash "$ROOT/scripts/setup.sh"
+# --test: the dev extra, PostgreSQL and Chromium on top of what the demo needs.
+step setup bash "$ROOT/scripts/setup.sh" --test
 step "ruff check" "$BIN/ruff" check .
 step "ruff format" "$BIN/ruff" format --check .
 step "mypy" "$BIN/mypy"

@@ -11,6 +11,7 @@ import logging
 import os
 import re
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -65,8 +66,36 @@ def _stop_sail() -> None:
             _sail_server = None
 
 
+def _import_connect_client() -> None:
+    """Import pyspark's Spark Connect client, from a ``python -c`` process too.
+
+    pyspark.sql.connect takes a ``__main__`` with neither ``__spec__`` nor ``__file__`` (a
+    ``python -c`` process) for one of its own doctest runs and imports its test helpers,
+    which look for a Spark installation at import time; pyspark-client, the default
+    install, has none, and that lookup ends the process (exit -1, no traceback). Any
+    SPARK_HOME skips the lookup; it is set for that import only.
+    """
+    main = sys.modules.get("__main__")
+    if (
+        "pyspark.sql.connect.session" in sys.modules
+        or "SPARK_HOME" in os.environ
+        or getattr(main, "__spec__", None) is not None
+        or hasattr(main, "__file__")
+    ):
+        return
+    import pyspark
+
+    os.environ["SPARK_HOME"] = os.path.dirname(pyspark.__file__)
+    try:
+        import pyspark.sql.connect.session
+    finally:
+        del os.environ["SPARK_HOME"]
+
+
 def _remote_session(url: str) -> SparkSession:
     from pyspark.sql import SparkSession
+
+    _import_connect_client()
 
     builder = SparkSession.builder.remote(url)
     for key, value in SESSION_CONF.items():
@@ -74,15 +103,32 @@ def _remote_session(url: str) -> SparkSession:
     return builder.create()
 
 
-def _classic_session(master: str) -> SparkSession:
+CLASSIC_MISSING = (
+    "classic Spark (GLUON_SPARK_MASTER) needs the full pyspark and delta-spark, which the "
+    "default install leaves out: run pip install -e '.[classic]' in gluon's checkout, or set "
+    "SPARK_REMOTE=sc://host:port to use a Spark Connect cluster"
+)
+
+
+def classic_installed() -> bool:
+    """Whether classic Spark can run: the full pyspark (not pyspark-client) and delta-spark.
+
+    The default install has pyspark-client, the Spark Connect client without the JVM jars.
+    """
     try:
-        from delta import configure_spark_with_delta_pip
-        from pyspark.sql import SparkSession
+        import delta  # noqa: F401
+        from pyspark.util import is_remote_only
     except ImportError:
-        raise LakeError(
-            "classic Spark needs delta-spark: pip install 'gluon[classic]' "
-            "(or set SPARK_REMOTE=sc://host:port for a Spark Connect cluster)"
-        ) from None
+        return False
+    return not is_remote_only()
+
+
+def _classic_session(master: str) -> SparkSession:
+    if not classic_installed():
+        raise LakeError(CLASSIC_MISSING)
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
     builder = (
         SparkSession.builder.master(master)
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
