@@ -134,6 +134,10 @@ def run_extraction(
                 rows_read=result.rows_read,
                 rows_written=result.rows_written,
             )
+            if isinstance(exc, GluonError):
+                gone = _missing_delta_table(ref.key, state)
+                if gone is not None:
+                    raise gone from exc
             raise
         fault_point("extract.before_repository_update")
         if state.diverting:
@@ -159,6 +163,23 @@ def run_extraction(
         # What was captured is in the lake now; the operator must hear that capture stopped.
         raise CaptureBrokenError(f"shipped {result.rows_read} changes, but " + "; ".join(problems))
     return result
+
+
+def _missing_delta_table(table_key: str, state: IncrementalState) -> StateError | None:
+    """The real problem behind a failed write when the delta table is gone from the lake (the
+    engine's own error then speaks of creating a table without columns), else None."""
+    from gluon.lake import storage
+
+    try:
+        if storage.delta_version(state.delta_path) is not None:
+            return None
+    except Exception:  # the diagnosis must not hide the error it explains
+        return None
+    return StateError(
+        f"incremental update is enabled for {table_key} but its delta table "
+        f"{state.delta_path} is missing from the lake: restore it from a backup, or disable "
+        "and enable incremental update again"
+    )
 
 
 def _ship(

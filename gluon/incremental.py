@@ -323,7 +323,7 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
     steps = [
         Step(
             "create_capture",
-            f"create {object_.object_type.lower()} {object_.schema}.{object_.name} in the source",
+            f"create {object_.object_type.lower()} {object_.display_name} in the source",
         )
         for object_ in plan.objects
     ]
@@ -452,7 +452,7 @@ def _missing_objects(
 
 
 def _labels(objects: list[capture.SourceObjectRef]) -> str:
-    return ", ".join(f"{item.object_type.lower()} {item.schema}.{item.name}" for item in objects)
+    return ", ".join(f"{item.object_type.lower()} {item.display_name}" for item in objects)
 
 
 def _already_enabled(settings: Settings, state: IncrementalState) -> str:
@@ -508,10 +508,10 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     missing = _missing_objects(source, objects)
     recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
     steps = [
-        Step("create_capture", f"create {o.object_type.lower()} {o.schema}.{o.name}")
+        Step("create_capture", f"create {o.object_type.lower()} {o.display_name}")
         for o in missing
     ] + [
-        Step("refresh_capture", f"replace {o.object_type.lower()} {o.schema}.{o.name}")
+        Step("refresh_capture", f"replace {o.object_type.lower()} {o.display_name}")
         for o in objects
         if o not in missing and o.kind in capture.REPLACED_ON_CREATE
     ]
@@ -595,10 +595,10 @@ def _disable_incremental(
     execute: bool,
     take_over_objects: bool,
 ) -> IncrementalResult:
+    record = repo.offloaded_table(ref.key)
     state = repo.incremental.get_state(ref.key)
-    record = repo.get_table(ref.key)
-    if state is None or record is None:
-        raise StateError(f"incremental update is not enabled for {ref.key}")
+    if state is None:
+        raise StateError(f"incremental update is not enabled for {ref.key}: nothing to disable")
     source = sources.connect_configured(settings)
     source.check_connection()
     objects = capture_objects(state)
@@ -630,12 +630,12 @@ def _disable_incremental(
                 "--incremental-discard-changes -x"
             )
     steps = [
-        Step("drop_capture", f"drop {o.object_type.lower()} {o.schema}.{o.name} from the source")
+        Step("drop_capture", f"drop {o.object_type.lower()} {o.display_name} from the source")
         for o in reversed(droppable)
     ]
     steps += [Step("keep_capture", f"keep {found.label}: {_why_kept(found)}") for found in kept]
     steps += [
-        Step("missing_capture", f"{o.object_type.lower()} {o.schema}.{o.name} is already gone")
+        Step("missing_capture", f"{o.object_type.lower()} {o.display_name} is already gone")
         for o in missing
     ]
     steps += [
@@ -653,7 +653,7 @@ def _disable_incremental(
     repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
     notes = [f"kept {found.label} ({_why_kept(found)})" for found in kept]
     if missing:
-        gone = ", ".join(f"{o.object_type.lower()} {o.schema}.{o.name}" for o in missing)
+        gone = ", ".join(f"{o.object_type.lower()} {o.display_name}" for o in missing)
         notes.append(f"already gone: {gone}")
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"

@@ -138,9 +138,9 @@ def _methods_with_staging() -> str:
 
 def _plan(settings: Settings, options: StageOptions, repo: Repository) -> _Plan:
     key = options.table.key
-    record = repo.get_table(key)
+    record = repo.offloaded_table(key)
     state = repo.incremental.get_state(key)
-    if record is None or state is None or state.status != ENABLED:
+    if state is None or state.status != ENABLED:
         raise StateError(
             f"incremental update is not enabled for {key}: enable it with "
             "--incremental-updates-enabled --incremental-extraction-method=UPDATABLE"
