@@ -406,9 +406,10 @@ def _enable_incremental(
     enabled_at = now()
     plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
     plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
+    offloaded = f" after offloading {result.rows} rows" if plan.offload else ""
     result.message = (
-        f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
-        f"query {record.user_view} for the latest state"
+        f"incremental update enabled for {plan.state.table_key} with {plan.method.name}"
+        f"{offloaded}; query {record.user_view} for the latest state"
     )
     return result
 
@@ -508,8 +509,7 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     missing = _missing_objects(source, objects)
     recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
     steps = [
-        Step("create_capture", f"create {o.object_type.lower()} {o.display_name}")
-        for o in missing
+        Step("create_capture", f"create {o.object_type.lower()} {o.display_name}") for o in missing
     ] + [
         Step("refresh_capture", f"replace {o.object_type.lower()} {o.display_name}")
         for o in objects

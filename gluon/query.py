@@ -43,13 +43,25 @@ def run_query(
             named = unavailable_error(session, statement)
             if named is not None:
                 raise named from exc
-            if isinstance(exc, GluonError):
+            if isinstance(exc, GluonError) and not isinstance(exc, LakeError):
                 raise
-            raise LakeError(f"the query failed: {first_line(exc)}") from exc
+            # The engine's own words, once: not the session's "rejected a statement" wrapper.
+            engine_error = exc.__cause__ if isinstance(exc, LakeError) and exc.__cause__ else exc
+            raise LakeError(f"the query failed: {first_line(engine_error)}") from exc
+
+
+def non_finite_text(value: float) -> str:
+    """``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: JSON has no such numbers, so they are
+    written as these strings (as the proto3 JSON mapping does) and every output stays valid
+    JSON for a strict parser (docs/operations.md)."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
 
 
 def json_value(value: Any) -> Any:
-    """A JSON value that keeps ``value`` exact: decimals as strings, times in ISO 8601."""
+    """A JSON value that keeps ``value`` exact: decimals as strings, times in ISO 8601, NaN and
+    infinities as the strings of ``NON_FINITE``."""
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
     if isinstance(value, dt.datetime | dt.date | dt.time):
@@ -57,7 +69,7 @@ def json_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        return non_finite_text(value)
     if isinstance(value, dict):
         return {key: json_value(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -71,7 +83,7 @@ def to_records(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def to_json(table: pa.Table) -> str:
-    return json.dumps(to_records(table), ensure_ascii=False)
+    return json.dumps(to_records(table), ensure_ascii=False, allow_nan=False)
 
 
 def to_csv(table: pa.Table) -> str:

@@ -43,7 +43,7 @@ def query(
         return table.to_pandas().to_string(index=False) if table.num_rows else "(no rows)"
 
     text, _ = run_command(PROGRAM, body, subject="query", verbose=verbose, debug=debug)
-    stdout.print(text, markup=False)
+    stdout.print(text.rstrip("\n"), markup=False)  # CSV ends with a newline: print adds one
 
 
 def _warn(message: str) -> None:

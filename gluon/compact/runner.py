@@ -209,4 +209,7 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
         log.info("compaction step %s: %s", step.name, detail)
         fault_point(f"compact.after_{step.name}")
     repo.compaction.update_run(run_id, status=SUCCESS, current_step=None)
-    result.message = f"compaction run {run_id} ({result.method}) complete"
+    result.message = (
+        f"compaction run {run_id} ({result.method}) complete: "
+        f"{result.changes} changes merged into the base table"
+    )
