@@ -36,7 +36,7 @@ from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
@@ -107,7 +107,8 @@ def run_extraction(
         record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)  # under the lock
         method = get_method(state.method)
         source = sources.connect_configured(settings)
-        record = carry_changes(settings, source, repo, record, state)
+        with timed_step("schema_changes"):
+            record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         partition = state.ingestion_partition
         if partition is None:
@@ -122,10 +123,13 @@ def run_extraction(
         if method.view_kind is ViewKind.UNION_ALL:
             result.screen = Screen(repo, ref.key, method.name)
         try:
-            problems = capture.capture_problems(source, record.spec(), capture_objects(state))
+            with timed_step("check_capture"):
+                problems = capture.capture_problems(source, record.spec(), capture_objects(state))
             if any(problem.startswith("changelog table") for problem in problems):
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
-            _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
+            with timed_step("ship_changes") as shipping:
+                _ship(settings, feed, record, state, result, batch_size, progress or NullProgress())
+                shipping.detail = f"{result.rows_read} changes read, {result.rows_written} written"
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
@@ -200,15 +204,23 @@ def _ship(
         session: LakeSession | None = None
         task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
         while True:
-            changes = feed.read(batch_size)
+            with timed_step("read") as reading:
+                changes = feed.read(batch_size)
+                reading.detail = f"{changes.num_rows} changes"
             if changes.num_rows == 0:
                 break
             if session is None:
-                session = stack.enter_context(open_session(settings))
-                tables.register_table(session, state.delta_table, state.delta_path)
-            fresh = retry_commit(partial(_append, session, feed, record, state, result, changes))
+                with timed_step("start_engine"):
+                    session = stack.enter_context(open_session(settings))
+                    tables.register_table(session, state.delta_table, state.delta_path)
+            with timed_step("append") as appending:
+                fresh = retry_commit(
+                    partial(_append, session, feed, record, state, result, changes)
+                )
+                appending.detail = f"{fresh} changes"
             fault_point("extract.after_delta_commit")
-            feed.done(changes)
+            with timed_step("done"):
+                feed.done(changes)
             result.rows_read += changes.num_rows
             result.rows_written += fresh
             seqs = changes.column("gl_seq")

@@ -36,7 +36,7 @@ from gluon.offload import (
     plan_steps,
     validate_offload,
 )
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import (
@@ -391,21 +391,24 @@ def _enable_incremental(
         capture.drop_source_objects(plan.source, plan.taken_over)
     if options.take_over_objects and ownership.lake_table_marker(state.delta_path) != (plan.marker):
         storage.remove_table(state.delta_path)
-    capture.create_source_objects(
-        plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
-    )
+    with timed_step("create_capture"):
+        capture.create_source_objects(
+            plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
+        )
     log.info("created capture objects for %s", plan.state.table_key)
     if plan.offload:
         result.rows = execute_offload(plan.offload, progress or NullProgress())
     record = plan.repo.get_table(plan.state.table_key)
     if record is None:
         raise StateError(f"the repository has no record of {plan.state.table_key} to enable")
-    with open_session(settings) as session:
-        create_delta_table(session, plan.state.delta_path, record.columns)
-    ownership.mark_lake_table(plan.state.delta_path, plan.marker)
-    enabled_at = now()
-    plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
-    plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
+    with timed_step("create_delta_table"):
+        with open_session(settings) as session:
+            create_delta_table(session, plan.state.delta_path, record.columns)
+        ownership.mark_lake_table(plan.state.delta_path, plan.marker)
+    with timed_step("record_enabled"):
+        enabled_at = now()
+        plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
+        plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
     offloaded = f" after offloading {result.rows} rows" if plan.offload else ""
     result.message = (
         f"incremental update enabled for {plan.state.table_key} with {plan.method.name}"
@@ -646,11 +649,14 @@ def _disable_incremental(
     if not execute:
         return result
     repo.incremental.save_state(state.with_changes(status=DISABLING))
-    capture.drop_source_objects(source, droppable)
-    if _lake_table_is_ours(state.delta_path, mine):
-        storage.remove_table(state.delta_path)
-    repo.incremental.delete_state(ref.key)
-    repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
+    with timed_step("drop_capture"):
+        capture.drop_source_objects(source, droppable)
+    with timed_step("drop_delta_table"):
+        if _lake_table_is_ours(state.delta_path, mine):
+            storage.remove_table(state.delta_path)
+    with timed_step("record_disabled"):
+        repo.incremental.delete_state(ref.key)
+        repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
     notes = [f"kept {found.label} ({_why_kept(found)})" for found in kept]
     if missing:
         gone = ", ".join(f"{o.object_type.lower()} {o.display_name}" for o in missing)

@@ -19,7 +19,7 @@ from gluon.lake.changes import PARTITION_COLUMN
 from gluon.locks import compaction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, SUCCESS, CompactionRun
 
@@ -180,9 +180,10 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
         fault_point(f"compact.before_{step.name}")
         repo.compaction.step_started(run_id, step.name)
         context.refresh()
-        log.info("compaction step %s", step.name)
         try:
-            detail = step.run(context)
+            with timed_step(step.name) as timing:
+                detail = step.run(context)
+                timing.detail = detail
         except GluonError as exc:
             repo.compaction.update_run(run_id, status=FAILED, message=str(exc)[:2000])
             raise StepFailedError(
@@ -206,7 +207,6 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
             return
         repo.compaction.step_finished(run_id, step.name, detail)
         result.steps_run += 1
-        log.info("compaction step %s: %s", step.name, detail)
         fault_point(f"compact.after_{step.name}")
     repo.compaction.update_run(run_id, status=SUCCESS, current_step=None)
     result.message = (
