@@ -275,3 +275,63 @@ def test_progress_goes_to_stderr_and_results_to_stdout(app: App, offload_home: P
     document = strict_json(status.stdout)
     assert document["table_key"] == "MAIN.PRODUCTS"
     assert status.stderr.strip() != ""  # -v: the steps, on stderr
+
+
+def step_durations(log_file: Path) -> dict[str, float]:
+    """``step NAME: done in S.SSSs`` lines of a command's log -> {NAME: seconds}."""
+    found: dict[str, float] = {}
+    for line in log_file.read_text(encoding="utf-8").splitlines():
+        _, marker, rest = line.partition(" gluon.steps: step ")
+        name, done, seconds = rest.partition(": done in ")
+        if marker and done:
+            found[name] = float(seconds.split("s", 1)[0])
+    return found
+
+
+def log_file_of(result: Result) -> Path:
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("Log file: ")]
+    return Path(line.removeprefix("Log file: "))
+
+
+def test_the_log_holds_every_step_with_its_duration(app: App, run_cli: RunCli) -> None:
+    offloaded = ok(
+        run_cli(
+            "offload",
+            "-t",
+            "main.products",
+            "-x",
+            "--incremental-updates-enabled",
+            "--incremental-extraction-method=CHANGELOG",
+        )
+    )
+    steps = step_durations(log_file_of(offloaded))
+    assert set(steps) == {
+        "create_capture",
+        "count_rows",
+        "start_engine",
+        "record_start",
+        "copy_rows",
+        "verify_rows",
+        "create_views",
+        "record_done",
+        "create_delta_table",
+        "record_enabled",
+    }
+    assert all(seconds >= 0 for seconds in steps.values())
+    assert "offload done in " in log_file_of(offloaded).read_text(encoding="utf-8")
+
+    app.change("main.products", first_key=10)
+    extracted = extract(run_cli, "main.products")
+    assert set(step_durations(log_file_of(extracted))) == {
+        "schema_changes",
+        "check_capture",
+        "ship_changes",
+        "read",
+        "start_engine",
+        "append",
+        "done",
+    }
+    compacted = compact(run_cli, "main.products")
+    assert {"request_diversion", "compact", "switch_views", "vacuum"} <= set(
+        step_durations(log_file_of(compacted))
+    )
