@@ -18,7 +18,7 @@ import pyarrow as pa
 from gluon.catalog import lake_session, unavailable_error
 from gluon.config import Settings
 from gluon.errors import GluonError, LakeError
-from gluon.lake.session import first_line
+from gluon.lake.session import LakeSession, first_line
 
 log = logging.getLogger(__name__)
 
@@ -37,17 +37,67 @@ def run_query(
     with lake_session(settings, named_in=statement) as session:
         for view, reason in session.unavailable.items():
             warn(f"{view} is unavailable and was skipped: {reason}")
-        try:
-            return session.sql(statement).toArrow()
-        except Exception as exc:
-            named = unavailable_error(session, statement)
-            if named is not None:
-                raise named from exc
-            if isinstance(exc, GluonError) and not isinstance(exc, LakeError):
-                raise
-            # The engine's own words, once: not the session's "rejected a statement" wrapper.
-            engine_error = exc.__cause__ if isinstance(exc, LakeError) and exc.__cause__ else exc
-            raise LakeError(f"the query failed: {first_line(engine_error)}") from exc
+        return run_statement(session, statement)
+
+
+def run_statement(session: LakeSession, statement: str) -> pa.Table:
+    """Run ``statement`` in a session whose tables are registered (``gluon query``, ``gluon
+    shell``); the result as an Arrow table.
+
+    Raises:
+        LakeError: the statement failed: the engine's first line, or the unavailable table
+            it names and why.
+    """
+    try:
+        return session.sql(statement).toArrow()
+    except Exception as exc:
+        named = unavailable_error(session, statement)
+        if named is not None:
+            raise named from exc
+        if isinstance(exc, GluonError) and not isinstance(exc, LakeError):
+            raise
+        # The engine's own words, once: not the session's "rejected a statement" wrapper.
+        engine_error = exc.__cause__ if isinstance(exc, LakeError) and exc.__cause__ else exc
+        raise LakeError(f"the query failed: {first_line(engine_error)}") from exc
+
+
+def split_statements(text: str) -> tuple[list[str], str]:
+    """The complete statements of ``text`` (each ended by a ``;`` outside quotes and
+    comments, without it) and the unfinished rest."""
+    statements: list[str] = []
+    start = 0
+    quote: str | None = None
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"`":
+            quote = char
+        elif text.startswith("--", index):
+            newline = text.find("\n", index)
+            index = len(text) if newline < 0 else newline
+            continue
+        elif char == ";":
+            statement = text[start:index].strip()
+            if statement:
+                statements.append(statement)
+            start = index + 1
+        index += 1
+    return statements, text[start:]
+
+
+def display_value(value: Any) -> str:
+    """A value as a result table shows it: NULL, not "None" or pandas' NaN."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float) and not math.isfinite(value):
+        return non_finite_text(value)
+    if isinstance(value, str):
+        return value
+    rendered = json_value(value)
+    return rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
 
 
 def non_finite_text(value: float) -> str:
