@@ -93,3 +93,15 @@ def test_dot_commands_and_mode_switch(app: App) -> None:
     assert ".tables" in result.stdout
     assert result.stdout.splitlines()[-2:] == ["seven", "7"]
     assert result.stderr.splitlines()[-1].startswith("gluon: error: unknown command '.mode")
+
+
+def test_shell_help_and_refused_options(run_cli: RunCli, offload_home: Path) -> None:
+    result = run_cli("gluon", "shell", "--help")
+    assert result.exit_code == 0, result.stderr
+    for option in ("--json", "--csv", "-v", "--debug", "';'"):
+        assert option in result.stdout
+    both = run_cli("gluon", "shell", "--json", "--csv")
+    assert both.exit_code == 2
+    assert both.stderr.splitlines() == [
+        "gluon: error: --json and --csv exclude each other: choose one"
+    ]
