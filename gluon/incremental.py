@@ -598,9 +598,10 @@ def _disable_incremental(
     execute: bool,
     take_over_objects: bool,
 ) -> IncrementalResult:
-    record = repo.offloaded_table(ref.key)
+    repo.require_known(ref.key)
     state = repo.incremental.get_state(ref.key)
-    if state is None:
+    record = repo.get_table(ref.key)
+    if state is None or record is None:
         raise StateError(f"incremental update is not enabled for {ref.key}: nothing to disable")
     source = sources.connect_configured(settings)
     source.check_connection()

@@ -138,9 +138,10 @@ def _methods_with_staging() -> str:
 
 def _plan(settings: Settings, options: StageOptions, repo: Repository) -> _Plan:
     key = options.table.key
-    record = repo.offloaded_table(key)
+    repo.require_known(key)
+    record = repo.get_table(key)
     state = repo.incremental.get_state(key)
-    if state is None or state.status != ENABLED:
+    if record is None or state is None or state.status != ENABLED:
         raise StateError(
             f"incremental update is not enabled for {key}: enable it with "
             "--incremental-updates-enabled --incremental-extraction-method=UPDATABLE"

@@ -193,6 +193,16 @@ class Repository:
             return record
         raise NotFoundError(not_offloaded_message(table_key, self.table_keys()))
 
+    def require_known(self, table_key: str) -> None:
+        """Refuse a table the repository has no record of at all (neither offloaded nor in
+        an incremental state: an enable that died before its offload leaves only a state).
+
+        Raises:
+            NotFoundError: as :meth:`offloaded_table`.
+        """
+        if self.get_table(table_key) is None and self.incremental.get_state(table_key) is None:
+            raise NotFoundError(not_offloaded_message(table_key, self.table_keys()))
+
     def table_keys(self) -> list[str]:
         """The keys of every offloaded table, in order."""
         table = models.offloaded_tables
@@ -213,9 +223,10 @@ class Repository:
             StateError: it is not enabled (``otherwise`` ends the message: what this means
                 here).
         """
-        record = self.offloaded_table(table_key)
+        self.require_known(table_key)
+        record = self.get_table(table_key)
         state = self.incremental.get_state(table_key)
-        if state is None or state.status != ENABLED:
+        if record is None or state is None or state.status != ENABLED:
             raise StateError(f"incremental update is not enabled for {table_key}: {otherwise}")
         return record, state
 
@@ -287,9 +298,6 @@ def _to_row(record: OffloadedTable) -> dict[str, Any]:
     return {**RECORDS.to_row(record), "updated_at": now()}
 
 
-__all__ = ["OffloadedTable", "Repository", "RepositoryError"]
-
-
 def not_offloaded_message(table_key: str, offloaded: list[str]) -> str:
     """Why ``table_key`` cannot be used: not offloaded, and which offloaded names are close."""
     close = difflib.get_close_matches(table_key, offloaded, n=3, cutoff=0.75)
@@ -302,3 +310,6 @@ def not_offloaded_message(table_key: str, offloaded: list[str]) -> str:
         f"{table_key} has not been offloaded (the repository has no record of it): "
         f"offload it first with: offload -t {table_key} -x"
     )
+
+
+__all__ = ["OffloadedTable", "Repository", "RepositoryError"]
