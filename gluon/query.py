@@ -136,6 +136,22 @@ def to_json(table: pa.Table) -> str:
     return json.dumps(to_records(table), ensure_ascii=False, allow_nan=False)
 
 
+def to_text(table: pa.Table) -> str:
+    """Aligned columns for people (NULL as ``NULL``, not pandas' NaN), or ``(no rows)``."""
+    if not table.num_rows:
+        return "(no rows)"
+    import pandas as pd
+
+    shown = pd.DataFrame(display_rows(table), columns=table.column_names)
+    return str(shown.to_string(index=False))
+
+
+def display_rows(table: pa.Table) -> list[tuple[str, ...]]:
+    """Rows of ``display_value`` texts, by position (a result may repeat a column name)."""
+    columns = [[display_value(value) for value in column.to_pylist()] for column in table.columns]
+    return list(zip(*columns, strict=True))
+
+
 def to_csv(table: pa.Table) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")

@@ -15,7 +15,7 @@ from gluon.errors import ExitCode
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
-from gluon.query import run_query, to_csv, to_json
+from gluon.query import run_query, to_csv, to_json, to_text
 from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -42,7 +42,7 @@ def query(
             return to_json(table)
         if csv_output:
             return to_csv(table)
-        return table.to_pandas().to_string(index=False) if table.num_rows else "(no rows)"
+        return to_text(table)
 
     text, _ = run_command(PROGRAM, body, subject="query", verbose=verbose, debug=debug)
     stdout.print(text.rstrip("\n"), markup=False)  # CSV ends with a newline: print adds one

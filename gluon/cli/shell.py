@@ -28,7 +28,7 @@ from gluon.errors import GluonError
 from gluon.lake.session import LakeSession
 from gluon.logs import redact
 from gluon.offload import OFFLOADED
-from gluon.query import display_value, run_statement, split_statements, to_csv, to_json
+from gluon.query import display_rows, run_statement, split_statements, to_csv, to_json
 from gluon.repo import Repository
 
 log = logging.getLogger(__name__)
@@ -130,8 +130,8 @@ def result_table(table: pa.Table) -> Table:
     shown = Table(show_lines=False, highlight=False)
     for name in table.column_names:
         shown.add_column(name, overflow="fold")
-    for row in table.to_pylist():
-        shown.add_row(*(escape(display_value(value)) for value in row.values()))
+    for row in display_rows(table):
+        shown.add_row(*(escape(text) for text in row))
     return shown
 
 

@@ -236,6 +236,10 @@ def test_query_json_is_valid_json_for_nan_and_infinities(app: App, run_cli: RunC
         run_cli("gluon", "query", "--csv", "SELECT CAST('NaN' AS DOUBLE) AS nan, 1 AS one")
     )
     assert csv_result.stdout.splitlines() == ["nan,one", "NaN,1"]
+    text = ok(
+        run_cli("gluon", "query", "SELECT CAST(NULL AS DOUBLE) AS x, CAST('NaN' AS DOUBLE) AS y")
+    )
+    assert [line.split() for line in text.stdout.splitlines()] == [["x", "y"], ["NULL", "NaN"]]
 
 
 def run_program(program: str, *args: str) -> subprocess.CompletedProcess[str]:
