@@ -55,6 +55,8 @@ class ShellState:
     views: list[str]
     unavailable: dict[str, str]
     failed: int = 0
+    pending: str = ""
+    """The statement typed so far (lines without its ending ``;``)."""
 
 
 def run_shell(settings: Settings, mode: str, interactive: bool) -> int:
@@ -65,36 +67,41 @@ def run_shell(settings: Settings, mode: str, interactive: bool) -> int:
         )
         for view, reason in state.unavailable.items():
             _error(f"{view} is unavailable and was skipped: {reason}", kind="warning")
-        if interactive:
-            _history(settings.offload_home / HISTORY_FILE)
-            stderr.print(
-                f"gluon shell: {len(state.views)} tables and views registered; "
-                "statements end with ';', .help for help, exit or Ctrl-D to leave",
-                markup=False,
-            )
-        lines = _terminal_lines() if interactive else _piped_lines(sys.stdin)
-        _loop(session, state, lines)
+        if not interactive:
+            _loop(session, state, _piped_lines(sys.stdin))
+            return state.failed
+        history = settings.offload_home / HISTORY_FILE
+        save_history = _load_history(history)
+        stderr.print(
+            f"gluon shell: {len(state.views)} tables and views registered; "
+            "statements end with ';', .help for help, exit or Ctrl-D to leave",
+            markup=False,
+        )
+        try:
+            _loop(session, state, _terminal_lines(state))
+        finally:
+            save_history()
     return state.failed
 
 
 def _loop(session: LakeSession, state: ShellState, lines: Iterator[tuple[str, bool]]) -> None:
-    pending = ""
     for line, interrupted in lines:
         if interrupted:
-            pending = ""
+            state.pending = ""
             continue
-        if not pending.strip():
+        if not state.pending.strip():
             word = line.strip()
             if word.lower() in QUIT_WORDS:
                 return
             if word.startswith("."):
+                state.pending = ""
                 _dot_command(word, state)
                 continue
-        statements, pending = split_statements(pending + line + "\n")
+        statements, state.pending = split_statements(state.pending + line + "\n")
         for statement in statements:
             _run(session, state, statement)
-    if pending.strip():
-        _run(session, state, pending.strip())  # the last statement of a script may lack ';'
+    if state.pending.strip():
+        _run(session, state, state.pending.strip())  # a script's last statement may lack ';'
 
 
 def _run(session: LakeSession, state: ShellState, statement: str) -> None:
@@ -169,39 +176,36 @@ def _piped_lines(stream: TextIO) -> Iterator[tuple[str, bool]]:
         yield line.rstrip("\n"), False
 
 
-def _terminal_lines() -> Iterator[tuple[str, bool]]:
-    prompt = "gluon> "
-    pending = False
+def _terminal_lines(state: ShellState) -> Iterator[tuple[str, bool]]:
+    """Lines typed at the prompt (``...>`` while a statement is unfinished); Ctrl-C yields
+    an interruption, Ctrl-D ends."""
     while True:
         try:
-            line = input("   ...> " if pending else prompt)
+            line = input("   ...> " if state.pending.strip() else "gluon> ")
         except EOFError:
             stderr.print("")
             return
         except KeyboardInterrupt:
             stderr.print("")
-            pending = False
             yield "", True
             continue
-        pending = bool(split_statements(line)[1].strip()) or (pending and ";" not in line)
         yield line, False
 
 
-def _history(path: Path) -> None:
-    """Line editing and a history kept across sessions (where readline is available)."""
+def _load_history(path: Path) -> Callable[[], None]:
+    """Line editing and a history kept across sessions (where readline is available); returns
+    what saves the history at the end."""
     try:
         import readline
     except ImportError:  # Windows without pyreadline: plain input() still works
-        return
+        return lambda: None
     with suppress(OSError):
         readline.read_history_file(path)
     readline.set_history_length(HISTORY_LENGTH)
-    import atexit
 
-    write: Callable[[Path], None] = readline.write_history_file
-    atexit.register(_save_history, write, path)
+    def save() -> None:
+        with suppress(OSError):
+            readline.write_history_file(path)
+            path.chmod(0o600)  # statements can hold literals only the operator should read
 
-
-def _save_history(write: Callable[[Path], None], path: Path) -> None:
-    with suppress(OSError):
-        write(path)
+    return save
