@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 from collections.abc import Callable
@@ -105,3 +106,43 @@ def test_shell_help_and_refused_options(run_cli: RunCli, offload_home: Path) -> 
     assert both.stderr.splitlines() == [
         "gluon: error: --json and --csv exclude each other: choose one"
     ]
+
+
+def test_at_a_terminal_the_shell_prompts_and_keeps_a_history(app: App, offload_home: Path) -> None:
+    """Line editing needs a terminal: the shell runs on a pseudo-terminal, like a person's."""
+    controller, terminal = os.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from gluon.cli.app import main; main()", "shell"],
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        env=dict(os.environ),
+        close_fds=True,
+    )
+    os.close(terminal)
+    os.write(controller, b"SELECT 41 + 1\n AS answer;\nexit\n")
+    output = b""
+    while True:
+        ready, _, _ = select.select([controller], [], [], 300)
+        if not ready:
+            process.kill()
+            pytest.fail(f"the shell did not end: {output.decode(errors='replace')}")
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed with the shell
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.close(controller)
+    assert process.wait(timeout=60) == 0
+    text = output.decode("utf-8", errors="replace")
+    assert "gluon> " in text and "   ...> " in text  # the prompt, then the continuation
+    assert "answer" in text and "42" in text
+    history = offload_home / "shell_history"
+    assert history.read_text(encoding="utf-8").splitlines() == [
+        "SELECT 41 + 1",
+        " AS answer;",
+        "exit",
+    ]
+    assert history.stat().st_mode & 0o777 == 0o600
