@@ -32,6 +32,7 @@ from gluon.insert_only import Screen
 from gluon.lake import tables
 from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
 from gluon.lake.session import LakeSession, open_session, retry_commit
+from gluon.lake.storage import missing_delta_table_error
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -139,7 +140,7 @@ def run_extraction(
                 rows_written=result.rows_written,
             )
             if isinstance(exc, GluonError):
-                gone = _missing_delta_table(ref.key, state)
+                gone = missing_delta_table_error(ref.key, state.delta_path)
                 if gone is not None:
                     raise gone from exc
             raise
@@ -167,23 +168,6 @@ def run_extraction(
         # What was captured is in the lake now; the operator must hear that capture stopped.
         raise CaptureBrokenError(f"shipped {result.rows_read} changes, but " + "; ".join(problems))
     return result
-
-
-def _missing_delta_table(table_key: str, state: IncrementalState) -> StateError | None:
-    """The real problem behind a failed write when the delta table is gone from the lake (the
-    engine's own error then speaks of creating a table without columns), else None."""
-    from gluon.lake import storage
-
-    try:
-        if storage.delta_version(state.delta_path) is not None:
-            return None
-    except Exception:  # the diagnosis must not hide the error it explains
-        return None
-    return StateError(
-        f"incremental update is enabled for {table_key} but its delta table "
-        f"{state.delta_path} is missing from the lake: restore it from a backup, or disable "
-        "and enable incremental update again"
-    )
 
 
 def _ship(

@@ -74,6 +74,9 @@ def run_compaction(
                 state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
             )
             result.changes = changes
+            gone = storage.missing_delta_table_error(key, state.delta_path) if not changes else None
+            if gone is not None:
+                raise gone
             if changes < max(options.delta_threshold, 1):
                 result.nothing_to_do = True
                 result.message = (

@@ -128,12 +128,15 @@ def test_an_enabled_table_whose_delta_table_is_gone_says_so(
     assert delta.is_dir()
     shutil.rmtree(delta)
     app.change("main.products", first_key=10)
-    result = run_cli("offload", "-t", "main.products", "-x", "--incremental-run-extraction")
-    assert one_error_line(result, "offload", 1) == (
+    expected = (
         f"incremental update is enabled for MAIN.PRODUCTS but its delta table {delta} is "
         "missing from the lake: restore it from a backup, or disable and enable incremental "
         "update again"
     )
+    result = run_cli("offload", "-t", "main.products", "-x", "--incremental-run-extraction")
+    assert one_error_line(result, "offload", 1) == expected
+    compaction = run_cli("offload", "-t", "main.products", "-x", "--incremental-run-compaction")
+    assert one_error_line(compaction, "offload", 1) == expected  # not "0 changes: nothing to do"
 
 
 @pytest.mark.parametrize(
