@@ -223,9 +223,10 @@ class Repository:
             StateError: it is not enabled (``otherwise`` ends the message: what this means
                 here).
         """
-        self.require_known(table_key)
         record = self.get_table(table_key)
         state = self.incremental.get_state(table_key)
+        if record is None and state is None:  # read once: extraction's no-op run is timed
+            raise NotFoundError(not_offloaded_message(table_key, self.table_keys()))
         if record is None or state is None or state.status != ENABLED:
             raise StateError(f"incremental update is not enabled for {table_key}: {otherwise}")
         return record, state
