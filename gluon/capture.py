@@ -140,6 +140,13 @@ class SourceObjectRef:
     object_type: str
     """``TABLE``, ``SEQUENCE``, ``TRIGGER``, ``VIEW`` or ``SCHEMA``."""
 
+    @property
+    def display_name(self) -> str:
+        """``SCHEMA.NAME``, or the bare name of a schema (a schema is in no schema)."""
+        if self.object_type == "SCHEMA":
+            return self.name
+        return f"{self.schema}.{self.name}"
+
 
 def _rank(item: SourceObjectRef) -> int:
     return CREATION_ORDER.index(item.kind)
@@ -336,7 +343,7 @@ def create_source_objects(
     for item in sorted(objects, key=_rank):
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):
             continue
-        log.info("creating %s %s.%s", item.object_type.lower(), item.schema, item.name)
+        log.info("creating %s %s", item.object_type.lower(), item.display_name)
         fault_point("capture.before_create_object")
         source.execute_script(f"create_{item.kind.value}", object=item, **context)
         fault_point("capture.after_create_object")
@@ -359,7 +366,7 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
             if rows and int(rows[0][0]):
                 log.info("keeping schema %s: it still holds other objects", item.schema)
                 continue
-        log.info("dropping %s %s.%s", item.object_type.lower(), item.schema, item.name)
+        log.info("dropping %s %s", item.object_type.lower(), item.display_name)
         fault_point("capture.before_drop_object")
         source.execute_script(f"drop_{item.kind.value}", object=item)
         fault_point("capture.after_drop_object")
@@ -385,7 +392,7 @@ class ExistingObject:
 
     @property
     def label(self) -> str:
-        return f"{self.item.object_type.lower()} {self.item.schema}.{self.item.name}"
+        return f"{self.item.object_type.lower()} {self.item.display_name}"
 
     def adoptable(self, take_over: bool) -> bool:
         """Gluon may use it (ours), or take it over when asked (a leftover of gluon's)."""

@@ -33,11 +33,12 @@ from gluon.insert_only import Screen
 from gluon.lake import merge, tables
 from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
 from gluon.lake.session import LakeSession, open_session, retry_commit
+from gluon.lake.storage import missing_delta_table_error
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
@@ -115,7 +116,8 @@ def run_extraction(
         record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)  # under the lock
         method = get_method(state.method)
         source = sources.connect_configured(settings)
-        record = carry_changes(settings, source, repo, record, state)
+        with timed_step("schema_changes"):
+            record = carry_changes(settings, source, repo, record, state)
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         partition = state.ingestion_partition
         if partition is None:
@@ -130,20 +132,23 @@ def run_extraction(
         if method.view_kind is ViewKind.UNION_ALL:
             result.screen = Screen(repo, ref.key, method.name)
         try:
-            problems = capture.capture_problems(source, record.spec(), capture_objects(state))
+            with timed_step("check_capture"):
+                problems = capture.capture_problems(source, record.spec(), capture_objects(state))
             if any(problem.startswith("changelog table") for problem in problems):
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
             oldest = capture.oldest_change(source, capture_objects(state))  # for the latency
-            _ship(
-                settings,
-                feed,
-                record,
-                state,
-                result,
-                batch_size,
-                progress or NullProgress(),
-                stopping or _never,
-            )
+            with timed_step("ship_changes") as shipping:
+                _ship(
+                    settings,
+                    feed,
+                    record,
+                    state,
+                    result,
+                    batch_size,
+                    progress or NullProgress(),
+                    stopping or _never,
+                )
+                shipping.detail = f"{result.rows_read} changes read, {result.rows_written} written"
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
@@ -152,6 +157,10 @@ def run_extraction(
                 rows_read=result.rows_read,
                 rows_written=result.rows_written,
             )
+            if isinstance(exc, GluonError):
+                gone = missing_delta_table_error(ref.key, state.delta_path)
+                if gone is not None:
+                    raise gone from exc
             raise
         fault_point("extract.before_repository_update")
         if state.diverting:
@@ -201,8 +210,9 @@ def _ship(
         def lake() -> LakeSession:
             nonlocal session
             if session is None:
-                session = stack.enter_context(open_session(settings))
-                tables.register_table(session, state.delta_table, state.delta_path)
+                with timed_step("start_engine"):
+                    session = stack.enter_context(open_session(settings))
+                    tables.register_table(session, state.delta_table, state.delta_path)
             return session
 
         shipping = (
@@ -213,12 +223,17 @@ def _ship(
         task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
         shipping.resume()
         while True:
-            changes = feed.read(batch_size)
+            with timed_step("read") as reading:
+                changes = feed.read(batch_size)
+                reading.detail = f"{changes.num_rows} changes"
             if changes.num_rows == 0:
                 break
-            fresh = shipping.ship(changes)
+            with timed_step("write") as writing:
+                fresh = shipping.ship(changes)
+                writing.detail = f"{fresh} changes"
             fault_point("extract.after_delta_commit")
-            feed.done(changes)
+            with timed_step("done"):
+                feed.done(changes)
             result.rows_read += changes.num_rows
             result.rows_written += fresh
             seqs = changes.column("gl_seq")

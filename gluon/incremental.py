@@ -36,7 +36,7 @@ from gluon.offload import (
     plan_steps,
     validate_offload,
 )
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import (
@@ -351,7 +351,7 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
     steps = [
         Step(
             "create_capture",
-            f"create {object_.object_type.lower()} {object_.schema}.{object_.name} in the source",
+            f"create {object_.object_type.lower()} {object_.display_name} in the source",
         )
         for object_ in plan.objects
     ]
@@ -420,24 +420,28 @@ def _enable_incremental(
         capture.drop_source_objects(plan.source, plan.taken_over)
     if options.take_over_objects and ownership.lake_table_marker(state.delta_path) != (plan.marker):
         storage.remove_table(state.delta_path)
-    capture.create_source_objects(
-        plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
-    )
+    with timed_step("create_capture"):
+        capture.create_source_objects(
+            plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
+        )
     log.info("created capture objects for %s", plan.state.table_key)
     if plan.offload:
         result.rows = execute_offload(plan.offload, progress or NullProgress())
     record = plan.repo.get_table(plan.state.table_key)
     if record is None:
         raise StateError(f"the repository has no record of {plan.state.table_key} to enable")
-    with open_session(settings) as session:
-        create_delta_table(session, plan.state.delta_path, record.columns)
-    ownership.mark_lake_table(plan.state.delta_path, plan.marker)
-    enabled_at = now()
-    plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
-    plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
+    with timed_step("create_delta_table"):
+        with open_session(settings) as session:
+            create_delta_table(session, plan.state.delta_path, record.columns)
+        ownership.mark_lake_table(plan.state.delta_path, plan.marker)
+    with timed_step("record_enabled"):
+        enabled_at = now()
+        plan.repo.incremental.save_state(state.with_changes(status=ENABLED, enabled_at=enabled_at))
+        plan.repo.incremental.enablement_finished(state.enablement_id, enabled_at=enabled_at)
+    offloaded = f" after offloading {result.rows} rows" if plan.offload else ""
     result.message = (
-        f"incremental update enabled for {plan.state.table_key} with {plan.method.name}; "
-        f"query {record.user_view} for the latest state"
+        f"incremental update enabled for {plan.state.table_key} with {plan.method.name}"
+        f"{offloaded}; query {record.user_view} for the latest state"
     )
     if state.merge_mode == MergeMode.IMMEDIATE:
         result.message += (
@@ -491,7 +495,7 @@ def _missing_objects(
 
 
 def _labels(objects: list[capture.SourceObjectRef]) -> str:
-    return ", ".join(f"{item.object_type.lower()} {item.schema}.{item.name}" for item in objects)
+    return ", ".join(f"{item.object_type.lower()} {item.display_name}" for item in objects)
 
 
 def _already_enabled(settings: Settings, state: IncrementalState) -> str:
@@ -547,10 +551,9 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     missing = _missing_objects(source, objects)
     recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
     steps = [
-        Step("create_capture", f"create {o.object_type.lower()} {o.schema}.{o.name}")
-        for o in missing
+        Step("create_capture", f"create {o.object_type.lower()} {o.display_name}") for o in missing
     ] + [
-        Step("refresh_capture", f"replace {o.object_type.lower()} {o.schema}.{o.name}")
+        Step("refresh_capture", f"replace {o.object_type.lower()} {o.display_name}")
         for o in objects
         if o not in missing and o.kind in capture.REPLACED_ON_CREATE
     ]
@@ -634,10 +637,11 @@ def _disable_incremental(
     execute: bool,
     take_over_objects: bool,
 ) -> IncrementalResult:
+    repo.require_known(ref.key)
     state = repo.incremental.get_state(ref.key)
     record = repo.get_table(ref.key)
     if state is None or record is None:
-        raise StateError(f"incremental update is not enabled for {ref.key}")
+        raise StateError(f"incremental update is not enabled for {ref.key}: nothing to disable")
     source = sources.connect_configured(settings)
     source.check_connection()
     objects = capture_objects(state)
@@ -671,12 +675,12 @@ def _disable_incremental(
                 "--incremental-discard-changes -x"
             )
     steps = [
-        Step("drop_capture", f"drop {o.object_type.lower()} {o.schema}.{o.name} from the source")
+        Step("drop_capture", f"drop {o.object_type.lower()} {o.display_name} from the source")
         for o in reversed(droppable)
     ]
     steps += [Step("keep_capture", f"keep {found.label}: {_why_kept(found)}") for found in kept]
     steps += [
-        Step("missing_capture", f"{o.object_type.lower()} {o.schema}.{o.name} is already gone")
+        Step("missing_capture", f"{o.object_type.lower()} {o.display_name} is already gone")
         for o in missing
     ]
     steps += [
@@ -690,14 +694,17 @@ def _disable_incremental(
     if not execute:
         return result
     repo.incremental.save_state(state.with_changes(status=DISABLING))
-    capture.drop_source_objects(source, droppable)
-    if _lake_table_is_ours(state.delta_path, mine):
-        storage.remove_table(state.delta_path)
-    repo.incremental.delete_state(ref.key)
-    repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
+    with timed_step("drop_capture"):
+        capture.drop_source_objects(source, droppable)
+    with timed_step("drop_delta_table"):
+        if _lake_table_is_ours(state.delta_path, mine):
+            storage.remove_table(state.delta_path)
+    with timed_step("record_disabled"):
+        repo.incremental.delete_state(ref.key)
+        repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
     notes = [f"kept {found.label} ({_why_kept(found)})" for found in kept]
     if missing:
-        gone = ", ".join(f"{o.object_type.lower()} {o.schema}.{o.name}" for o in missing)
+        gone = ", ".join(f"{o.object_type.lower()} {o.display_name}" for o in missing)
         notes.append(f"already gone: {gone}")
     result.message = (
         f"incremental update disabled for {ref.key}; {record.user_view} reads the base table"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
 from gluon import ownership
@@ -27,7 +28,7 @@ from gluon.lake.session import LakeSession, open_session
 from gluon.locks import lifecycle_lock
 from gluon.naming import TableRef, lake_names
 from gluon.partitioning import plan_partitioning
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.increments import PENDING
@@ -355,24 +356,32 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
         )
         lake_filter = sql.predicate(increment.predicate, record.columns)
     log.info("offloading %s to %s", record.table_key, record.base_path)
-    expected = (
-        context.source.count_matching(context.spec, where, params)
-        if where
-        else context.source.count_rows(context.spec)
-    )
-    with open_session(context.settings) as session:
-        increment_id = None
-        if increment is not None:
-            if context.appending:
-                _check_increment_is_new(session, context, lake_filter)
+    with timed_step("count_rows") as counting:
+        expected = (
+            context.source.count_matching(context.spec, where, params)
+            if where
+            else context.source.count_rows(context.spec)
+        )
+        counting.detail = f"{expected} rows in the source"
+    with ExitStack() as scope:
+        with timed_step("start_engine"):
+            session = scope.enter_context(open_session(context.settings))
+        with timed_step("record_start"):
+            increment_id = None
+            if increment is not None:
+                if context.appending:
+                    _check_increment_is_new(session, context, lake_filter)
+                elif context.replaces is None:
+                    repo.save_table(record)
+                increment_id = repo.increments.start(
+                    record.table_key, increment.kind, increment.predicate.text, increment.boundary
+                )
             elif context.replaces is None:
                 repo.save_table(record)
-            increment_id = repo.increments.start(
-                record.table_key, increment.kind, increment.predicate.text, increment.boundary
-            )
-        elif context.replaces is None:
-            repo.save_table(record)
-        with progress.task(f"copying {record.table_key}", expected) as task:
+        with (
+            timed_step("copy_rows") as copying,
+            progress.task(f"copying {record.table_key}", expected) as task,
+        ):
             rows = tables.write_batches(
                 session,
                 record.base_path,
@@ -384,19 +393,23 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
                 task=task,
                 replace_where=lake_filter if context.appending else None,
             )
-        _verify(session, record, rows, lake_filter)
-        ownership.mark_lake_table(
-            record.base_path, ownership.Marker(repo.installation_id, record.table_key)
-        )
-        total = session.spark.read.format("delta").load(record.base_path).count()
+            copying.detail = f"{rows} rows"
+        with timed_step("verify_rows"):
+            _verify(session, record, rows, lake_filter)
+            ownership.mark_lake_table(
+                record.base_path, ownership.Marker(repo.installation_id, record.table_key)
+            )
+            total = session.spark.read.format("delta").load(record.base_path).count()
         if not context.appending:
-            register_user_view(session, record)
-    if increment_id is not None:
-        repo.increments.finish(increment_id, rows)
-    if context.replaces is not None:
-        repo.increments.delete_all(record.table_key, keep=increment_id)
-    done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=now())
-    repo.save_table(done)
+            with timed_step("create_views"):
+                register_user_view(session, record)
+    with timed_step("record_done"):
+        if increment_id is not None:
+            repo.increments.finish(increment_id, rows)
+        if context.replaces is not None:
+            repo.increments.delete_all(record.table_key, keep=increment_id)
+        done = replace(record, status=OFFLOADED, row_count=total, offloaded_at=now())
+        repo.save_table(done)
     if not context.appending:
         # The lake is a fresh copy of the source: what insert-only extraction rejected is moot.
         RejectedChanges(repo.engine).clear(record.table_key)

@@ -138,6 +138,7 @@ def _methods_with_staging() -> str:
 
 def _plan(settings: Settings, options: StageOptions, repo: Repository) -> _Plan:
     key = options.table.key
+    repo.require_known(key)
     record = repo.get_table(key)
     state = repo.incremental.get_state(key)
     if record is None or state is None or state.status != ENABLED:

@@ -18,7 +18,7 @@ import pyarrow as pa
 from gluon.catalog import lake_session, unavailable_error
 from gluon.config import Settings
 from gluon.errors import GluonError, LakeError
-from gluon.lake.session import first_line
+from gluon.lake.session import LakeSession, first_line
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +37,81 @@ def run_query(
     with lake_session(settings, named_in=statement) as session:
         for view, reason in session.unavailable.items():
             warn(f"{view} is unavailable and was skipped: {reason}")
-        try:
-            return session.sql(statement).toArrow()
-        except Exception as exc:
-            named = unavailable_error(session, statement)
-            if named is not None:
-                raise named from exc
-            if isinstance(exc, GluonError):
-                raise
-            raise LakeError(f"the query failed: {first_line(exc)}") from exc
+        return run_statement(session, statement)
+
+
+def run_statement(session: LakeSession, statement: str) -> pa.Table:
+    """Run ``statement`` in a session whose tables are registered (``gluon query``, ``gluon
+    shell``); the result as an Arrow table.
+
+    Raises:
+        LakeError: the statement failed: the engine's first line, or the unavailable table
+            it names and why.
+    """
+    try:
+        return session.sql(statement).toArrow()
+    except Exception as exc:
+        named = unavailable_error(session, statement)
+        if named is not None:
+            raise named from exc
+        if isinstance(exc, GluonError) and not isinstance(exc, LakeError):
+            raise
+        # The engine's own words, once: not the session's "rejected a statement" wrapper.
+        engine_error = exc.__cause__ if isinstance(exc, LakeError) and exc.__cause__ else exc
+        raise LakeError(f"the query failed: {first_line(engine_error)}") from exc
+
+
+def split_statements(text: str) -> tuple[list[str], str]:
+    """The complete statements of ``text`` (each ended by a ``;`` outside quotes and
+    comments, without it) and the unfinished rest."""
+    statements: list[str] = []
+    start = 0
+    quote: str | None = None
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote is not None:
+            if char == quote:
+                quote = None
+        elif char in "'\"`":
+            quote = char
+        elif text.startswith("--", index):
+            newline = text.find("\n", index)
+            index = len(text) if newline < 0 else newline
+            continue
+        elif char == ";":
+            statement = text[start:index].strip()
+            if statement:
+                statements.append(statement)
+            start = index + 1
+        index += 1
+    return statements, text[start:]
+
+
+def display_value(value: Any) -> str:
+    """A value as a result table shows it: NULL, not "None" or pandas' NaN."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, float) and not math.isfinite(value):
+        return non_finite_text(value)
+    if isinstance(value, str):
+        return value
+    rendered = json_value(value)
+    return rendered if isinstance(rendered, str) else json.dumps(rendered, ensure_ascii=False)
+
+
+def non_finite_text(value: float) -> str:
+    """``"NaN"``, ``"Infinity"`` or ``"-Infinity"``: JSON has no such numbers, so they are
+    written as these strings (as the proto3 JSON mapping does) and every output stays valid
+    JSON for a strict parser (docs/operations.md)."""
+    if math.isnan(value):
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
 
 
 def json_value(value: Any) -> Any:
-    """A JSON value that keeps ``value`` exact: decimals as strings, times in ISO 8601."""
+    """A JSON value that keeps ``value`` exact: decimals as strings, times in ISO 8601, NaN and
+    infinities as the strings of ``NON_FINITE``."""
     if isinstance(value, decimal.Decimal):
         return format(value, "f")
     if isinstance(value, dt.datetime | dt.date | dt.time):
@@ -57,7 +119,7 @@ def json_value(value: Any) -> Any:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode("ascii")
     if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
+        return non_finite_text(value)
     if isinstance(value, dict):
         return {key: json_value(item) for key, item in value.items()}
     if isinstance(value, list):
@@ -71,7 +133,23 @@ def to_records(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def to_json(table: pa.Table) -> str:
-    return json.dumps(to_records(table), ensure_ascii=False)
+    return json.dumps(to_records(table), ensure_ascii=False, allow_nan=False)
+
+
+def to_text(table: pa.Table) -> str:
+    """Aligned columns for people (NULL as ``NULL``, not pandas' NaN), or ``(no rows)``."""
+    if not table.num_rows:
+        return "(no rows)"
+    import pandas as pd
+
+    shown = pd.DataFrame(display_rows(table), columns=table.column_names)
+    return str(shown.to_string(index=False))
+
+
+def display_rows(table: pa.Table) -> list[tuple[str, ...]]:
+    """Rows of ``display_value`` texts, by position (a result may repeat a column name)."""
+    columns = [[display_value(value) for value in column.to_pylist()] for column in table.columns]
+    return list(zip(*columns, strict=True))
 
 
 def to_csv(table: pa.Table) -> str:

@@ -14,14 +14,14 @@ from typing import Annotated
 
 import typer
 
-from gluon.cli.common import run_command, stderr, stdout
+from gluon.cli.common import fail, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
 from gluon.errors import ExitCode, UsageError
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
-from gluon.query import run_query, to_csv, to_json
+from gluon.query import run_query, to_csv, to_json, to_text
 from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -48,10 +48,42 @@ def query(
             return to_json(table)
         if csv_output:
             return to_csv(table)
-        return table.to_pandas().to_string(index=False) if table.num_rows else "(no rows)"
+        return to_text(table)
 
     text, _ = run_command(PROGRAM, body, subject="query", verbose=verbose, debug=debug)
-    stdout.print(text, markup=False)
+    stdout.print(text.rstrip("\n"), markup=False)  # CSV ends with a newline: print adds one
+
+
+@app.command(
+    help=(
+        "An interactive SQL shell over the lake: one engine session with every offloaded "
+        "table and view registered; statements end with ';' (.help lists the dot commands). "
+        "Reads stdin without prompts when it is not a terminal."
+    )
+)
+def shell(
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Print each result as a JSON array.")
+    ] = False,
+    csv_output: Annotated[
+        bool, typer.Option("--csv", help="Print each result as CSV with a header row.")
+    ] = False,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    from gluon.cli.shell import run_shell
+
+    if json_output and csv_output:
+        fail("--json and --csv exclude each other: choose one", ExitCode.USAGE, program=PROGRAM)
+    mode = "json" if json_output else "csv" if csv_output else "table"
+    interactive = sys.stdin.isatty()
+
+    def body(settings: Settings) -> int:
+        return run_shell(settings, mode, interactive)
+
+    failed, _ = run_command(PROGRAM, body, subject="shell", verbose=verbose, debug=debug)
+    if failed and not interactive:
+        raise typer.Exit(int(ExitCode.ERROR))  # a script learns that a statement failed
 
 
 def _warn(message: str) -> None:

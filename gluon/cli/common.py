@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -126,7 +127,10 @@ def run_command(
         log_path = start_command_log(settings.log_dir, program, subject)
         _console_logging(verbose)
         logging.getLogger("gluon").info("%s %s", program, redact(" ".join(sys.argv[1:])))
-        return body(settings), log_path
+        started = time.monotonic()
+        outcome = body(settings)
+        logging.getLogger("gluon").info("%s done in %.3fs", program, time.monotonic() - started)
+        return outcome, log_path
     except GluonError as exc:
         logging.getLogger("gluon").error("%s", exc)
         if debug:

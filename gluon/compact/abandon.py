@@ -135,6 +135,7 @@ def abandon_compaction(settings: Settings, ref: TableRef, *, execute: bool) -> A
     """
     repo = Repository(settings.repo_url)
     key = ref.key
+    repo.require_known(key)
     state = repo.incremental.get_state(key)
     if state is None or state.status != ENABLED:
         raise StateError(f"incremental update is not enabled for {key}: no compaction to abandon")

@@ -19,7 +19,7 @@ from gluon.lake.changes import PARTITION_COLUMN
 from gluon.locks import compaction_lock, lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
-from gluon.progress import NullProgress, Progress
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, SUCCESS, CompactionRun
 from gluon.states import MergeMode
@@ -77,6 +77,9 @@ def run_compaction(
                 state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
             )
             result.changes = changes
+            gone = storage.missing_delta_table_error(key, state.delta_path) if not changes else None
+            if gone is not None:
+                raise gone
             if changes < max(options.delta_threshold, 1):
                 result.nothing_to_do = True
                 result.message = (
@@ -183,9 +186,10 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
         fault_point(f"compact.before_{step.name}")
         repo.compaction.step_started(run_id, step.name)
         context.refresh()
-        log.info("compaction step %s", step.name)
         try:
-            detail = step.run(context)
+            with timed_step(step.name) as timing:
+                detail = step.run(context)
+                timing.detail = detail
         except GluonError as exc:
             repo.compaction.update_run(run_id, status=FAILED, message=str(exc)[:2000])
             raise StepFailedError(
@@ -209,10 +213,13 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
             return
         repo.compaction.step_finished(run_id, step.name, detail)
         result.steps_run += 1
-        log.info("compaction step %s: %s", step.name, detail)
         fault_point(f"compact.after_{step.name}")
     repo.compaction.update_run(run_id, status=SUCCESS, current_step=None)
-    result.message = f"compaction run {run_id} ({result.method}) complete"
+    result.message = (
+        f"compaction run {run_id} ({result.method}) complete: "
+        f"{result.changes} changes merged into the base table"
+    )
+
 
 
 def _compact_merged_table(

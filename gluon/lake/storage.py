@@ -10,7 +10,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlparse
 
-from gluon.errors import ConfigError
+from gluon.errors import ConfigError, StateError
 from gluon.faults import fault_point
 
 log = logging.getLogger(__name__)
@@ -159,3 +159,18 @@ def delta_row_count(location: str, *, column: str | None = None, at_least: int =
     if column is None:
         return int(dataset.count_rows())
     return int(dataset.count_rows(filter=ds.field(column) >= at_least))
+
+
+def missing_delta_table_error(table_key: str, location: str) -> StateError | None:
+    """The real problem when an enabled table's delta table is gone from the lake (the engine
+    then speaks of creating a table without columns, a count of 0), else None."""
+    try:
+        if delta_version(location) is not None:
+            return None
+    except Exception:  # the diagnosis must not hide the error it explains
+        return None
+    return StateError(
+        f"incremental update is enabled for {table_key} but its delta table {location} is "
+        "missing from the lake: restore it from a backup, or disable and enable incremental "
+        "update again"
+    )

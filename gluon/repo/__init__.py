@@ -7,6 +7,7 @@ default, or a shared PostgreSQL/Oracle database for several nodes.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from gluon.config import parse_database_url
-from gluon.errors import ConfigError, RepositoryError, StateError
+from gluon.errors import ConfigError, NotFoundError, RepositoryError, StateError
 from gluon.faults import repository_write
 from gluon.repo import migrations, models
 from gluon.repo.common import RecordMapping, json_tuple, now, upsert
@@ -180,16 +181,52 @@ class Repository:
             rows = connection.execute(sa.select(table).order_by(table.c.table_key)).mappings()
             return [RECORDS.from_row(row) for row in rows]
 
+    def offloaded_table(self, table_key: str) -> OffloadedTable:
+        """The record of ``table_key``, which must have been offloaded.
+
+        Raises:
+            NotFoundError: the repository has no record of it; the message names the
+                offloaded tables with a close name (a misspelled ``-t`` is the usual cause).
+        """
+        record = self.get_table(table_key)
+        if record is not None:
+            return record
+        raise NotFoundError(not_offloaded_message(table_key, self.table_keys()))
+
+    def require_known(self, table_key: str) -> None:
+        """Refuse a table the repository has no record of at all (neither offloaded nor in
+        an incremental state: an enable that died before its offload leaves only a state).
+
+        Raises:
+            NotFoundError: as :meth:`offloaded_table`.
+        """
+        if self.get_table(table_key) is None and self.incremental.get_state(table_key) is None:
+            raise NotFoundError(not_offloaded_message(table_key, self.table_keys()))
+
+    def table_keys(self) -> list[str]:
+        """The keys of every offloaded table, in order."""
+        table = models.offloaded_tables
+        with self.engine.connect() as connection:
+            return list(
+                connection.execute(sa.select(table.c.table_key).order_by(table.c.table_key))
+                .scalars()
+                .all()
+            )
+
     def enabled_table(
         self, table_key: str, *, otherwise: str
     ) -> tuple[OffloadedTable, IncrementalState]:
         """The record and incremental state of a table whose incremental update is enabled.
 
         Raises:
-            StateError: it is not (``otherwise`` ends the message: what this means here).
+            NotFoundError: the table is not offloaded (a misspelled name, most often).
+            StateError: it is not enabled (``otherwise`` ends the message: what this means
+                here).
         """
         record = self.get_table(table_key)
         state = self.incremental.get_state(table_key)
+        if record is None and state is None:  # read once: extraction's no-op run is timed
+            raise NotFoundError(not_offloaded_message(table_key, self.table_keys()))
         if record is None or state is None or state.status != ENABLED:
             raise StateError(f"incremental update is not enabled for {table_key}: {otherwise}")
         return record, state
@@ -260,6 +297,20 @@ RECORDS = RecordMapping(
 
 def _to_row(record: OffloadedTable) -> dict[str, Any]:
     return {**RECORDS.to_row(record), "updated_at": now()}
+
+
+def not_offloaded_message(table_key: str, offloaded: list[str]) -> str:
+    """Why ``table_key`` cannot be used: not offloaded, and which offloaded names are close."""
+    close = difflib.get_close_matches(table_key, offloaded, n=3, cutoff=0.75)
+    if close:
+        return (
+            f"{table_key} has not been offloaded (the repository has no record of it); "
+            f"did you mean {' or '.join(close)}?"
+        )
+    return (
+        f"{table_key} has not been offloaded (the repository has no record of it): "
+        f"offload it first with: offload -t {table_key} -x"
+    )
 
 
 __all__ = ["OffloadedTable", "Repository", "RepositoryError"]

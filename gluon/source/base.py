@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from gluon import templates
 from gluon.config import SourceTimeouts
-from gluon.errors import NotFoundError, SourceError, UnsupportedError
+from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
 from gluon.source.arrow import conform, converter_for, identity, rebatch, to_batch
@@ -219,11 +219,29 @@ class SourceDialect:
         return [spec.primary_key, *keys] if spec.primary_key else keys
 
     def _require_found(self, ref: TableRef, found: bool) -> None:
+        if not found and not self._schema_exists(ref.schema):
+            raise NotFoundError(
+                f"table {ref} does not exist: the {self.name} source database has no schema "
+                f"{ref.schema.upper()} (check the -t value and GLUON_SOURCE_URL)"
+            )
         if not found:
             raise NotFoundError(
                 f"table {ref} does not exist in the {self.name} source database "
                 "(check the -t value and GLUON_SOURCE_URL)"
             )
+
+    def _schema_exists(self, schema: str) -> bool:
+        """Whether the source has ``schema`` in any case (asked after a table was not found,
+        to name the part of ``-t`` that is wrong). True when it cannot tell."""
+        try:
+            return any(
+                self.run_query(
+                    "object_exists", {"object_type": "SCHEMA", "schema": name, "name": name}
+                )
+                for name in dict.fromkeys((schema, schema.lower(), schema.upper()))
+            )
+        except GluonError:  # the diagnosis must not hide the error it explains
+            return True
 
     @staticmethod
     def _refuse_types(ref: TableRef, refused: Sequence[tuple[str, str]]) -> None:

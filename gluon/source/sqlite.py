@@ -107,6 +107,9 @@ class SQLiteSource(SourceDialect):
     def _schemas(self) -> list[str]:
         return [row[1] for row in self.run_query("list_databases")]
 
+    def _schema_exists(self, schema: str) -> bool:
+        return True  # describe_table names a missing database itself, with the attached ones
+
     def describe_table(self, ref: TableRef) -> TableSpec:
         schemas = {name.lower(): name for name in self._schemas()}
         schema = schemas.get(ref.schema.lower())

@@ -14,7 +14,7 @@ from gluon import capture, locks
 from gluon import source as sources
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
-from gluon.errors import GluonError, NotFoundError
+from gluon.errors import GluonError
 from gluon.feeds import capture_objects
 from gluon.insert_only import status_notes
 from gluon.lake.stats import DeltaStats, delta_stats
@@ -152,12 +152,7 @@ def table_status(
         NotFoundError: the repository has no record of the table.
     """
     repo = Repository(settings.repo_url)
-    record = repo.get_table(ref.key)
-    if record is None:
-        raise NotFoundError(
-            f"{ref.key} has not been offloaded (the repository has no record of it): "
-            f"offload it first with: offload -t {ref.key} -x"
-        )
+    record = repo.offloaded_table(ref.key)
     return collect_status(
         repo,
         record,

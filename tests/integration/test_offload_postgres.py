@@ -324,8 +324,8 @@ def test_exact_values_survive_in_the_json_output(all_types: sa.Engine, run_cli: 
     assert rows[1]["c_char"] == "ab    "  # char(n) keeps its padding
     assert rows[1]["c_jsonb"] == '{"a": [1, 2.50, null], "b": 1, "é": "😀"}'
     assert rows[1]["c_json"] == '{"b": 1,   "a": [1, 2.50, null], "é": "😀"}'
-    assert rows[4]["c_double"] == "inf"
-    assert rows[5]["c_double"] == "nan"
+    assert rows[4]["c_double"] == "Infinity"
+    assert rows[5]["c_double"] == "NaN"
 
 
 def test_a_numeric_nan_in_a_constrained_column_fails_in_one_line(
