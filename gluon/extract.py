@@ -18,9 +18,7 @@ import time
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from gluon import capture, locks
 from gluon import source as sources
@@ -42,6 +40,9 @@ from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
 from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -175,6 +176,8 @@ def _ship(
     if pending == 0:
         log.info("no changes to extract for %s", record.table_key)
         return
+    import pyarrow.compute as pc  # only when there are changes to ship
+
     with ExitStack() as stack:
         session: LakeSession | None = None
         task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
@@ -270,6 +273,8 @@ def _shipped_before(
     Raises:
         StateError: a change reuses the ``gl_seq`` of a change already shipped.
     """
+    import pyarrow.compute as pc
+
     if not feed.sequences_are_unique:
         return None
     seqs = changes.column("gl_seq")

@@ -73,14 +73,14 @@ def delta_stats(
         ``error`` set when it is there but cannot be read. Never raises for
         a missing or unreadable table (status commands must always answer).
     """
-    import pyarrow as pa
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
     try:
         table = DeltaTable(location, version=version)
-        # (pa.table() on this Arrow stream would import pandas: half a second for nothing.)
-        actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
+        # deltalake's own Arrow table (arro3): read as is, so status never loads pyarrow
+        # (and pa.table() on it would import pandas: half a second for nothing).
+        actions = table.get_add_actions(flatten=True)
         history = table.history(1)
     except TableNotFoundError:
         return DeltaStats(location=location, exists=False)
