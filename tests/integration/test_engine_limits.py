@@ -1,6 +1,10 @@
 """Statements stay within what the engine handles, however many partitions a compaction
 touches (issue 12, reproduction 8: an OR of ~900 partition predicates overflowed the
 engine's stack and killed the process).
+
+Partition-wise full compaction writes 100 partitions per statement, and computes each
+key's latest change once for all of them (issue 14): one statement aggregates the changes,
+into a staging table dropped at the end.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.incremental import RunCli, lake_rows, run_offload_process
+from support.sql import read_statements
 
 from gluon.config import load_settings
+from gluon.lake import storage
 from gluon.repo import Repository
 
 PARTITIONS = 2000
@@ -36,6 +42,7 @@ def test_compaction_of_2000_affected_partitions(
     offload_home: Path,
     run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
+    recorded_sql_path: Path,
 ) -> None:
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("GLUON_SOURCE_URL", url)
@@ -66,6 +73,7 @@ def test_compaction_of_2000_affected_partitions(
     assert stopped.exit_code == 0, stopped.stderr
     _extract(run_cli, table)  # acknowledges the diversion
     # In a child process: an engine crash must fail the test, not kill pytest.
+    already = len(read_statements(recorded_sql_path))
     finished = run_offload_process(*flags, *METHOD_FLAGS[compaction])
     assert finished.returncode == 0, (finished.returncode, finished.stderr[-2000:])
     assert "complete" in finished.stdout
@@ -78,6 +86,11 @@ def test_compaction_of_2000_affected_partitions(
     lake = {row["id"]: row["label"] for row in lake_rows("SELECT id, label FROM main.wide")}
     assert lake == source
     assert len(lake_rows("SELECT * FROM main_load.wide_changes")) == 0
+    if compaction == "PARTITION_WISE_FULL":
+        sent = [s["text"] for s in read_statements(recorded_sql_path)[already:]]
+        aggregating = [text for text in sent if "MAX_BY(" in text.upper()]
+        assert len(aggregating) == 1, f"{len(aggregating)} statements aggregated every change"
+        assert storage.delta_version(run.progress["latest_changes"]) is None
 
 
 def test_a_query_oring_1500_terms_runs(
