@@ -166,15 +166,22 @@ def compact_in_place(context: CompactionContext) -> str:
             rows = context.lake().sql(sql.select_all(listed)).collect()
             predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
             context.save_progress(partitions=predicates)
-        in_listed = _in_listed_partitions(context, "gl_base", listed)
-        base_rows = sql.select_all(context.base_relation, in_listed, alias="gl_base")
+        predicates = list(context.run.progress["partitions"])
+        if len(predicates) <= PARTITIONS_PER_COMMIT:
+            # Partition values as literals: the engine reads only those partitions' files (a
+            # semi-join with the listed table reads every file of the base).
+            in_base, in_compacted = (_any_partition(predicates),) * 2
+        else:
+            in_base = _in_listed_partitions(context, "gl_base", listed)
+            in_compacted = _in_listed_partitions(context, "gl_compacted", listed)
+        base_rows = sql.select_all(context.base_relation, in_base, alias="gl_base")
         if context.options.retain_obsolete_objects:
             _retain_partitions(context, base_rows)
         _write(
             context,
             sql.select_all(
                 sql.subquery(context.merged_select(sql.subquery(base_rows)), "gl_compacted"),
-                _in_listed_partitions(context, "gl_compacted", listed),
+                in_compacted,
             ),
             stage_path,
         )
