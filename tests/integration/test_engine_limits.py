@@ -68,18 +68,26 @@ def test_compaction_of_2000_affected_partitions(
     with engine.begin() as db:  # one changed key in each of the 2,000 partitions
         db.execute(sa.text("UPDATE wide SET label = 'after ' || id"))
     _extract(run_cli, table)
-    flags = ("-t", table, "-x", "--incremental-run-compaction", "--incremental-wait-time=0")
+    flags = (
+        "-t",
+        table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+        *METHOD_FLAGS[compaction],  # from the first command: a resumed run keeps its method
+    )
     stopped = run_cli("offload", *flags, "--incremental-terminate-compaction")
     assert stopped.exit_code == 0, stopped.stderr
     _extract(run_cli, table)  # acknowledges the diversion
     # In a child process: an engine crash must fail the test, not kill pytest.
     already = len(read_statements(recorded_sql_path))
-    finished = run_offload_process(*flags, *METHOD_FLAGS[compaction])
+    finished = run_offload_process(*flags)
     assert finished.returncode == 0, (finished.returncode, finished.stderr[-2000:])
     assert "complete" in finished.stdout
     repo = Repository(load_settings().repo_url)
     run = repo.compaction.runs("MAIN.WIDE")[0]
     assert run.status == "success"
+    assert run.method == compaction
     assert len(run.progress["partitions"]) >= PARTITIONS
     with engine.connect() as db:
         source = {row.id: row.label for row in db.execute(sa.text("SELECT id, label FROM wide"))}
