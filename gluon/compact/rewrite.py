@@ -219,20 +219,23 @@ def compact_partition_wise(context: CompactionContext) -> str:
     if not context.record.partitioning:
         return compact_full(context)
     location = new_base_path(context)
-    _predicates(context, "all_partitions")  # listed once, in the run's progress
+    predicates = _predicates(context, "all_partitions")  # listed once, in the run's progress
     if "new_base_created" not in context.run.progress:
         nothing = sql.select_all(sql.subquery(context.merged_select(), "gl_none"), "false")
         _write(context, nothing, location)
         context.save_progress(new_base_created=location)
     target = str(_names(context).new_base_table(context.run.id))
     tables.register_table(context.lake(), target, location)
-    latest = _staged_latest_changes(context) if context.method.view_kind is ViewKind.MERGE else None
+    # One batch computes the latest changes once anyway: staging them pays off from two.
+    several = len(predicates) > PARTITIONS_PER_COMMIT or "latest_changes" in context.run.progress
+    merging = context.method.view_kind is ViewKind.MERGE
+    latest = _staged_latest_changes(context) if merging and several else None
 
     def merged_partition(predicate: str) -> str:
         # Only this partition's base rows take part: a key that moved elsewhere is removed here
         # by the merge and written by the partition its latest row lands in.
         base = sql.subquery(sql.select_all(context.base_relation, predicate))
-        if latest is None:  # insert-only: the union has no per-key work to share
+        if latest is None:  # one batch, or insert-only (the union has no per-key work)
             return sql.subquery(context.merged_select(base), "gl_partition")
         return sql.subquery(_merged_with_latest(context, base, latest), "gl_partition")
 
