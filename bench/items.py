@@ -33,6 +33,8 @@ METHOD_FLAGS: dict[str, tuple[str, ...]] = {
     "full": ("--incremental-full-compaction",),
     "partition-wise full": ("--incremental-partition-wise-full-compaction",),
 }
+NO_WAIT = "--incremental-wait-time=0"
+"""Old objects dropped at once: nothing reads the bench's tables during a compaction."""
 
 
 @dataclass(slots=True)
@@ -128,9 +130,10 @@ class ItemsLake:
     def compact(self, method: str) -> Compaction:
         flags = METHOD_FLAGS[method]
         common = ("-t", dataset.QUALIFIED, "-x", "--incremental-run-compaction", *flags)
-        start = self.home.offload(*common, "--incremental-terminate-compaction")
+        # The wait time is a run's own option (a resumed run keeps it): give it from the start.
+        start = self.home.offload(*common, "--incremental-terminate-compaction", NO_WAIT)
         acknowledge = self.extract()
-        finish = self.home.offload(*common, "--incremental-wait-time=0")
+        finish = self.home.offload(*common, NO_WAIT)
         if "complete" not in finish.stdout:
             raise RuntimeError(f"compaction did not complete: {finish.stdout}")
         return Compaction(method, start, acknowledge, finish, self.last_compaction_steps())

@@ -42,9 +42,9 @@ import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon.errors import UnsupportedError, UsageError
@@ -54,6 +54,9 @@ from gluon.naming import TableRef, shorten, source_object_names
 from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -91,11 +94,14 @@ ROW_EVENTS: tuple[DML, ...] = (DML.INSERT, DML.UPDATE, DML.DELETE)
 CHANGE_COLUMNS: tuple[str, ...] = ("gl_seq", "gl_op", "gl_origin", "gl_changed_at")
 """Changelog columns ahead of the table's own; a table column may not reuse these names."""
 
-CHANGE_FIELDS: tuple[pa.Field, ...] = (
-    pa.field("gl_seq", pa.int64()),
-    pa.field("gl_op", pa.string()),
-)
-"""What :func:`read_changes` adds after the table's columns."""
+
+@cache
+def change_fields() -> tuple[pa.Field, ...]:
+    """What :func:`read_changes` adds after the table's columns."""
+    import pyarrow as pa  # at first use: a no-op extraction reads no rows
+
+    return (pa.field("gl_seq", pa.int64()), pa.field("gl_op", pa.string()))
+
 
 CHANGELOG_SHAPE: frozenset[str] = frozenset({"gl_seq", "gl_op", "gl_origin"})
 """Columns every gluon changelog has: a table without them is never dropped as one."""
@@ -651,7 +657,9 @@ def read_changes(
     Raises:
         SourceError: the changelog cannot be read or holds a value that does not fit.
     """
-    schema = pa.schema([*spec.arrow_schema, *CHANGE_FIELDS])
+    import pyarrow as pa
+
+    schema = pa.schema([*spec.arrow_schema, *change_fields()])
     changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
     if changelog is None:
         return schema.empty_table()
@@ -668,7 +676,7 @@ def read_changes(
         sa.text(sql),
         params,
         batch_rows=limit or source.fetch_rows,
-        extra_fields=CHANGE_FIELDS,
+        extra_fields=change_fields(),
     )
     return pa.Table.from_batches(list(batches), schema=schema)
 

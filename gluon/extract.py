@@ -19,9 +19,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
-
-import pyarrow as pa
-import pyarrow.compute as pc
+from typing import TYPE_CHECKING
 
 from gluon import capture, locks
 from gluon import source as sources
@@ -45,6 +43,9 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import lake_column
 from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus, MergeMode
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -204,6 +205,8 @@ def _ship(
     if pending == 0:
         log.info("no changes to extract for %s", record.table_key)
         return
+    import pyarrow.compute as pc  # only when there are changes to ship
+
     with ExitStack() as stack:
         session: LakeSession | None = None
 
@@ -425,6 +428,8 @@ def _shipped_before(
     Raises:
         StateError: a change reuses the ``gl_seq`` of a change already shipped.
     """
+    import pyarrow.compute as pc
+
     if not feed.sequences_are_unique:
         return None
     seqs = changes.column("gl_seq")

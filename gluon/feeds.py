@@ -13,9 +13,8 @@ One feed per ``ChangeReader`` of the method registry (``FEEDS``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon import capture
@@ -25,6 +24,9 @@ from gluon.methods.base import ChangeReader, SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
 from gluon.source.base import SourceDialect
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 def capture_objects(state: IncrementalState) -> list[capture.SourceObjectRef]:
@@ -161,8 +163,10 @@ class RowscnFeed:
         return None
 
     def read(self, limit: int) -> pa.Table:
+        import pyarrow as pa
+
         spec = self.record.spec()
-        schema = pa.schema([*spec.arrow_schema, *capture.CHANGE_FIELDS])
+        schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
         if self._finished:
             return schema.empty_table()
         # One read per run, bounded by the SCN captured first: later commits wait for the next run.
@@ -175,7 +179,7 @@ class RowscnFeed:
         )
         params = {"since": self.state.last_scn or 0, "upto": self._upto}
         batches = self.source.read_query_batches(
-            spec, sa.text(sql), params, batch_rows=limit, extra_fields=capture.CHANGE_FIELDS
+            spec, sa.text(sql), params, batch_rows=limit, extra_fields=capture.change_fields()
         )
         self._finished = True
         return pa.Table.from_batches(list(batches), schema=schema)

@@ -24,9 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from gluon.errors import StateError
 from gluon.lake.changes import keys_in_lake
 from gluon.lake.session import LakeSession
@@ -43,6 +40,8 @@ from gluon.repo.rejects import (
 )
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from gluon.compact.options import CompactionMethod
 
 UNCAPTURED_REASONS = {"U": UNCAPTURED_UPDATE, "D": UNCAPTURED_DELETE}
@@ -68,6 +67,9 @@ class Screen:
 
         Idempotent (a lost commit race retries it): a change is recorded once.
         """
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         if changes.num_rows == 0:
             return changes
         record = self.repo.get_table(self.table_key)

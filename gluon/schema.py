@@ -9,29 +9,56 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-
-import pyarrow as pa
+from functools import cache
+from typing import TYPE_CHECKING
 
 from gluon.naming import lake_identifier
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 _DECIMAL = re.compile(r"^decimal\((\d+),(-?\d+)\)$")
 
-ARROW_TYPES: dict[str, pa.DataType] = {
-    "boolean": pa.bool_(),
-    "tinyint": pa.int8(),
-    "smallint": pa.int16(),
-    "int": pa.int32(),
-    "bigint": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "binary": pa.binary(),
-    "date": pa.date32(),
-    # Naive source timestamps stay naive; zoned ones become UTC instants.
-    "timestamp_ntz": pa.timestamp("us"),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-}
+LAKE_TYPES = frozenset(
+    {
+        "boolean",
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "float",
+        "double",
+        "string",
+        "binary",
+        "date",
+        "timestamp_ntz",
+        "timestamp",
+    }
+)
+"""The lake types besides ``decimal(p,s)``: the keys of :func:`_arrow_types`."""
 MAX_DECIMAL_PRECISION = 38
+
+
+@cache
+def _arrow_types() -> dict[str, pa.DataType]:
+    # Built at first use: pyarrow is imported only by commands that move rows.
+    import pyarrow as pa
+
+    return {
+        "boolean": pa.bool_(),
+        "tinyint": pa.int8(),
+        "smallint": pa.int16(),
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "string": pa.string(),
+        "binary": pa.binary(),
+        "date": pa.date32(),
+        # Naive source timestamps stay naive; zoned ones become UTC instants.
+        "timestamp_ntz": pa.timestamp("us"),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
 
 
 def decimal_type(precision: int, scale: int) -> str:
@@ -41,10 +68,12 @@ def decimal_type(precision: int, scale: int) -> str:
 
 def arrow_type(lake_type: str) -> pa.DataType:
     """The Arrow type that carries values of ``lake_type``."""
+    import pyarrow as pa
+
     match = _DECIMAL.match(lake_type)
     if match:
         return pa.decimal128(int(match.group(1)), int(match.group(2)))
-    return ARROW_TYPES[lake_type]
+    return _arrow_types()[lake_type]
 
 
 def is_lake_type(lake_type: str) -> bool:
@@ -53,7 +82,7 @@ def is_lake_type(lake_type: str) -> bool:
     if match:
         precision, scale = int(match.group(1)), int(match.group(2))
         return 1 <= precision <= MAX_DECIMAL_PRECISION and 0 <= scale <= precision
-    return lake_type in ARROW_TYPES
+    return lake_type in LAKE_TYPES
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +152,8 @@ class TableSpec:
 
 def arrow_schema(columns: tuple[Column, ...]) -> pa.Schema:
     """The Arrow schema of lake rows of ``columns`` (all nullable)."""
+    import pyarrow as pa
+
     return pa.schema(
         [pa.field(c.lake_name, arrow_type(c.lake_type), nullable=True) for c in columns]
     )

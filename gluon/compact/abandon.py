@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod, CompactionOptions
-from gluon.compact.rewrite import load_table_location, new_base_path
+from gluon.compact.rewrite import load_table_location, new_base_path, staged_tables
 from gluon.config import Settings
 from gluon.errors import StateError
 from gluon.lake import storage
@@ -89,9 +89,7 @@ def _context(settings: Settings, repo: Repository, run: CompactionRun) -> Compac
 def _leftovers(context: CompactionContext) -> list[str]:
     """Locations of the tables the run wrote for itself and that exist."""
     locations = {load_table_location(context, "compacted"), new_base_path(context)}
-    staged = context.run.progress.get("staged")
-    if staged:
-        locations.add(str(staged))
+    locations.update(str(location) for location in staged_tables(context))
     return sorted(
         location
         for location in locations

@@ -21,6 +21,7 @@ from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
 from gluon.lake import sql, tables
+from gluon.methods.base import ViewKind
 from gluon.naming import LakeNames, TableRef, lake_names
 from gluon.schema import lake_column
 
@@ -165,15 +166,22 @@ def compact_in_place(context: CompactionContext) -> str:
             rows = context.lake().sql(sql.select_all(listed)).collect()
             predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
             context.save_progress(partitions=predicates)
-        in_listed = _in_listed_partitions(context, "gl_base", listed)
-        base_rows = sql.select_all(context.base_relation, in_listed, alias="gl_base")
+        predicates = list(context.run.progress["partitions"])
+        if len(predicates) <= PARTITIONS_PER_COMMIT:
+            # Partition values as literals: the engine reads only those partitions' files (a
+            # semi-join with the listed table reads every file of the base).
+            in_base, in_compacted = (_any_partition(predicates),) * 2
+        else:
+            in_base = _in_listed_partitions(context, "gl_base", listed)
+            in_compacted = _in_listed_partitions(context, "gl_compacted", listed)
+        base_rows = sql.select_all(context.base_relation, in_base, alias="gl_base")
         if context.options.retain_obsolete_objects:
             _retain_partitions(context, base_rows)
         _write(
             context,
             sql.select_all(
                 sql.subquery(context.merged_select(sql.subquery(base_rows)), "gl_compacted"),
-                _in_listed_partitions(context, "gl_compacted", listed),
+                in_compacted,
             ),
             stage_path,
         )
@@ -211,29 +219,73 @@ def compact_partition_wise(context: CompactionContext) -> str:
     if not context.record.partitioning:
         return compact_full(context)
     location = new_base_path(context)
-    _predicates(context, "all_partitions")  # listed once, in the run's progress
+    predicates = _predicates(context, "all_partitions")  # listed once, in the run's progress
     if "new_base_created" not in context.run.progress:
         nothing = sql.select_all(sql.subquery(context.merged_select(), "gl_none"), "false")
         _write(context, nothing, location)
         context.save_progress(new_base_created=location)
     target = str(_names(context).new_base_table(context.run.id))
     tables.register_table(context.lake(), target, location)
+    # One batch computes the latest changes once anyway: staging them pays off from two.
+    several = len(predicates) > PARTITIONS_PER_COMMIT or "latest_changes" in context.run.progress
+    merging = context.method.view_kind is ViewKind.MERGE
+    latest = _staged_latest_changes(context) if merging and several else None
 
     def merged_partition(predicate: str) -> str:
         # Only this partition's base rows take part: a key that moved elsewhere is removed here
         # by the merge and written by the partition its latest row lands in.
         base = sql.subquery(sql.select_all(context.base_relation, predicate))
-        return sql.subquery(context.merged_select(base), "gl_partition")
+        if latest is None:  # one batch, or insert-only (the union has no per-key work)
+            return sql.subquery(context.merged_select(base), "gl_partition")
+        return sql.subquery(_merged_with_latest(context, base, latest), "gl_partition")
 
     count = _replace_partitions(context, target, merged_partition)
     context.save_progress(new_base_path=location)
     return f"new base table at {location}: {count} partitions written"
 
 
+def _staged_latest_changes(context: CompactionContext) -> str:
+    """Stage each changed key's latest change in a Delta table of the load schema; return its
+    name.
+
+    Computed once per run, not once per partition batch (the aggregate over every change is
+    the merge's costly part). Re-run: the compacted control partitions no longer change once
+    diversion is acknowledged, so the overwrite writes the same rows.
+    """
+    name, location = _load_table(context, "latest")
+    if "latest_changes" not in context.run.progress:
+        select = sql.latest_changes(
+            keys=[lake_column(key) for key in context.state.key_columns],
+            delta=context.delta_relation,
+            low=context.min_partition,
+            high=context.max_partition,
+        )
+        context.lake().write(context.lake().sql(select), location, mode="overwrite")
+        context.save_progress(latest_changes=location)
+    tables.register_table(context.lake(), name, location)
+    return sql.quote(name)
+
+
+def _merged_with_latest(context: CompactionContext, base: str, latest: str) -> str:
+    """:meth:`CompactionContext.merged_select` of ``base`` from the staged latest changes."""
+    merged = sql.merged_with_latest(
+        columns=[column.lake_name for column in context.record.columns],
+        keys=[lake_column(key) for key in context.state.key_columns],
+        base=base,
+        latest=latest,
+    )
+    derived = [(part.expression, part.lake_column) for part in context.record.partitioning]
+    return sql.with_columns(sql.subquery(merged, "gl_merged"), derived)
+
+
+STAGED_TABLES = ("staged", "partition_list", "latest_changes")
+"""Keys of the run's progress naming its staging tables."""
+
+
 def staged_tables(context: CompactionContext) -> list[str]:
     """Locations of this run's staging tables (dropped once the views are switched)."""
     progress = context.run.progress
-    return [progress[key] for key in ("staged", "partition_list") if progress.get(key)]
+    return [progress[key] for key in STAGED_TABLES if progress.get(key)]
 
 
 REWRITES = {

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from gluon.lake import sql
 from gluon.lake.session import LakeSession
 from gluon.lake.storage import delta_version
@@ -21,6 +19,7 @@ from gluon.lake.types import struct_type
 from gluon.schema import Column, arrow_schema, lake_column
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
 log = logging.getLogger(__name__)
@@ -41,6 +40,8 @@ def delta_columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
 
 def create_delta_table(session: LakeSession, location: str, columns: tuple[Column, ...]) -> None:
     """Create the empty delta table at ``location`` (idempotent: an existing table is kept)."""
+    import pyarrow as pa
+
     if delta_version(location) is not None:
         return
     all_columns = delta_columns(columns)
@@ -64,6 +65,8 @@ def append_changes(
     With ``skip``, the engine leaves out the changes the delta table already holds in that
     range (an anti-join on ``gl_seq`` within the append).
     """
+    import pyarrow as pa
+
     count = changes.num_rows
     changes = changes.append_column(
         "gl_extraction_id", pa.array([extraction_id] * count, pa.int64())
@@ -105,6 +108,7 @@ def shipped_by_run(session: LakeSession, batch: BatchRange, seqs: pa.Array) -> l
     """The changes whose ``gl_seq`` is in ``seqs`` that the delta table already holds, per run
     that shipped them. The engine joins the batch with the delta table: the driver gets one
     row per run, never the shipped ``gl_seq`` values themselves."""
+    import pyarrow as pa
     from pyspark.sql import functions as F
 
     present = batch.shipped(session).alias("gl_lake")

@@ -222,6 +222,31 @@ def partitions_to_write(
     )
 
 
+def latest_changes(*, keys: Sequence[str], delta: str, low: int, high: int) -> str:
+    """Each changed key's latest change (deletes too) in control partitions [low, high]:
+    the rows :func:`merged_rows` applies, every column of the delta table."""
+    return render(
+        "compact_latest_changes",
+        keys=[quote_part(key) for key in keys],
+        delta=delta,
+        changes_in_range=partition_range("gl_changes.", low, high),
+        delta_in_range=partition_range("gl_delta.", low, high),
+    )
+
+
+def merged_with_latest(
+    *, columns: Sequence[str], keys: Sequence[str], base: str, latest: str
+) -> str:
+    """:func:`merged_rows` (merge kind) from a relation of :func:`latest_changes` rows."""
+    return render(
+        "compact_merge_latest",
+        columns=[quote_part(column) for column in columns],
+        keys=[quote_part(key) for key in keys],
+        base=base,
+        latest=latest,
+    )
+
+
 # --- relations and queries ----------------------------------------------------------------
 
 

@@ -73,28 +73,28 @@ def delta_stats(
         ``error`` set when it is there but cannot be read. Never raises for
         a missing or unreadable table (status commands must always answer).
     """
-    import pyarrow as pa
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError, TableNotFoundError
 
     try:
         table = DeltaTable(location, version=version)
-        # (pa.table() on this Arrow stream would import pandas: half a second for nothing.)
-        actions = pa.RecordBatchReader.from_stream(table.get_add_actions(flatten=True)).read_all()
+        # deltalake's own Arrow table (arro3): read as is, so status never loads pyarrow
+        # (and pa.table() on it would import pandas: half a second for nothing).
+        actions = table.get_add_actions(flatten=True)
         history = table.history(1)
     except TableNotFoundError:
         return DeltaStats(location=location, exists=False)
     except (DeltaError, OSError, ValueError) as exc:
         return DeltaStats(location=location, exists=True, error=str(exc).splitlines()[0])
-    records = actions.column("num_records").to_pylist() if actions.num_rows else []
+    records = _values(actions, "num_records")
     if any(count is None for count in records):
         # Files without statistics: count the rows of every file by reading them.
-        records = _count_rows_per_file(table, actions.column("path").to_pylist())
-    sizes = actions.column("size_bytes").to_pylist() if actions.num_rows else []
+        records = _count_rows_per_file(table, [str(path) for path in _values(actions, "path")])
+    sizes = _values(actions, "size_bytes")
     partitions: dict[str | None, list[int]] = {}
     if partition_column:
         name = f"partition.{partition_column}"
-        values = actions.column(name).to_pylist() if name in actions.column_names else []
+        values = _values(actions, name) if name in actions.column_names else []
         for value, count, size in zip(values, records, sizes, strict=True):
             key = None if value is None else str(value)
             totals = partitions.setdefault(key, [0, 0, 0])
@@ -130,6 +130,11 @@ def delta_stats(
         ),
         max_values=tuple(maxima),
     )
+
+
+def _values(actions: Any, column: str) -> list[Any]:
+    """The values of one column of deltalake's add actions, as Python objects."""
+    return list(actions.column(column).to_pylist()) if actions.num_rows else []
 
 
 def _count_rows_per_file(table: Any, paths: list[str]) -> list[int]:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-
-import pyarrow as pa
+from typing import TYPE_CHECKING
 
 from gluon.errors import LakeError
 from gluon.lake import sql, storage
@@ -21,6 +20,9 @@ from gluon.lake.sql import quote, quote_part
 from gluon.lake.types import struct_type
 from gluon.progress import ProgressTask
 from gluon.schema import Column, PartitionColumn, arrow_schema, arrow_type
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +135,8 @@ def write_batches(
     With ``replace_where`` (a Spark SQL predicate the rows all satisfy), the first
     write replaces only the rows matching it, so an increment can be re-run.
     """
+    import pyarrow as pa
+
     schema = struct_type(columns)
     derived = [f"{part.expression} AS {quote_part(part.lake_column)}" for part in partitioning]
     partition_by = [part.lake_column for part in partitioning]
@@ -189,6 +193,7 @@ def evolve_table(
     their recorded images arrive. A widened type rewrites the table once, in
     one commit (Delta tables here have no type-widening feature).
     """
+    import pyarrow as pa
     from deltalake import DeltaTable
     from deltalake import Schema as DeltaSchema
 

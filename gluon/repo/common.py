@@ -9,7 +9,6 @@ from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Any, Generic, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql, sqlite
 
 
 def now() -> dt.datetime:
@@ -50,6 +49,9 @@ def upsert_statement(
     a dialect without one."""
     changed = [name for name in row if name != KEY]
     if dialect.name in ("sqlite", "postgresql"):
+        # Imported here: the PostgreSQL dialect module is a start-up cost for a SQLite repository.
+        from sqlalchemy.dialects import postgresql, sqlite
+
         insert = (sqlite.insert if dialect.name == "sqlite" else postgresql.insert)(table)
         insert = insert.values(**row)
         return insert.on_conflict_do_update(

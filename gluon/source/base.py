@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon import templates
@@ -19,7 +18,9 @@ from gluon.config import SourceTimeouts
 from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
-from gluon.source.arrow import conform, converter_for, identity, rebatch, to_batch
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 _REGISTRY: dict[str, type[SourceDialect]] = {}
 
@@ -338,6 +339,11 @@ class SourceDialect:
         Dialects whose driver reads into Arrow itself (:meth:`arrow_batches`) hand over its
         batches, cast once per column; the others convert each value in Python.
         """
+        import pyarrow as pa
+
+        # Imported here: commands that read no rows never load pyarrow.
+        from gluon.source.arrow import conform, converter_for, identity, rebatch, to_batch
+
         schema = pa.schema(list(spec.arrow_schema) + list(extra_fields))
         native = self.arrow_batches(spec, statement, params)
         if native is not None:

@@ -56,10 +56,9 @@ import queue
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import oracledb
-import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon.config import SourceTimeouts
@@ -67,6 +66,9 @@ from gluon.errors import SourceError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import SourceDialect, _first_line
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # DATA_TYPE (lengths and precisions removed) -> lake type, for types read as they are.
 TYPE_MAP: dict[str, str] = {
@@ -441,6 +443,8 @@ class OracleSource(SourceDialect):
         output type handlers do not apply to data frame fetches, and
         :func:`gluon.source.arrow.cast_exactly` refuses a float where a decimal is due.
         """
+        import pyarrow as pa
+
         failed = f"reading {spec.schema}.{spec.name} failed"
         try:
             connection = self.engine.raw_connection()

@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
-import pyarrow as pa
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import psycopg
 
@@ -22,6 +21,9 @@ from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import PartitionBound, SourceDialect, _first_line
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 # Compiles templates' ``:name`` binds to the ``$1`` placeholders libpq (and ADBC) takes.
 _POSITIONAL = psycopg.dialect(paramstyle="numeric_dollar")  # type: ignore[no-untyped-call]

@@ -1,6 +1,10 @@
 """Statements stay within what the engine handles, however many partitions a compaction
 touches (issue 12, reproduction 8: an OR of ~900 partition predicates overflowed the
 engine's stack and killed the process).
+
+Partition-wise full compaction writes 100 partitions per statement, and computes each
+key's latest change once for all of them (issue 14): staged in a table dropped at the end,
+not aggregated again by each partition write.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.incremental import RunCli, lake_rows, run_offload_process
+from support.sql import read_statements
 
 from gluon.config import load_settings
+from gluon.lake import storage
 from gluon.repo import Repository
 
 PARTITIONS = 2000
@@ -36,6 +42,7 @@ def test_compaction_of_2000_affected_partitions(
     offload_home: Path,
     run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
+    recorded_sql_path: Path,
 ) -> None:
     url = f"sqlite:///{tmp_path / 'app.db'}"
     monkeypatch.setenv("GLUON_SOURCE_URL", url)
@@ -61,23 +68,39 @@ def test_compaction_of_2000_affected_partitions(
     with engine.begin() as db:  # one changed key in each of the 2,000 partitions
         db.execute(sa.text("UPDATE wide SET label = 'after ' || id"))
     _extract(run_cli, table)
-    flags = ("-t", table, "-x", "--incremental-run-compaction", "--incremental-wait-time=0")
+    flags = (
+        "-t",
+        table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+        *METHOD_FLAGS[compaction],  # from the first command: a resumed run keeps its method
+    )
     stopped = run_cli("offload", *flags, "--incremental-terminate-compaction")
     assert stopped.exit_code == 0, stopped.stderr
     _extract(run_cli, table)  # acknowledges the diversion
     # In a child process: an engine crash must fail the test, not kill pytest.
-    finished = run_offload_process(*flags, *METHOD_FLAGS[compaction])
+    already = len(read_statements(recorded_sql_path))
+    finished = run_offload_process(*flags)
     assert finished.returncode == 0, (finished.returncode, finished.stderr[-2000:])
     assert "complete" in finished.stdout
     repo = Repository(load_settings().repo_url)
     run = repo.compaction.runs("MAIN.WIDE")[0]
     assert run.status == "success"
+    assert run.method == compaction
     assert len(run.progress["partitions"]) >= PARTITIONS
     with engine.connect() as db:
         source = {row.id: row.label for row in db.execute(sa.text("SELECT id, label FROM wide"))}
     lake = {row["id"]: row["label"] for row in lake_rows("SELECT id, label FROM main.wide")}
     assert lake == source
     assert len(lake_rows("SELECT * FROM main_load.wide_changes")) == 0
+    if compaction == "PARTITION_WISE_FULL":
+        sent = [s["text"] for s in read_statements(recorded_sql_path)[already:]]
+        writes = [text for text in sent if "REPLACE WHERE" in text.upper()]
+        assert len(writes) >= PARTITIONS // 100
+        aggregating = [text for text in writes if "MAX_BY(" in text.upper()]
+        assert not aggregating, f"{len(aggregating)} partition writes aggregated every change"
+        assert storage.delta_version(run.progress["latest_changes"]) is None
 
 
 def test_a_query_oring_1500_terms_runs(

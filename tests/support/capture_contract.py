@@ -409,8 +409,8 @@ class CaptureContract:
         env.run(f"INSERT INTO {target} ({COLUMNS}) VALUES (3, 'c', 3, '2024-01-03')")
         every = capture.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
         assert every.schema.names == ["id", "name", "amount", "noted", "gl_seq", "gl_op"]
-        assert every.schema == enabled.spec.arrow_schema.append(capture.CHANGE_FIELDS[0]).append(
-            capture.CHANGE_FIELDS[1]
+        assert every.schema == enabled.spec.arrow_schema.append(capture.change_fields()[0]).append(
+            capture.change_fields()[1]
         )
         assert str(every.schema.field("amount").type) == "decimal128(12, 2)"
         assert str(every.schema.field("noted").type) == "date32[day]"
