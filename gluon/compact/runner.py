@@ -221,7 +221,6 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
     )
 
 
-
 def _compact_merged_table(
     settings: Settings, repo: Repository, options: CompactionOptions
 ) -> CompactionResult:
