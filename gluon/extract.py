@@ -321,6 +321,8 @@ class _MergeImmediately:
 
     def ship(self, changes: pa.Table) -> int:
         """Stage ``changes`` and merge them; return how many changes the merge applied."""
+        import pyarrow.compute as pc  # only when there are changes to ship
+
         session = self.lake()
         self.feed.shipping(changes)
         if self.result.screen is not None:
