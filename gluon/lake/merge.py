@@ -35,9 +35,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, delta_columns
 from gluon.lake.session import LakeSession
@@ -46,6 +43,7 @@ from gluon.lake.types import struct_type
 from gluon.schema import Column, PartitionColumn
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from deltalake import DeltaTable
 
 log = logging.getLogger(__name__)
@@ -66,6 +64,7 @@ def app_id(table_key: str, enablement_id: int | None) -> str:
     Per enablement: a re-enabled table has a new staging table whose versions start
     again from 0, while the base table keeps the versions the last enabling recorded.
     """
+
     return f"{APP_ID_PREFIX}{table_key}:{enablement_id}"
 
 
@@ -117,6 +116,9 @@ def applied_batch(base_path: str, writer: str) -> int | None:
 def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
     """For each change, whether it is the one with the highest ``gl_seq`` of its key (NULL
     keys equal each other): the only one of the key the merge applies."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     order = pc.sort_indices(changes, sort_keys=[("gl_seq", "descending")]).to_pylist()
     key_values = list(zip(*(changes.column(key).to_pylist() for key in keys), strict=True))
     seen: set[tuple[Any, ...]] = set()
@@ -146,6 +148,8 @@ def stage_batch(
     ``applied`` marks those the merge applies (the latest of each key, the inserts an
     insert-only screen let through).
     """
+    import pyarrow as pa
+
     count = changes.num_rows
     changes = (
         changes.append_column("gl_extraction_id", pa.array([extraction_id] * count, pa.int64()))
@@ -183,6 +187,8 @@ def merge_batch(
     (its partition columns too, so a row whose partition changed moves). Insert-only methods
     append every change.
     """
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 
     base = DeltaTable(base_path)
