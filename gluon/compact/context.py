@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -22,6 +23,19 @@ from gluon.repo.compaction import CompactionRun, ObsoleteObject
 from gluon.repo.incremental import IncrementalState
 
 
+class CompactionStopped(Exception):
+    """The command was asked to stop (the service's SIGTERM): the run ends between steps
+    or during a wait, and the next compaction of the table resumes it."""
+
+
+def _never() -> bool:
+    return False
+
+
+STOP_CHECK_SECONDS = 1.0
+"""How often a waiting compaction checks whether it is asked to stop."""
+
+
 @dataclass(slots=True)
 class CompactionContext:
     settings: Settings
@@ -33,6 +47,8 @@ class CompactionContext:
     progress: Progress
     waiting: Callable[[str], None] | None = None
     """Receives what the compaction waits for, while it waits (the terminal shows it)."""
+    stopping: Callable[[], bool] = _never
+    """True once the command is asked to stop: no next step, no longer wait."""
     stack: ExitStack = field(default_factory=ExitStack)
     _session: LakeSession | None = None
     _session_stack: ExitStack = field(default_factory=ExitStack)
@@ -72,6 +88,21 @@ class CompactionContext:
                 enablement_id=self.state.enablement_id,
             )
         )
+
+    def pause(self, seconds: float) -> None:
+        """Sleep ``seconds``, checking every second whether the command is asked to stop.
+
+        Raises:
+            CompactionStopped: it is (the wait is left for the resumed run: waits count from
+                recorded times).
+        """
+        until = time.monotonic() + seconds
+        while not self.stopping():
+            remaining = until - time.monotonic()
+            if remaining <= 0:
+                return
+            time.sleep(min(remaining, STOP_CHECK_SECONDS))
+        raise CompactionStopped
 
     def report_waiting(self, message: str) -> None:
         """Tell whoever runs the compaction what it waits for (and for how long)."""

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gluon.compact.context import CompactionContext
+from gluon.compact.context import CompactionContext, CompactionStopped
 from gluon.compact.options import CompactionMethod, CompactionOptions
 from gluon.compact.steps import STEPS, TERMINATED
 from gluon.config import Settings
@@ -35,6 +35,8 @@ class CompactionResult:
     changes: int = 0
     nothing_to_do: bool = False
     terminated: bool = False
+    stopped: bool = False
+    """Asked to stop (``stopping``): the run is open, the next compaction resumes it."""
     resumed: bool = False
     steps_run: int = 0
     warning: str = ""
@@ -49,6 +51,7 @@ def run_compaction(
     progress: Progress | None = None,
     warn: Callable[[str], None] | None = None,
     waiting: Callable[[str], None] | None = None,
+    stopping: Callable[[], bool] | None = None,
 ) -> CompactionResult:
     """Compact ``options.table`` (holding its lifecycle lock), resuming an unfinished run.
 
@@ -56,6 +59,8 @@ def run_compaction(
 
     ``warn`` receives a warning as soon as it is known (before the steps run); ``waiting``
     what the run waits for while it waits for a running extraction's acknowledgement.
+    ``stopping`` is asked before each step and during waits: True ends the run there
+    (``result.stopped``; the service stopping), and the next compaction resumes it.
 
     Raises:
         LockHeldError: another command (other than an extraction) on the table is running.
@@ -113,6 +118,8 @@ def run_compaction(
         context = CompactionContext(
             settings, repo, options, run, record, state, progress or NullProgress(), waiting
         )
+        if stopping is not None:
+            context.stopping = stopping
         with context.stack:
             context.refresh()
             _run_steps(context, result)
@@ -183,6 +190,9 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
     for step in STEPS:
         if step.name in done:
             continue
+        if context.stopping():
+            _stopped(result, run_id, step.name)
+            return
         fault_point(f"compact.before_{step.name}")
         repo.compaction.step_started(run_id, step.name)
         context.refresh()
@@ -190,6 +200,10 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
             with timed_step(step.name) as timing:
                 detail = step.run(context)
                 timing.detail = detail
+        except CompactionStopped:
+            context.release_session()
+            _stopped(result, run_id, step.name)
+            return
         except GluonError as exc:
             repo.compaction.update_run(run_id, status=FAILED, message=str(exc)[:2000])
             raise StepFailedError(
@@ -219,6 +233,16 @@ def _run_steps(context: CompactionContext, result: CompactionResult) -> None:
         f"compaction run {run_id} ({result.method}) complete: "
         f"{result.changes} changes merged into the base table"
     )
+
+
+def _stopped(result: CompactionResult, run_id: int, step: str) -> None:
+    """Asked to stop: the run stays open at ``step``, which the next compaction resumes."""
+    result.stopped = True
+    result.message = (
+        f"compaction run {run_id} stopped before finishing step {step} (asked to stop): "
+        "the next compaction of the table resumes it"
+    )
+    log.warning("%s", result.message)
 
 
 def _compact_merged_table(

@@ -80,7 +80,10 @@ def await_acknowledgement(context: CompactionContext) -> str:
             return TERMINATED
         try:
             extraction = run_extraction(
-                context.settings, context.options.table, progress=context.progress
+                context.settings,
+                context.options.table,
+                progress=context.progress,
+                stopping=context.stopping,
             )
         except LockHeldError:
             wait.running_extraction()
@@ -143,7 +146,7 @@ class _AcknowledgementWait:
         pause = context.options.ack_poll_seconds
         if limit is not None:
             pause = max(0.0, min(pause, limit - waited))
-        time.sleep(pause)
+        context.pause(pause)
 
 
 WAIT_REPORT_SECONDS = 60.0
@@ -220,7 +223,7 @@ def _wait_since_switch(context: CompactionContext) -> None:
         # Never hold a lake session across a wait: the engine ends idle sessions.
         context.release_session()
         log.info("waiting %.0f seconds for queries to finish", remaining)
-        time.sleep(remaining)
+        context.pause(remaining)
 
 
 def switch_views(context: CompactionContext) -> str:

@@ -5,7 +5,8 @@ Each run is what the cron command would do (``run_extraction``, ``run_compaction
 the same locks): a table locked by a cron command is skipped this round, a failed
 run is logged, counted and tried again at its next interval. On stop, no new run
 starts; a running extraction ends after its current batch's commit, a running
-compaction finishes (each of its steps is recorded: a later run resumes it).
+compaction ends before its next step or in its wait (each step is recorded: the
+next compaction, after the restart, resumes it).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class Outcome:
     SUCCESS = "success"
     NOTHING_TO_DO = "nothing_to_do"
     LOCKED = "skipped_locked"
+    STOPPED = "stopped"
+    """A compaction asked to stop between steps or in a wait (resumed after the restart)."""
     FAILED = "failed"
 
 
@@ -215,7 +218,7 @@ class Service:
             if action is Action.EXTRACTION:
                 self._extract(table, report, stop)
             else:
-                self._compact(table, report)
+                self._compact(table, report, stop)
         except LockHeldError as exc:
             report.outcome, report.detail = Outcome.LOCKED, str(exc)
         except GluonError as exc:
@@ -245,7 +248,7 @@ class Service:
         if result.rows_read == 0:
             report.outcome = Outcome.NOTHING_TO_DO
 
-    def _compact(self, table: TableConfig, report: RunReport) -> None:
+    def _compact(self, table: TableConfig, report: RunReport, stop: threading.Event) -> None:
         from gluon.compact import run_compaction
 
         schedule = table.compaction
@@ -265,10 +268,13 @@ class Service:
             options,
             warn=lambda message: log.warning("%s: %s", table.key, message),
             waiting=lambda message: log.info("%s", message),
+            stopping=stop.is_set,
         )
         report.compacted = result.changes
         if result.nothing_to_do:
             report.outcome, report.detail = Outcome.NOTHING_TO_DO, result.message
+        elif result.stopped:
+            report.outcome, report.detail = Outcome.STOPPED, result.message
 
     def _compaction_open(self, table_key: str) -> bool:
         try:
