@@ -20,7 +20,7 @@ from gluon import source as sources
 from gluon.config import SourceTimeouts
 from gluon.errors import SourceError
 from gluon.schema import Column, TableSpec
-from gluon.source import base
+from gluon.source import arrow as arrow_conversion
 
 ITEMS = TableSpec(
     schema="public",
@@ -61,7 +61,8 @@ def _no_python_conversion(*_: object, **__: object) -> pa.RecordBatch:
 def test_postgres_reads_convert_no_value_in_python(
     items_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(base, "to_batch", _no_python_conversion)
+    # gluon.source.base imports the per-value path from here when it needs it (lazily).
+    monkeypatch.setattr(arrow_conversion, "to_batch", _no_python_conversion)
     source = sources.connect(items_url)
     batches = list(source.read_batches(ITEMS, batch_rows=1000))
     assert [batch.num_rows for batch in batches] == [1000, 1000, 501]
