@@ -21,8 +21,6 @@ from support.incremental import (
     enable,
     extract,
     lake_state,
-    postgres_source,
-    sqlite_source,
     workload_for,
 )
 from support.workload import Workload
@@ -32,13 +30,6 @@ from gluon.config import load_settings
 from gluon.methods.base import SourceObject
 from gluon.repo import Repository, migrations
 from gluon.repo.incremental import IncrementalState
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
 
 
 def _object(source: Source, kind: SourceObject) -> str:

@@ -24,7 +24,6 @@ from support.incremental import (
     lake_rows,
     lake_state,
     methods_for,
-    postgres_source,
     run_offload_process,
     sqlite_source,
     workload_for,
@@ -86,13 +85,6 @@ def prepare(source: Source, run_cli: RunCli, method: str, *offload_flags: str) -
         workload.round(15)
         extract(run_cli, source)
     return workload
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
 
 
 @pytest.mark.parametrize("compaction", sorted(METHOD_FLAGS))

@@ -24,7 +24,6 @@ from support.incremental import (
     extract,
     lake_rows,
     lake_state,
-    postgres_source,
     run_offload_process,
     sqlite_source,
     workload_for,
@@ -92,13 +91,6 @@ def test_a_wait_longer_than_the_engine_idle_timeout_completes(
     run = Repository(load_settings().repo_url).compaction.runs("MAIN.ITEMS")[0]
     assert run.status == "success"
     assert lake_state(source.schema) == workload.expected
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
 
 
 @pytest.mark.parametrize("compaction", sorted(METHOD_FLAGS))

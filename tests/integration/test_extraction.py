@@ -24,9 +24,7 @@ from support.incremental import (
     extract,
     lake_state,
     methods_for,
-    postgres_source,
     run_offload_process,
-    sqlite_source,
     workload_for,
 )
 from support.locking import PausedCommand
@@ -38,13 +36,6 @@ from gluon import source as sources
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
 
 
 def test_random_dml_then_extraction_matches(

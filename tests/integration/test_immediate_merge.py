@@ -41,13 +41,6 @@ PARTITIONED = ("--partition-columns=id", "--partition-granularity=5")
 """Partitions of five ids: a key change (a new, higher id) moves the row to another one."""
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
-
-
 def _base_path(source: Source) -> str:
     record = Repository(load_settings().repo_url).get_table(source.table.upper())
     assert record is not None

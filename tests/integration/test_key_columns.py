@@ -14,18 +14,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.cli import error_lines
-from support.incremental import Source, extract, lake_rows, postgres_source, sqlite_source
+from support.incremental import Source, extract, lake_rows
 from typer.testing import Result
 
 from gluon.config import load_settings
 from gluon.repo import Repository
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
 
 
 def _create(source: Source) -> None:

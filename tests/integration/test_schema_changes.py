@@ -42,13 +42,6 @@ from gluon.repo import Repository
 SCHEMA_CODES = {"schema_changed", "schema_refused"}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def source(request: pytest.FixtureRequest, tmp_path: Path) -> Source:
-    if request.param == "sqlite":
-        return sqlite_source(tmp_path / "app.db")
-    return postgres_source(request.getfixturevalue("pg_url"))
-
-
 def _value(value: Any) -> Any:
     if isinstance(value, float | decimal.Decimal):
         return str(decimal.Decimal(repr(value) if isinstance(value, float) else value).normalize())
