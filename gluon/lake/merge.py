@@ -143,6 +143,24 @@ def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
     return pc.take(latest_sorted, pc.sort_indices(order))
 
 
+def unmerged_batch(stage_path: str, base_path: str, writer: str) -> StagedBatch | None:
+    """The staged batch the base table has not applied for ``writer`` (None: none staged,
+    or merged already), with its ``gl_seq`` only."""
+    staged = staged_batch(stage_path, columns=["gl_seq"])
+    if staged is None:
+        return None
+    applied = applied_batch(base_path, writer)
+    return staged if applied is None or applied < staged.version else None
+
+
+def empty_staging(stage_path: str) -> None:
+    """Remove every row of the staging table in one commit: a re-run then finds no batch to
+    merge (the next batch gets a newer staging version than any the base table recorded)."""
+    from deltalake import DeltaTable
+
+    DeltaTable(stage_path).delete()
+
+
 def stage_batch(
     session: LakeSession,
     stage_path: str,
