@@ -69,12 +69,19 @@ class ItemsLake:
     offload: Proc | None = None
 
     @classmethod
-    def build(cls, workspace: Workspace, name: str, rows: int, partitions: int) -> ItemsLake:
+    def build(
+        cls,
+        workspace: Workspace,
+        name: str,
+        rows: int,
+        partitions: int,
+        extra_flags: tuple[str, ...] = (),
+    ) -> ItemsLake:
         url = workspace.server.create_database(name)
         create_seconds = dataset.create_items(url, rows, partitions)
         home = workspace.home(name, url)
         lake = cls(workspace, name, url, home, rows, partitions, create_seconds)
-        lake.offload = home.offload(*OFFLOAD)
+        lake.offload = home.offload(*OFFLOAD, *extra_flags)
         note(
             f"{name}: {rows:,} rows generated in {create_seconds:.1f} s, offloaded in "
             f"{lake.offload.seconds:.1f} s"
@@ -158,6 +165,26 @@ class ItemsLake:
             str(target),
             "--changes",
         )
+
+    def raw_immediate_merge(self, scratch: Path) -> Proc:
+        """Read the changelog and merge its latest change per key into a copy of the base with
+        deltalake (the copy is not timed)."""
+        copy = scratch / "immediate_base"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(self.base_path, copy)
+        columns = "id, part, grp, amount, label, updated_at, gl_seq, gl_op"
+        try:
+            return worker(
+                "deltamerge",
+                "--url",
+                dataset.libpq_url(self.url),
+                "--query",
+                f"SELECT {columns} FROM {self.changelog}",
+                "--base",
+                str(copy),
+            )
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
 
     def raw_offload(self, target: Path) -> Proc:
         """Read the whole source table into a partitioned Delta table, as the offload does."""

@@ -21,12 +21,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench import capture, charts, compaction, curve, extraction, reads
+from bench import capture, charts, compaction, curve, extraction, immediate, reads
 from bench.harness import ROOT, Results, Workspace, fmt, note
 from bench.items import ItemsLake
 from bench.scales import SCALES
 
-FIGURES = ("capture", "extraction", "compaction", "reads", "curve")
+FIGURES = ("capture", "extraction", "compaction", "reads", "curve", "immediate")
 GROUP_ORDER = (
     "capture",
     "offload",
@@ -36,6 +36,8 @@ GROUP_ORDER = (
     "reads",
     "scale curve",
     "scale curve memory",
+    "immediate",
+    "immediate reads",
 )
 PACKAGES = (
     "pysail",
@@ -151,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         info = machine(workspace)
         if "capture" in selected:
             capture.run(workspace, scale, results)
-        if {"extraction", "compaction", "reads"} & set(selected):
+        if {"extraction", "compaction", "reads", "immediate"} & set(selected):
             lake = ItemsLake.build(workspace, "items", scale.base_rows, scale.base_partitions)
             curve.offload_figure(workspace, lake, results)
             if "extraction" in selected:
@@ -160,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
                 compaction.run(workspace, lake, scale, results)
             if "reads" in selected:
                 extra["read_plans"] = reads.run(lake, scale, results)
+            if "immediate" in selected:
+                immediate.run(workspace, lake, scale, results)
             lake.drop()
         if "curve" in selected:
             curve.run(workspace, scale, results)

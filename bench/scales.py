@@ -36,6 +36,8 @@ class Scale:
     curve_changes: int
     curve_change_partitions: int
     """The fixed changes land in this many partitions of every curve table."""
+    # 6. merge mode IMMEDIATE
+    immediate_changes: tuple[int, ...]
 
 
 def full_grid(partitions: int) -> tuple[tuple[float, int], ...]:
@@ -67,6 +69,7 @@ SCALES: dict[str, Scale] = {
         curve_partition_rows=10_000,
         curve_changes=1_000,
         curve_change_partitions=2,
+        immediate_changes=(1_000, 10_000),
     ),
     "small": Scale(
         name="small",
@@ -86,6 +89,7 @@ SCALES: dict[str, Scale] = {
         curve_partition_rows=25_000,
         curve_changes=10_000,
         curve_change_partitions=2,
+        immediate_changes=(10_000, 100_000),
     ),
     "full": Scale(
         name="full",
@@ -105,5 +109,6 @@ SCALES: dict[str, Scale] = {
         curve_partition_rows=100_000,
         curve_changes=100_000,
         curve_change_partitions=2,
+        immediate_changes=(10_000, 100_000),
     ),
 }

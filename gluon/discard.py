@@ -3,9 +3,13 @@
 Before disabling incremental update, changes nobody wants in the lake can be
 dropped: the rows waiting in the changelog and the changes in the delta
 table's live control partitions (those the views still read). The lake then
-shows the base table as last compacted. Exactly the changelog rows read are
-deleted (never "up to the highest sequence"), so a change committed while the
-command runs stays and is reported by the next status or disable.
+shows the base table as last compacted. In merge mode IMMEDIATE there is no
+delta table to read: what the lake holds besides the base table is at most one
+batch staged by a run that died before merging it; discarding empties the
+staging table first (so no re-run merges that batch), then the changelog.
+Exactly the changelog rows read are deleted (never "up to the highest
+sequence"), so a change committed while the command runs stays and is reported
+by the next status or disable.
 
 The command holds the extraction and compaction locks, so no extraction ships
 and no compaction merges while it deletes; a crash between the two deletes is
@@ -22,7 +26,7 @@ from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
 from gluon.feeds import FEEDS, capture_objects
-from gluon.lake import sql, storage, tables
+from gluon.lake import merge, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
@@ -31,6 +35,7 @@ from gluon.methods.base import ChangeReader
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
+from gluon.states import MergeMode, parse_merge_mode
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +47,7 @@ class DiscardResult:
     changelog_changes: int | None = 0
     """None: the method keeps no changelog (ORA_ROWSCN: the changes are not countable)."""
     lake_changes: int = 0
+    """Delta table changes (DEFERRED) or staged changes not merged yet (IMMEDIATE)."""
     steps: list[str] = field(default_factory=list)
     message: str = ""
 
@@ -58,7 +64,19 @@ def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalSta
     return record, state
 
 
-def _lake_changes(state: IncrementalState) -> int:
+def _immediate(state: IncrementalState) -> bool:
+    return parse_merge_mode(state.merge_mode) is MergeMode.IMMEDIATE
+
+
+def _unmerged(record: OffloadedTable, state: IncrementalState) -> merge.StagedBatch | None:
+    writer = merge.app_id(state.table_key, state.enablement_id)
+    return merge.unmerged_batch(state.delta_path, record.base_path, writer)
+
+
+def _lake_changes(record: OffloadedTable, state: IncrementalState) -> int:
+    if _immediate(state):
+        unmerged = _unmerged(record, state)
+        return 0 if unmerged is None else unmerged.rows.num_rows
     return storage.delta_row_count(
         state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
     )
@@ -82,20 +100,33 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
         key,
         execute,
         changelog_changes=None if rowscn else capture.count_changes(source, objects),
-        lake_changes=_lake_changes(state),
+        lake_changes=_lake_changes(record, state),
     )
+    immediate = _immediate(state)
+    unmerged = _unmerged(record, state) if immediate else None
+    if unmerged is not None:
+        result.steps.append(
+            f"discard the {result.lake_changes} changes of staged batch {unmerged.version}, "
+            f"not merged into the base table (empty staging table {state.delta_table})"
+        )
     if rowscn:
         result.steps.append("skip the row changes made since the last extraction (ORA_ROWSCN)")
     else:
         result.steps.append(f"delete {result.changelog_changes} changes from the changelog")
-    result.steps.append(
-        f"delete {result.lake_changes} changes from delta table {state.delta_table} "
-        f"(control partitions from {state.view_min_partition})"
-    )
+    if not immediate:
+        result.steps.append(
+            f"delete {result.lake_changes} changes from delta table {state.delta_table} "
+            f"(control partitions from {state.view_min_partition})"
+        )
     if not execute:
         return result
     with lifecycle_lock(settings, key, "offload --incremental-discard-changes", repo=repo):
         record, state = _enabled(repo, key)  # again, under the locks
+        result.lake_changes = _lake_changes(record, state)
+        if immediate and result.lake_changes:
+            # Through deltalake, no engine to start; first, so a crash after it leaves the
+            # batch's changes in the changelog, where a re-run of the discard finds them.
+            merge.empty_staging(state.delta_path)
         if rowscn:
             position = FEEDS[ChangeReader.ORA_ROWSCN].initial_position(source)
             repo.incremental.update_state(key, last_scn=position)
@@ -104,8 +135,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
             seqs = pending.column("gl_seq").to_pylist()
             capture.delete_changes(source, objects, seqs)
             result.changelog_changes = len(seqs)
-        result.lake_changes = _lake_changes(state)
-        if result.lake_changes:
+        if result.lake_changes and not immediate:
             with open_session(settings) as session:
                 tables.register_table(session, state.delta_table, state.delta_path)
                 live = sql.partition_range("", state.view_min_partition, None)
@@ -121,8 +151,14 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
         if result.changelog_changes is None
         else f"{result.changelog_changes} changes from the changelog"
     )
-    result.message = (
-        f"discarded {from_changelog} and {result.lake_changes} changes from the delta table of "
-        f"{key}; {record.user_view} shows the base table as last compacted"
-    )
+    if immediate:
+        result.message = (
+            f"discarded {from_changelog} and {result.lake_changes} staged changes not merged "
+            f"into the base table of {key}; {record.user_view} keeps the changes merged before"
+        )
+    else:
+        result.message = (
+            f"discarded {from_changelog} and {result.lake_changes} changes from the delta "
+            f"table of {key}; {record.user_view} shows the base table as last compacted"
+        )
     return result

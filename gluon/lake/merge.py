@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, delta_columns
@@ -115,20 +115,50 @@ def applied_batch(base_path: str, writer: str) -> int | None:
 
 def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
     """For each change, whether it is the one with the highest ``gl_seq`` of its key (NULL
-    keys equal each other): the only one of the key the merge applies."""
+    keys equal each other): the only one of the key the merge applies.
+
+    In Arrow, not row by row: sorted by key then ``gl_seq`` descending, a change is the
+    latest of its key where the key differs from the previous row's; the flags are then
+    put back in the batch's order (the inverse of the sort permutation).
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    order = pc.sort_indices(changes, sort_keys=[("gl_seq", "descending")]).to_pylist()
-    key_values = list(zip(*(changes.column(key).to_pylist() for key in keys), strict=True))
-    seen: set[tuple[Any, ...]] = set()
-    latest = [False] * changes.num_rows
-    for index in order:
-        value = key_values[index]
-        if value not in seen:
-            seen.add(value)
-            latest[index] = True
-    return pa.array(latest, pa.bool_())
+    count = changes.num_rows
+    if count == 0:
+        return pa.array([], pa.bool_())
+    order = pc.sort_indices(
+        changes, sort_keys=[*((key, "ascending") for key in keys), ("gl_seq", "descending")]
+    )
+    starts = pa.array([False] * (count - 1), pa.bool_())
+    for key in keys:
+        values = pc.take(changes.column(key), order).combine_chunks()
+        current, previous = values.slice(1), values.slice(0, count - 1)
+        # NULL = NULL here (like the merge's IS NOT DISTINCT FROM): NULL against a value
+        # differs, NULL against NULL does not.
+        unequal = pc.fill_null(pc.not_equal(current, previous), False)
+        one_null = pc.xor(pc.is_null(current), pc.is_null(previous))
+        starts = pc.or_(starts, pc.or_(unequal, one_null))
+    latest_sorted = pa.concat_arrays([pa.array([True], pa.bool_()), starts])
+    return pc.take(latest_sorted, pc.sort_indices(order))
+
+
+def unmerged_batch(stage_path: str, base_path: str, writer: str) -> StagedBatch | None:
+    """The staged batch the base table has not applied for ``writer`` (None: none staged,
+    or merged already), with its ``gl_seq`` only."""
+    staged = staged_batch(stage_path, columns=["gl_seq"])
+    if staged is None:
+        return None
+    applied = applied_batch(base_path, writer)
+    return staged if applied is None or applied < staged.version else None
+
+
+def empty_staging(stage_path: str) -> None:
+    """Remove every row of the staging table in one commit: a re-run then finds no batch to
+    merge (the next batch gets a newer staging version than any the base table recorded)."""
+    from deltalake import DeltaTable
+
+    DeltaTable(stage_path).delete()
 
 
 def stage_batch(

@@ -62,6 +62,8 @@ def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) ->
 def _delta_backlog(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     if status.ingestion is None:
         return []
+    if status.extraction is not None and status.extraction.merge_mode == "IMMEDIATE":
+        return []  # the staging table holds the last batch, already merged: nothing to compact
     live = status.ingestion.live_rows
     if live <= limits.backlog_rows:
         return []

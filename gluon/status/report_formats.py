@@ -59,6 +59,7 @@ COLUMNS: dict[str, Getter] = {
     "user_view": lambda t: t.status.offload.user_view,
     "offload_type": lambda t: t.status.offload.offload_type,
     "extraction_method": _method,
+    "merge_mode": lambda t: t.status.extraction.merge_mode if t.status.extraction else None,
     "base_rows": lambda t: t.status.offload.base.stats.rows,
     "base_files": lambda t: t.status.offload.base.stats.files,
     "base_bytes": lambda t: t.status.offload.base.stats.size_bytes,

@@ -57,6 +57,7 @@ def render_report(report: Report) -> str:
             (
                 "Table",
                 "Method",
+                "Merge mode",
                 "Base rows",
                 "Delta rows",
                 "Changelog",
@@ -93,6 +94,7 @@ def _summary(table: TableReport) -> tuple[str, ...]:
     return (
         status.table_key,
         extraction.method if extraction else "not enabled",
+        extraction.merge_mode if extraction else "-",
         count(status.offload.base.stats.rows),
         count(delta, "-"),
         count(changelog.rows, "unknown" if changelog else "-") if changelog else "-",
@@ -144,6 +146,7 @@ def _detail(table: TableReport) -> list[str]:
                     "Incremental update",
                     status.extraction.method if status.extraction else "not enabled",
                 ),
+                *([("Merge mode", status.extraction.merge_mode)] if status.extraction else []),
                 *([("Note", status.message)] if status.message else []),
             ]
         )

@@ -10,6 +10,7 @@ for a version that undoes a change.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -313,3 +314,43 @@ def test_a_column_added_in_the_source_reaches_the_base_table(
     rows = DeltaTable(_base_path(source)).to_pyarrow_table().to_pylist()
     extra = {row["id"]: row["extra"] for row in rows}
     assert extra[key] == "x" and {value for k, value in extra.items() if k != key} <= {None}
+
+
+def test_discard_drops_a_staged_batch_the_base_table_has_not_merged(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Discard means every change not in the base table: a batch staged by a run killed
+    before its merge too (the next extraction must not merge it); a batch merged by a run
+    killed before the changelog delete is in the base table already and stays."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    path = _base_path(source)
+    for point, merged in (("extract.after_stage", False), ("extract.after_merge_commit", True)):
+        workload.round(10)
+        crashed = run_offload_process(
+            "-t", source.table, "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
+        )
+        assert crashed.returncode == FAULT_EXIT_CODE, (point, crashed.stderr)
+        before = read_with_deltalake(path)
+        plan = run_cli("offload", "-t", source.table, "--incremental-discard-changes")
+        assert plan.exit_code == 0, plan.stderr
+        pending = re.search(r"delete (\d+) changes from the changelog", plan.stdout)
+        staged = re.search(r"discard the (\d+) changes of staged batch \d+", plan.stdout)
+        assert pending is not None, plan.stdout
+        if merged:
+            assert staged is None and "delta table" not in plan.stdout, plan.stdout
+        else:  # the batch holds every pending change (one batch)
+            assert staged is not None and staged[1] == pending[1], plan.stdout
+        done = run_cli("offload", "-t", source.table, "-x", "--incremental-discard-changes")
+        assert done.exit_code == 0, done.stderr
+        count = "0" if merged else pending[1]
+        assert f"and {count} staged changes" in done.stdout, done.stdout
+        extract(run_cli, source)
+        assert read_with_deltalake(path) == before, f"after a discard following {point}"
+    assert_never_backwards(path)

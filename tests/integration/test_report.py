@@ -275,16 +275,17 @@ def test_html_in_headless_chromium(home: Home, tmp_path: Path) -> None:
         parser = TableRows("summary")
         parser.feed(dom)
         header, *rows = parser.rows
-        assert header[0] == "Table" and header[3] == "Base rows"
+        assert header[0] == "Table" and header[3] == "Merge mode" and header[4] == "Base rows"
         cells = {row[0]: row for row in rows}
         assert list(cells) == TABLES
         for table, (base, delta, changelog) in NUMBERS.items():
             row = cells[table]
             shown = changelog or ("unknown" if table == "MAIN.ORDERS" else "-")
-            assert (row[3], row[5], row[6]) == (base, delta or "-", shown), row
-        assert cells["MAIN.ITEMS"][12] == "3" and cells["MAIN.PLAIN"][12] == "0"
-        assert header[7:9] == ["Oldest pending", "Latency"]
-        assert cells["MAIN.ORDERS"][7] == "unknown" and cells["MAIN.PLAIN"][7] == "-"
+            assert (row[4], row[6], row[7]) == (base, delta or "-", shown), row
+        assert cells["MAIN.ITEMS"][3] == "DEFERRED" and cells["MAIN.PLAIN"][3] == "-"
+        assert cells["MAIN.ITEMS"][13] == "3" and cells["MAIN.PLAIN"][13] == "0"
+        assert header[8:10] == ["Oldest pending", "Latency"]
+        assert cells["MAIN.ORDERS"][8] == "unknown" and cells["MAIN.PLAIN"][8] == "-"
         assert ">Needs attention" in dom
         assert dom.count("<details") == (3 if level == "detail" else 0)
 
@@ -332,3 +333,57 @@ def test_filters(home: Home) -> None:
     ]
     bad = run_cli("offload_status_report", "--output-format=pdf")
     assert bad.exit_code == 2
+
+
+def test_merge_mode_in_every_format(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each table's merge mode: IMMEDIATE, DEFERRED, or none for a table not enabled."""
+    for name in GLUON_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    if os.environ.get("GLUON_TEST_SPARK_REMOTE"):
+        monkeypatch.setenv("SPARK_REMOTE", os.environ["GLUON_TEST_SPARK_REMOTE"])
+    monkeypatch.setenv("OFFLOAD_HOME", str(tmp_path / "offload_home"))
+    app = App(f"sqlite:///{tmp_path / 'app.db'}", "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", app.url)
+    merged = app.create_table("merged", 3)
+    assert (
+        run_cli(
+            "offload",
+            "-t",
+            merged,
+            "-x",
+            "--incremental-updates-enabled",
+            "--incremental-extraction-method=CHANGELOG",
+            "--incremental-merge-mode=IMMEDIATE",
+        ).exit_code
+        == 0
+    )
+    app.change(merged, first_key=100)
+    extract(run_cli, merged)
+    enable(run_cli, app.create_table("viewed", 2))
+    offload(run_cli, app.create_table("plain", 1))
+    home = Home(tmp_path / "offload_home", tmp_path / "reports")
+    expected = {"MAIN.MERGED": "IMMEDIATE", "MAIN.PLAIN": None, "MAIN.VIEWED": "DEFERRED"}
+
+    path, _ = report(home, "--output-level=detail", "--output-format=json")
+    tables = json.loads(path.read_text())["tables"]
+    assert {entry["table"]: entry["merge_mode"] for entry in tables} == expected
+    # The staging table's rows are merged already: no backlog to compact.
+    assert [f["code"] for f in tables[0]["findings"]] == []
+    path, _ = report(home, "--output-format=csv")
+    rows = csv.DictReader(io.StringIO(path.read_text()))
+    assert {row["table"]: row["merge_mode"] or None for row in rows} == expected
+    path, _ = report(home)
+    text = path.read_text()
+    assert re.search(r"^\s+MAIN\.MERGED\s+CHANGELOG\s+IMMEDIATE\s", text, re.M)
+    assert re.search(r"^\s+MAIN\.VIEWED\s+CHANGELOG\s+DEFERRED\s", text, re.M)
+    assert re.search(r"^\s+MAIN\.PLAIN\s+not enabled\s+-\s", text, re.M)
+    path, _ = report(home, "--output-level=detail")
+    assert re.search(r"Merge mode:\s+IMMEDIATE", path.read_text())
+    assert re.search(r"Merge mode:\s+DEFERRED", path.read_text())
+    path, _ = report(home, "--output-format=html", "--output-level=detail")
+    parser = TableRows("summary")
+    parser.feed(path.read_text())
+    header, *cells = parser.rows
+    assert header[3] == "Merge mode"
+    assert {row[0]: row[3] for row in cells} == {k: v or "-" for k, v in expected.items()}
+    assert "merge IMMEDIATE" in path.read_text()
