@@ -91,9 +91,16 @@ def offload_status_report(
     )
 
     def body(settings: Settings) -> Path:
-        # Progress goes to stderr: stdout holds only the result, for scripts to capture.
-        stderr.print(f"Offload Status Report v{__version__}\n", markup=False)
-        return generate_report(settings, options, lambda line: stderr.print(line, markup=False))
+        # Progress goes to stderr: stdout holds only the result, for scripts to capture. The
+        # banner comes with the first progress line, so bad input stays one line of error.
+        banner = [f"Offload Status Report v{__version__}\n"]
+
+        def progress(line: str) -> None:
+            while banner:
+                stderr.print(banner.pop(), markup=False)
+            stderr.print(line, markup=False)
+
+        return generate_report(settings, options, progress)
 
     path, log_path = run_command(PROGRAM, body, verbose=verbose, debug=debug)
     stdout.print(f"Report saved to {path}", markup=False)
