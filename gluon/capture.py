@@ -68,6 +68,7 @@ CREATION_ORDER: tuple[SourceObject, ...] = (
     SourceObject.LAKE_ROWS_TABLE,
     SourceObject.UPDATABLE_VIEW,
     SourceObject.UPDATABLE_TRIGGER,
+    SourceObject.REPLICATION_SLOT,
 )
 """Objects are created in this order and dropped in the reverse order."""
 
@@ -79,6 +80,7 @@ OBJECT_TYPES: dict[SourceObject, str] = {
     SourceObject.LAKE_ROWS_TABLE: "TABLE",
     SourceObject.UPDATABLE_VIEW: "VIEW",
     SourceObject.UPDATABLE_TRIGGER: "TRIGGER",
+    SourceObject.REPLICATION_SLOT: "SLOT",
 }
 
 REPLACED_ON_CREATE: frozenset[SourceObject] = frozenset(
@@ -489,6 +491,8 @@ def existing_objects(
         shaped = _shaped(source, spec, item)
         if ownership is Ownership.FOREIGN and shaped and unmarked_are_ours:
             ownership = Ownership.OURS
+        if item.kind is SourceObject.REPLICATION_SLOT and marker is None:
+            ownership = Ownership.OURS  # a slot takes no comment: gluon's name is its mark
         found.append(ExistingObject(item, ownership, marker, shaped))
     changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
     for item in objects:
@@ -497,6 +501,38 @@ def existing_objects(
             judged = changelog or ExistingObject(item, unmarked, None, True)
             found.append(ExistingObject(item, judged.ownership, judged.marker, True))
     return sorted(found, key=lambda existing: _rank(existing.item))
+
+
+def check_logical_decoding(
+    source: SourceDialect, spec: TableSpec, key_columns: Sequence[str]
+) -> None:
+    """Refuse a table whose changes logical decoding cannot give with their key.
+
+    Raises:
+        UnsupportedError: wal_level is not logical, or the table's replica identity does not
+            log the key of an updated or deleted row (one line each, with the fix).
+    """
+    rows = source.run_query(
+        "logical_decoding_setup", {"schema": spec.schema, "table": spec.name}
+    )
+    if not rows:
+        return  # the table is gone: the offload says so
+    wal_level, identity, has_primary_key = rows[0]
+    if wal_level != "logical":
+        raise UnsupportedError(
+            f"PG_LOGICAL needs wal_level=logical (the server runs with {wal_level}): run "
+            "ALTER SYSTEM SET wal_level = logical and restart PostgreSQL"
+        )
+    label = f"{spec.schema}.{spec.name}"
+    if identity == "f":
+        return
+    if identity == "d" and has_primary_key and set(spec.primary_key) == set(key_columns):
+        return
+    raise UnsupportedError(
+        f"PG_LOGICAL needs the key of every updated or deleted row of {label} in the WAL: "
+        f"give it a primary key on {', '.join(key_columns) or 'its key'} or run "
+        f"ALTER TABLE {label} REPLICA IDENTITY FULL"
+    )
 
 
 def capture_problems(

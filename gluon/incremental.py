@@ -233,6 +233,8 @@ def _plan_enable(
     keys = _key_columns(spec, options.key_columns)
     _verify_unique(source, spec, method, keys, options)
     _verify_key_identifies_rows(source, spec, method, keys, options)
+    if method.has_object(SourceObject.REPLICATION_SLOT):
+        capture.check_logical_decoding(source, spec, keys)
     objects = (
         capture_objects(existing)
         if resume and existing

@@ -122,6 +122,9 @@ class SourceObjectNames:
     updatable_trigger: QualifiedName
     lake_rows_table: QualifiedName
     """gluon's own: lake rows staged for patching through the updatable view."""
+    replication_slot: QualifiedName
+    """A logical replication slot: cluster-wide, in no schema (the table's schema is
+    recorded); lower-case letters, digits and underscores only."""
 
 
 def source_object_names(
@@ -183,7 +186,19 @@ def source_object_names(
         updatable_view=name("_UV"),
         updatable_trigger=name("_UV"),
         lake_rows_table=name("_LK"),
+        replication_slot=QualifiedName(folded(ref.schema), slot_name(ref)),
     )
+
+
+SLOT_NAME_LENGTH = 63
+"""PostgreSQL's limit on a replication slot's name."""
+
+
+def slot_name(ref: TableRef) -> str:
+    """The replication slot of ``ref``: ``gluon_<schema>_<table>``, lower case, with every
+    character a slot name refuses (anything but a-z, 0-9, _) made an underscore."""
+    plain = re.sub(r"[^a-z0-9_]", "_", f"gluon_{ref.schema}_{ref.table}".lower())
+    return shorten(plain, SLOT_NAME_LENGTH).lower()
 
 
 @dataclass(frozen=True, slots=True)
