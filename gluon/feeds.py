@@ -280,19 +280,27 @@ class PgLogicalFeed:
         schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
         label = logical.table_label(spec.schema, spec.name)
         slot = self.slot.name
+        # The slot's rows count BEGIN, COMMIT and other tables' changes too: peek further
+        # (from the slot's position again) until the batch holds ``limit`` changes of the
+        # table or the stream ends, so a short batch means nothing is left.
+        wanted = limit
         while True:
-            rows = self.source.run_query("peek_slot_changes", {"slot": slot, "limit": limit})
+            rows = self.source.run_query("peek_slot_changes", {"slot": slot, "limit": wanted})
             if not rows:
                 return schema.empty_table()
             changes, last_commit = self._decode(rows, label)
-            if changes:
+            ended = len(rows) < wanted
+            if len(changes) >= limit or (changes and ended):
                 self._confirm = last_commit
                 return self._typed(changes, schema)
-            # Only other tables' transactions: confirm them now, nothing of ours is in them.
-            if last_commit is not None:
-                self._advance(last_commit)
-            if len(rows) < limit:
-                return schema.empty_table()
+            if not changes:
+                # Only other tables' transactions: confirm them now, nothing of ours is in them.
+                if last_commit is not None:
+                    self._advance(last_commit)
+                if ended:
+                    return schema.empty_table()
+                continue
+            wanted *= 2
 
     def _decode(
         self, rows: list[Any], label: str
