@@ -512,9 +512,7 @@ def check_logical_decoding(
         UnsupportedError: wal_level is not logical, or the table's replica identity does not
             log the key of an updated or deleted row (one line each, with the fix).
     """
-    rows = source.run_query(
-        "logical_decoding_setup", {"schema": spec.schema, "table": spec.name}
-    )
+    rows = source.run_query("logical_decoding_setup", {"schema": spec.schema, "table": spec.name})
     if not rows:
         return  # the table is gone: the offload says so
     wal_level, identity, has_primary_key = rows[0]

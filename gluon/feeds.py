@@ -302,9 +302,7 @@ class PgLogicalFeed:
                 continue
             wanted *= 2
 
-    def _decode(
-        self, rows: list[Any], label: str
-    ) -> tuple[list[list[str | None]], int | None]:
+    def _decode(self, rows: list[Any], label: str) -> tuple[list[list[str | None]], int | None]:
         """The table's changes in ``rows`` as text rows (values, gl_seq, gl_op) and the
         last commit LSN."""
         spec = self.record.spec()
@@ -332,9 +330,7 @@ class PgLogicalFeed:
             if change is None or change.table != label:
                 continue
             new = change.new
-            if change.old is not None and any(
-                change.old.get(key) != new.get(key) for key in keys
-            ):
+            if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
                 pending.append(("D", change.old))  # a key change: the old key goes
                 pending.append(("I", self._complete(new, change.old)))
                 continue

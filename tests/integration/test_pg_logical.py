@@ -69,7 +69,12 @@ def test_changes_from_two_sessions_reach_the_lake_once(
         extract(run_cli, source)
         assert lake_state(source.schema) == workload.expected, f"round {round_number}"
     assert_no_duplicate_sequences(source)
-    result = run_cli("offload", "-t", source.table, "-x", "--incremental-run-compaction",
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
         "--incremental-wait-time=0",
     )
     assert result.exit_code == 0, result.stderr
@@ -90,7 +95,11 @@ def test_small_batches_split_the_stream_between_transactions(
         db.execute(sa.text("CREATE TABLE app.other (id int PRIMARY KEY)"))
         db.execute(sa.text("INSERT INTO app.other SELECT generate_series(1, 50)"))
     result = run_cli(
-        "offload", "-t", source.table, "-x", "--incremental-run-extraction",
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-extraction",
         "--incremental-batch-size=4",
     )
     assert result.exit_code == 0, result.stderr
@@ -165,8 +174,13 @@ def test_a_table_without_a_key_in_the_wal_is_refused_in_one_line(
     with source.engine.begin() as db:
         db.execute(sa.text("CREATE TABLE app.items (id int NOT NULL, name text)"))
     result = run_cli(
-        "offload", "-t", source.table, "-x", "--incremental-updates-enabled",
-        f"--incremental-extraction-method={METHOD}", "--incremental-key-columns=id",
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+        "--incremental-key-columns=id",
     )
     assert result.exit_code != 0
     assert "REPLICA IDENTITY FULL" in result.stderr, result.stderr
