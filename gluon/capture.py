@@ -196,6 +196,7 @@ def named_source_objects(
         has_schemas=source.has_schemas,
         fold=source.name_case,
         changelog_table=changelog_table,
+        database=source.engine.url.database,
     )
     return [
         SourceObjectRef(kind, name.schema, name.name, OBJECT_TYPES[kind])

@@ -25,6 +25,7 @@ from support.incremental import (
 from typer.testing import Result
 
 from gluon.faults import FAULT_EXIT_CODE
+from gluon.naming import TableRef, slot_name
 
 METHOD = "PG_LOGICAL"
 
@@ -51,7 +52,8 @@ def test_changes_from_two_sessions_reach_the_lake_once(
     workload = workload_for(source, METHOD, SEED)
     workload.create()
     enable(run_cli, source, METHOD)
-    assert _slots(source) == ["gluon_app_items"]
+    database = source.engine.url.database
+    assert _slots(source) == [slot_name(TableRef("app", "items"), database)]
     with source.engine.connect() as db:
         triggers = db.execute(sa.text("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"))
         assert triggers.scalar_one() == 0, "PG_LOGICAL creates no trigger"
