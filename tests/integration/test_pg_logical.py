@@ -71,6 +71,9 @@ def test_changes_from_two_sessions_reach_the_lake_once(
         extract(run_cli, source)
         assert lake_state(source.schema) == workload.expected, f"round {round_number}"
     assert_no_duplicate_sequences(source)
+    status = run_cli("display_incremental_status", "-t", source.table)
+    assert status.exit_code == 0, status.stderr
+    assert "retains" in status.stdout and "bytes of WAL" in status.stdout, status.stdout
     result = run_cli(
         "offload",
         "-t",
