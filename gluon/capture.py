@@ -383,6 +383,9 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
 
 # -- ownership ------------------------------------------------------------------------------
 
+UNMARKED_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
+"""Kinds no dialect can mark (a slot takes no comment): the repository's record is the mark."""
+
 UNMARKABLE: dict[str, frozenset[SourceObject]] = {
     "oracle": frozenset({SourceObject.CHANGELOG_SEQUENCE, SourceObject.HYBRID_SCHEMA}),
 }
@@ -470,6 +473,7 @@ def existing_objects(
     spec: TableSpec | None = None,
     *,
     unmarked_are_ours: bool = False,
+    recorded: bool = False,
 ) -> list[ExistingObject]:
     """Those of ``objects`` that exist, in creation order, each with its owner and shape.
 
@@ -477,6 +481,8 @@ def existing_objects(
     Kinds the dialect cannot mark follow the changelog table they serve.
     ``unmarked_are_ours``: the objects were recorded by this installation before it
     marked what it creates, so an unmarked one of the right shape is ours.
+    ``recorded``: this installation's repository records ``objects`` for the table, so
+    the kinds that take no mark (a replication slot) are ours; otherwise they are foreign.
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -492,8 +498,8 @@ def existing_objects(
         shaped = _shaped(source, spec, item)
         if ownership is Ownership.FOREIGN and shaped and unmarked_are_ours:
             ownership = Ownership.OURS
-        if item.kind is SourceObject.REPLICATION_SLOT and marker is None:
-            ownership = Ownership.OURS  # a slot takes no comment: gluon's name is its mark
+        if item.kind in UNMARKED_KINDS and marker is None and recorded:
+            ownership = Ownership.OURS
         found.append(ExistingObject(item, ownership, marker, shaped))
     changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
     for item in objects:

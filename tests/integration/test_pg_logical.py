@@ -191,3 +191,27 @@ def test_a_table_without_a_key_in_the_wal_is_refused_in_one_line(
     assert "REPLICA IDENTITY FULL" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert _slots(source) == []
+
+
+def test_a_slot_gluon_did_not_record_is_never_taken(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    """A slot takes no ownership mark: one this installation did not record (another
+    installation's, a user's) is refused, not read or dropped."""
+    workload = workload_for(source, METHOD, SEED + 4)
+    workload.create()
+    name = slot_name(TableRef("app", "items"), source.engine.url.database)
+    with source.engine.connect() as db:
+        db.execute(sa.text(f"SELECT pg_create_logical_replication_slot('{name}', 'test_decoding')"))
+        db.commit()
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+    )
+    assert result.exit_code != 0
+    assert "already exists" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert _slots(source) == [name]
