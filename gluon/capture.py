@@ -68,6 +68,7 @@ CREATION_ORDER: tuple[SourceObject, ...] = (
     SourceObject.LAKE_ROWS_TABLE,
     SourceObject.UPDATABLE_VIEW,
     SourceObject.UPDATABLE_TRIGGER,
+    SourceObject.REPLICATION_SLOT,
 )
 """Objects are created in this order and dropped in the reverse order."""
 
@@ -79,6 +80,7 @@ OBJECT_TYPES: dict[SourceObject, str] = {
     SourceObject.LAKE_ROWS_TABLE: "TABLE",
     SourceObject.UPDATABLE_VIEW: "VIEW",
     SourceObject.UPDATABLE_TRIGGER: "TRIGGER",
+    SourceObject.REPLICATION_SLOT: "SLOT",
 }
 
 REPLACED_ON_CREATE: frozenset[SourceObject] = frozenset(
@@ -194,6 +196,7 @@ def named_source_objects(
         has_schemas=source.has_schemas,
         fold=source.name_case,
         changelog_table=changelog_table,
+        database=source.engine.url.database,
     )
     return [
         SourceObjectRef(kind, name.schema, name.name, OBJECT_TYPES[kind])
@@ -380,6 +383,9 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
 
 # -- ownership ------------------------------------------------------------------------------
 
+UNMARKED_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
+"""Kinds no dialect can mark (a slot takes no comment): the repository's record is the mark."""
+
 UNMARKABLE: dict[str, frozenset[SourceObject]] = {
     "oracle": frozenset({SourceObject.CHANGELOG_SEQUENCE, SourceObject.HYBRID_SCHEMA}),
 }
@@ -467,6 +473,7 @@ def existing_objects(
     spec: TableSpec | None = None,
     *,
     unmarked_are_ours: bool = False,
+    recorded: bool = False,
 ) -> list[ExistingObject]:
     """Those of ``objects`` that exist, in creation order, each with its owner and shape.
 
@@ -474,6 +481,8 @@ def existing_objects(
     Kinds the dialect cannot mark follow the changelog table they serve.
     ``unmarked_are_ours``: the objects were recorded by this installation before it
     marked what it creates, so an unmarked one of the right shape is ours.
+    ``recorded``: this installation's repository records ``objects`` for the table, so
+    the kinds that take no mark (a replication slot) are ours; otherwise they are foreign.
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -489,6 +498,8 @@ def existing_objects(
         shaped = _shaped(source, spec, item)
         if ownership is Ownership.FOREIGN and shaped and unmarked_are_ours:
             ownership = Ownership.OURS
+        if item.kind in UNMARKED_KINDS and marker is None and recorded:
+            ownership = Ownership.OURS
         found.append(ExistingObject(item, ownership, marker, shaped))
     changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
     for item in objects:
@@ -497,6 +508,36 @@ def existing_objects(
             judged = changelog or ExistingObject(item, unmarked, None, True)
             found.append(ExistingObject(item, judged.ownership, judged.marker, True))
     return sorted(found, key=lambda existing: _rank(existing.item))
+
+
+def check_logical_decoding(
+    source: SourceDialect, spec: TableSpec, key_columns: Sequence[str]
+) -> None:
+    """Refuse a table whose changes logical decoding cannot give with their key.
+
+    Raises:
+        UnsupportedError: wal_level is not logical, or the table's replica identity does not
+            log the key of an updated or deleted row (one line each, with the fix).
+    """
+    rows = source.run_query("logical_decoding_setup", {"schema": spec.schema, "table": spec.name})
+    if not rows:
+        return  # the table is gone: the offload says so
+    wal_level, identity, has_primary_key = rows[0]
+    if wal_level != "logical":
+        raise UnsupportedError(
+            f"PG_LOGICAL needs wal_level=logical (the server runs with {wal_level}): run "
+            "ALTER SYSTEM SET wal_level = logical and restart PostgreSQL"
+        )
+    label = f"{spec.schema}.{spec.name}"
+    if identity == "f":
+        return
+    if identity == "d" and has_primary_key and set(spec.primary_key) == set(key_columns):
+        return
+    raise UnsupportedError(
+        f"PG_LOGICAL needs the key of every updated or deleted row of {label} in the WAL: "
+        f"give it a primary key on {', '.join(key_columns) or 'its key'} or run "
+        f"ALTER TABLE {label} REPLICA IDENTITY FULL"
+    )
 
 
 def capture_problems(

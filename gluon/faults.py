@@ -81,6 +81,9 @@ FAULT_POINTS: tuple[str, ...] = (
     "extract.after_merge_commit",
     "extract.before_changelog_delete",
     "extract.after_changelog_delete",
+    # PG_LOGICAL (gluon/feeds.py): the slot confirms what the lake holds
+    "extract.before_slot_advance",
+    "extract.after_slot_advance",
     "extract.before_repository_update",
     # compaction (gluon/compact/runner.py, rewrite.py): every step, and each partition commit
     *_around("compact", COMPACTION_STEPS),

@@ -8,12 +8,19 @@ One feed per ``ChangeReader`` of the method registry (``FEEDS``):
   captured before reading; the new SCN is stored after the Delta commit. A
   crash in between re-reads the same row images, which the merging view
   applies idempotently.
+* PG_LOGICAL: whole committed transactions from the table's replication slot
+  (``pg_logical_slot_peek_changes``, test_decoding), in commit order; ``gl_seq``
+  is the commit LSN and the change's position in its transaction, so a re-read
+  gives a change the same value. The slot is advanced past the batch's last
+  commit after the Delta commit; a crash in between re-reads the batch, which
+  the already-shipped check leaves out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+import json
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
@@ -23,6 +30,7 @@ from gluon.faults import fault_point
 from gluon.methods.base import ChangeReader, SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
+from gluon.source import logical
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -191,7 +199,197 @@ class RowscnFeed:
         self.repo.incremental.update_state(self.state.table_key, last_scn=self._upto)
 
 
-FEEDS: dict[ChangeReader, type[ChangelogFeed] | type[RowscnFeed]] = {
+POSITION_BITS = 20
+"""``gl_seq`` = commit LSN << 20 | position in the transaction: 1,048,576 changes of the
+table per transaction, and 8 TiB of WAL in the cluster's life, fit a bigint."""
+
+_OPS = {"INSERT": "I", "UPDATE": "U", "DELETE": "D"}
+
+
+def parse_lsn(text: str) -> int:
+    """A ``pg_lsn`` (``X/Y``, hexadecimal) as a number."""
+    high, low = text.split("/")
+    return (int(high, 16) << 32) | int(low, 16)
+
+
+def format_lsn(lsn: int) -> str:
+    """``lsn`` as ``pg_lsn`` text."""
+    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
+
+
+def logical_sequence(commit_lsn: int, position: int) -> int:
+    """The ``gl_seq`` of the change at ``position`` of the transaction committed at
+    ``commit_lsn``: increasing in commit order, the same at every re-read.
+
+    Raises:
+        StateError: the transaction or the LSN is too large for a bigint sequence.
+    """
+    if position >= 1 << POSITION_BITS:
+        raise StateError(
+            f"a transaction committed at {format_lsn(commit_lsn)} changed the table more than "
+            f"{1 << POSITION_BITS} times: PG_LOGICAL cannot number its changes; {REBUILD_HINT}"
+        )
+    if commit_lsn >= 1 << (63 - POSITION_BITS):
+        raise StateError(
+            f"the WAL position {format_lsn(commit_lsn)} is beyond what PG_LOGICAL numbers "
+            f"changes with; {REBUILD_HINT}"
+        )
+    return (commit_lsn << POSITION_BITS) | position
+
+
+@dataclass(slots=True)
+class PgLogicalFeed:
+    source: SourceDialect
+    record: OffloadedTable
+    state: IncrementalState
+    repo: Repository
+    sequences_are_unique: bool = True
+    _confirm: int | None = None
+    """The commit LSN the last read ended at: ``done`` advances the slot to it."""
+    _label: str = field(default="", init=False)
+
+    @staticmethod
+    def initial_position(source: SourceDialect) -> int | None:
+        return None
+
+    @property
+    def slot(self) -> capture.SourceObjectRef:
+        objects = capture_objects(self.state)
+        found = next((o for o in objects if o.kind is SourceObject.REPLICATION_SLOT), None)
+        if found is None:
+            raise StateError(f"the incremental state of {self.state.table_key} names no slot")
+        return found
+
+    def verify(self) -> None:
+        """Refuse to read when the slot is gone: the changes it kept are lost."""
+        slot = self.slot
+        if not capture.object_exists(self.source, slot):
+            raise StateError(
+                f"replication slot {slot.name} of {self.state.table_key} is missing: changes "
+                "since it was dropped were not captured; disable incremental update, re-offload "
+                "with --reset-backend-table and enable it again"
+            )
+
+    def pending(self) -> int | None:
+        return None  # counting means decoding the WAL: the first read finds out
+
+    def read(self, limit: int) -> pa.Table:
+        import pyarrow as pa
+
+        spec = self.record.spec()
+        schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
+        label = logical.table_label(spec.schema, spec.name)
+        slot = self.slot.name
+        # The slot's rows count BEGIN, COMMIT and other tables' changes too: peek further
+        # (from the slot's position again) until the batch holds ``limit`` changes of the
+        # table or the stream ends, so a short batch means nothing is left.
+        wanted = limit
+        while True:
+            rows = self.source.run_query("peek_slot_changes", {"slot": slot, "limit": wanted})
+            if not rows:
+                return schema.empty_table()
+            changes, last_commit = self._decode(rows, label)
+            ended = len(rows) < wanted
+            if len(changes) >= limit or (changes and ended):
+                self._confirm = last_commit
+                return self._typed(changes, schema)
+            if not changes:
+                # Only other tables' transactions: confirm them now, nothing of ours is in them.
+                if last_commit is not None:
+                    self._advance(last_commit)
+                if ended:
+                    return schema.empty_table()
+                continue
+            wanted *= 2
+
+    def _decode(self, rows: list[Any], label: str) -> tuple[list[list[str | None]], int | None]:
+        """The table's changes in ``rows`` as text rows (values, gl_seq, gl_op) and the
+        last commit LSN."""
+        spec = self.record.spec()
+        names = [column.name for column in spec.columns]
+        keys = list(self.state.key_columns)
+        out: list[list[str | None]] = []
+        pending: list[tuple[str, dict[str, str | None]]] = []
+        last_commit: int | None = None
+        for lsn, _xid, data in rows:
+            if data.startswith("BEGIN"):
+                pending = []
+                continue
+            if data.startswith("COMMIT"):
+                commit = parse_lsn(lsn)
+                for position, (op, values) in enumerate(pending):
+                    seq = logical_sequence(commit, position)
+                    out.append([values.get(name) for name in names] + [str(seq), op])
+                pending = []
+                last_commit = commit
+                continue
+            try:
+                change = logical.parse_change(data)
+            except logical.DecodingError as exc:
+                raise StateError(f"slot of {self.state.table_key}: {exc}") from None
+            if change is None or change.table != label:
+                continue
+            new = change.new
+            if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
+                pending.append(("D", change.old))  # a key change: the old key goes
+                pending.append(("I", self._complete(new, change.old)))
+                continue
+            pending.append((_OPS[change.op], self._complete(new, change.old)))
+        return out, last_commit
+
+    def _complete(
+        self, new: dict[str, str | None], old: dict[str, str | None] | None
+    ) -> dict[str, str | None]:
+        """``new`` with each large value the UPDATE left alone taken from the old row."""
+        missing = [name for name, value in new.items() if value == logical.UNCHANGED_TOAST]
+        if not missing:
+            return new
+        if old is None or any(old.get(name) in (None, logical.UNCHANGED_TOAST) for name in missing):
+            raise StateError(
+                f"an UPDATE of {self.state.table_key} left large values of {', '.join(missing)} "
+                "out of the WAL: PG_LOGICAL needs them; run ALTER TABLE ... REPLICA IDENTITY "
+                f"FULL on the table, then {REBUILD_HINT}"
+            )
+        return {**new, **{name: old[name] for name in missing}}
+
+    def _typed(self, changes: list[list[str | None]], schema: pa.Schema) -> pa.Table:
+        import pyarrow as pa
+
+        spec = self.record.spec()
+        sql = self.source.render(
+            "slot_changes_as_rows",
+            columns=self.source.select_list(spec),
+            table_columns=spec.columns,
+        )
+        batches = self.source.read_query_batches(
+            spec,
+            sa.text(sql),
+            {"changes": json.dumps(changes)},
+            batch_rows=max(len(changes), 1),
+            extra_fields=capture.change_fields(),
+        )
+        return pa.Table.from_batches(list(batches), schema=schema)
+
+    def shipping(self, changes: pa.Table) -> None:
+        highest = max(changes.column("gl_seq").to_pylist())
+        self.repo.incremental.record_shipping(self.state.table_key, int(highest))
+
+    def done(self, changes: pa.Table) -> None:
+        if self._confirm is None:
+            # A batch a dead run staged (merge mode IMMEDIATE): its last change's commit.
+            highest = max(changes.column("gl_seq").to_pylist())
+            self._confirm = int(highest) >> POSITION_BITS
+        fault_point("extract.before_slot_advance")
+        self._advance(self._confirm)
+        fault_point("extract.after_slot_advance")
+        self._confirm = None
+
+    def _advance(self, lsn: int) -> None:
+        self.source.execute_script("advance_slot", slot=self.slot.name, lsn=format_lsn(lsn))
+
+
+FEEDS: dict[ChangeReader, type[ChangelogFeed] | type[RowscnFeed] | type[PgLogicalFeed]] = {
     ChangeReader.CHANGELOG: ChangelogFeed,
     ChangeReader.ORA_ROWSCN: RowscnFeed,
+    ChangeReader.PG_LOGICAL: PgLogicalFeed,
 }

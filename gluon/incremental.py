@@ -233,6 +233,8 @@ def _plan_enable(
     keys = _key_columns(spec, options.key_columns)
     _verify_unique(source, spec, method, keys, options)
     _verify_key_identifies_rows(source, spec, method, keys, options)
+    if method.has_object(SourceObject.REPLICATION_SLOT):
+        capture.check_logical_decoding(source, spec, keys)
     objects = (
         capture_objects(existing)
         if resume and existing
@@ -241,7 +243,14 @@ def _plan_enable(
         )
     )
     marker = ownership.Marker(repo.installation_id, ref.key)
-    taken_over = _check_existing_objects(source, spec, objects, marker, options.take_over_objects)
+    taken_over = _check_existing_objects(
+        source,
+        spec,
+        objects,
+        marker,
+        options.take_over_objects,
+        recorded=bool(resume and existing),
+    )
     names = lake_names(ref)
     state = (
         existing
@@ -299,6 +308,7 @@ def _check_existing_objects(
     take_over: bool,
     *,
     legacy: bool = False,
+    recorded: bool = False,
 ) -> list[capture.SourceObjectRef]:
     """Refuse existing objects gluon did not make for this table here; return those to take over.
 
@@ -309,7 +319,9 @@ def _check_existing_objects(
             it is and how to go on).
     """
     taken_over: list[capture.SourceObjectRef] = []
-    existing = capture.existing_objects(source, objects, marker, spec, unmarked_are_ours=legacy)
+    existing = capture.existing_objects(
+        source, objects, marker, spec, unmarked_are_ours=legacy, recorded=recorded
+    )
     for found in existing:
         if found.item.kind is SourceObject.HYBRID_SCHEMA:
             continue
@@ -546,7 +558,13 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
     objects = capture_objects(state)
     marker = ownership.Marker(repo.installation_id, ref.key)
     _check_existing_objects(
-        source, spec, objects, marker, take_over=False, legacy=_before_markers(repo, state)
+        source,
+        spec,
+        objects,
+        marker,
+        take_over=False,
+        legacy=_before_markers(repo, state),
+        recorded=True,
     )
     missing = _missing_objects(source, objects)
     recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
@@ -647,7 +665,12 @@ def _disable_incremental(
     objects = capture_objects(state)
     mine = ownership.Marker(repo.installation_id, ref.key)
     existing = capture.existing_objects(
-        source, objects, mine, record.spec(), unmarked_are_ours=_before_markers(repo, state)
+        source,
+        objects,
+        mine,
+        record.spec(),
+        unmarked_are_ours=_before_markers(repo, state),
+        recorded=True,
     )
     droppable = [found.item for found in existing if _droppable(found, take_over_objects)]
     kept = [found for found in existing if found.item not in droppable]

@@ -122,6 +122,9 @@ class SourceObjectNames:
     updatable_trigger: QualifiedName
     lake_rows_table: QualifiedName
     """gluon's own: lake rows staged for patching through the updatable view."""
+    replication_slot: QualifiedName
+    """A logical replication slot: cluster-wide, in no schema (the table's schema is
+    recorded); lower-case letters, digits and underscores only."""
 
 
 def source_object_names(
@@ -131,6 +134,7 @@ def source_object_names(
     has_schemas: bool,
     fold: str = "upper",
     changelog_table: str | None = None,
+    database: str | None = None,
 ) -> SourceObjectNames:
     """Names of the source-side objects for ``ref``.
 
@@ -142,6 +146,7 @@ def source_object_names(
             ``SCHEMA_H_`` name prefix.
         fold: ``upper`` or ``lower``, the dialect's case for unquoted names.
         changelog_table: the ``--incremental-changelog-table`` override.
+        database: the source database, part of the slot's name (slots are cluster-wide).
     """
 
     def folded(text: str) -> str:
@@ -183,7 +188,21 @@ def source_object_names(
         updatable_view=name("_UV"),
         updatable_trigger=name("_UV"),
         lake_rows_table=name("_LK"),
+        replication_slot=QualifiedName(folded(ref.schema), slot_name(ref, database)),
     )
+
+
+SLOT_NAME_LENGTH = 63
+"""PostgreSQL's limit on a replication slot's name."""
+
+
+def slot_name(ref: TableRef, database: str | None = None) -> str:
+    """The replication slot of ``ref``: ``gluon_<database>_<schema>_<table>`` (slots are
+    cluster-wide: the same table in two databases needs two), lower case, with every
+    character a slot name refuses (anything but a-z, 0-9, _) made an underscore."""
+    parts = ["gluon", *([database] if database else []), ref.schema, ref.table]
+    plain = re.sub(r"[^a-z0-9_]", "_", "_".join(parts).lower())
+    return shorten(plain, SLOT_NAME_LENGTH).lower()
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,8 @@ class SourceObject(StrEnum):
     UPDATABLE_TRIGGER = "updatable_trigger"
     LAKE_ROWS_TABLE = "lake_rows_table"
     """Lake rows staged in the source so the updatable view can show them (``gluon.patching``)."""
+    REPLICATION_SLOT = "replication_slot"
+    """A PostgreSQL logical replication slot (cluster-wide, named after the table)."""
     HYBRID_SCHEMA = "hybrid_schema"
     """Created only when missing; no method declares it (``gluon.capture`` plans it)."""
 
@@ -55,6 +57,8 @@ class ChangeReader(StrEnum):
     """Every row of the changelog table; the extracted rows are then deleted."""
     ORA_ROWSCN = "ora_rowscn"
     """Rows whose ORA_ROWSCN is above the stored SCN (Oracle only; no deletes)."""
+    PG_LOGICAL = "pg_logical"
+    """PostgreSQL logical decoding: the committed changes a replication slot keeps."""
 
 
 _REGISTRY: dict[str, type[ExtractionMethod]] = {}

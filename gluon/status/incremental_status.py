@@ -104,6 +104,9 @@ class ChangelogCounter:
         changelog = next(
             (item for item in objects if item.kind is SourceObject.CHANGELOG_TABLE), None
         )
+        slot = next((item for item in objects if item.kind is SourceObject.REPLICATION_SLOT), None)
+        if changelog is None and slot is not None:
+            return self._slot_backlog(state, slot)
         if changelog is None:
             return Backlog(None, None, f"{state.method} keeps no changelog")
         name = f"{changelog.schema}.{changelog.name}"
@@ -122,6 +125,27 @@ class ChangelogCounter:
             return Backlog(name, capture.count_changes(source, objects), None, problems)
         except GluonError as exc:
             return Backlog(name, None, str(exc))
+
+    def _slot_backlog(self, state: IncrementalState, slot: capture.SourceObjectRef) -> Backlog:
+        """A slot's changes are not counted (that means decoding the WAL): the WAL it keeps is."""
+        try:
+            rows = self._dialect().run_query("slot_retained_wal", {"slot": slot.name})
+        except GluonError as exc:
+            return Backlog(None, None, str(exc))
+        if not rows:
+            return Backlog(
+                None,
+                None,
+                f"replication slot {slot.name} is missing",
+                (f"replication slot {slot.name} is missing: changes were not captured since",),
+            )
+        retained = int(rows[0][0] or 0)
+        return Backlog(
+            None,
+            None,
+            f"{state.method} keeps no changelog; replication slot {slot.name} retains "
+            f"{retained} bytes of WAL",
+        )
 
     def lag(self, repo: Repository, state: IncrementalState, backlog: Backlog) -> TableLag:
         """How far the lake is behind (the backlog just counted is not counted again)."""

@@ -17,8 +17,12 @@ from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.naming import TableRef
 from gluon.source import connect
 
+# The contract is about capture objects in schemas (changelog, triggers, views): PG_LOGICAL
+# creates a replication slot only, covered by tests/integration/test_pg_logical.py.
 METHODS = sorted(
-    name for name, m in registered_methods().items() if m.supports_dialect("postgresql")
+    name
+    for name, m in registered_methods().items()
+    if m.supports_dialect("postgresql") and not m.has_object(SourceObject.REPLICATION_SLOT)
 )
 
 NAMES = {

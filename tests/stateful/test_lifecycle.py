@@ -844,6 +844,10 @@ def _cases() -> list[Any]:
         pytest.param(dialect, method, MERGE_MODES, id=f"{dialect}-{method}")
         for dialect in ("sqlite", "postgresql")
         for method in methods_for(dialect)
+        # The model predates log-based capture: it counts only trigger capture and enables
+        # tables keyed by a UNIQUE column, which PG_LOGICAL refuses (tests/integration/
+        # test_pg_logical.py covers it meanwhile).
+        if method != "PG_LOGICAL"
     ] + [
         pytest.param(dialect, "CHANGELOG", MODEL_CHOOSES, id=f"{dialect}-CHANGELOG-merge-mode")
         for dialect in ("sqlite", "postgresql")

@@ -92,7 +92,8 @@ def workload_for(source: Source, method_name: str, seed: int) -> Workload:
     return Workload(
         engine=source.engine,
         schema=source.schema,
-        trigger_captures=method.has_object(SourceObject.CHANGELOG_TRIGGER),
+        trigger_captures=method.has_object(SourceObject.CHANGELOG_TRIGGER)
+        or method.has_object(SourceObject.REPLICATION_SLOT),
         inserts_only=method.view_kind is ViewKind.UNION_ALL,
         rng=random.Random(seed),
     )

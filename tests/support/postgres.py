@@ -276,9 +276,14 @@ class PostgresServer:
                     f"-p {port}",
                     f"-k {self.socket_dir}",
                     "-c fsync=off",
-                    "-c synchronous_commit=off",
+                    # synchronous_commit stays on: logical decoding reads only flushed WAL,
+                    # so a change committed asynchronously would reach the slot late.
                     "-c full_page_writes=off",
                     "-c max_connections=200",
+                    # Logical decoding for the PG_LOGICAL method (one slot per enabled table).
+                    "-c wal_level=logical",
+                    "-c max_replication_slots=64",
+                    "-c max_wal_senders=16",
                 ]
             )
             result = self._pg(
@@ -315,6 +320,12 @@ class PostgresServer:
 
 
 def _drop_database(conn: psycopg.Connection[Any], name: str) -> None:
+    # A logical replication slot (method PG_LOGICAL) blocks DROP DATABASE, even WITH (FORCE).
+    conn.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+        "WHERE database = %s AND NOT active",
+        (name,),
+    )
     if conn.info.server_version >= 130000:  # WITH (FORCE) ends other sessions first
         stmt = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
     else:

@@ -32,6 +32,7 @@ UPDATABLE            Y      Y      Y      Y      N      Y          Y           Y
 UPDATABLE_CHANGELOG  N      Y      Y      Y      Y      Y          Y           N
 CHANGELOG_INSERT     N      Y      N      N      N      Y          Y           N
 UPDATABLE_INSERT     N      Y      N      N      N      Y          Y           Y
+PG_LOGICAL           N      Y      Y      Y      Y      Y          Y           N
 """
 
 CHANGELOG = {
@@ -54,6 +55,7 @@ TABLE_2: dict[str, set[SourceObject]] = {
     "UPDATABLE_CHANGELOG": CHANGELOG | UPDATABLE,
     "CHANGELOG_INSERT": CHANGELOG,
     "UPDATABLE_INSERT": UPDATABLE,
+    "PG_LOGICAL": {SourceObject.REPLICATION_SLOT},
 }
 
 # method -> (view kind, verifies the key, dialects (None: all), change reader)
@@ -64,6 +66,7 @@ DECLARED: dict[str, tuple[ViewKind, bool, frozenset[str] | None, ChangeReader]] 
     "UPDATABLE_CHANGELOG": (ViewKind.MERGE, False, None, ChangeReader.CHANGELOG),
     "CHANGELOG_INSERT": (ViewKind.UNION_ALL, True, None, ChangeReader.CHANGELOG),
     "UPDATABLE_INSERT": (ViewKind.UNION_ALL, True, None, ChangeReader.CHANGELOG),
+    "PG_LOGICAL": (ViewKind.MERGE, False, frozenset({"postgresql"}), ChangeReader.PG_LOGICAL),
 }
 
 
@@ -185,9 +188,10 @@ def test_get_method_lists_the_valid_names() -> None:
 
 
 @pytest.mark.parametrize("dialect", ["sqlite", "postgresql", "oracle"])
-def test_only_ora_rowscn_is_limited_to_oracle(dialect: str) -> None:
+def test_only_ora_rowscn_and_pg_logical_are_limited_to_one_dialect(dialect: str) -> None:
     supported = {name for name, m in registered_methods().items() if m.supports_dialect(dialect)}
-    expected = set(METHOD_NAMES) if dialect == "oracle" else set(METHOD_NAMES) - {"ORA_ROWSCN"}
+    limited = {"oracle": "ORA_ROWSCN", "postgresql": "PG_LOGICAL"}
+    expected = set(METHOD_NAMES) - {name for on, name in limited.items() if on != dialect}
     assert supported == expected
 
 

@@ -137,8 +137,19 @@ def test_postgresql_like_names_go_to_the_lower_case_hybrid_schema() -> None:
         updatable_view=QualifiedName("sales_h", "orders_uv"),
         updatable_trigger=QualifiedName("sales_h", "orders_uv"),
         lake_rows_table=QualifiedName("sales_h", "orders_lk"),
+        replication_slot=QualifiedName("sales", "gluon_sales_orders"),
     )
     assert str(names.changelog_table) == "sales_h.orders_log"
+
+
+def test_slot_names_are_lower_case_plain_and_fit_63() -> None:
+    names = source_object_names(
+        TableRef("Sales", "Order Lines" + "x" * 70), max_length=63, has_schemas=True, fold="lower"
+    )
+    slot = names.replication_slot.name
+    assert len(slot) == 63
+    assert slot.startswith("gluon_sales_order_lines")
+    assert slot == slot.lower() and slot.replace("_", "").isalnum()
 
 
 def test_postgresql_like_long_names_are_shortened_to_63() -> None:

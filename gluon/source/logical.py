@@ -1,0 +1,160 @@
+"""PostgreSQL logical decoding: the text rows of the ``test_decoding`` output plugin, parsed.
+
+A change reads ``table SCHEMA.TABLE: OP: col[type]:value ...``; an UPDATE whose
+replica identity logged the old row reads ``... UPDATE: old-key: <old> new-tuple:
+<new>``. Values are the type's output function text: ``null``, a bare token
+(numbers, booleans), or a quoted literal with ``''`` for a quote. Names that
+need quoting are double-quoted, with ``""`` for a double quote.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+UNCHANGED_TOAST = "\x00unchanged-toast-datum"
+"""The value of a large column an UPDATE left alone: not in the WAL, test_decoding prints
+``unchanged-toast-datum`` bare. The NUL makes it no text PostgreSQL can hold."""
+
+_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_$]*$")
+
+
+class DecodingError(ValueError):
+    """A test_decoding row gluon cannot read."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecodedChange:
+    """One row change: its operation and values as text (None: SQL NULL), by column name."""
+
+    table: str
+    """``schema.table`` as test_decoding names it (quoted where PostgreSQL would quote)."""
+    op: str
+    """``INSERT``, ``UPDATE`` or ``DELETE``."""
+    new: dict[str, str | None]
+    """The new row (INSERT, UPDATE), or the old key or row of a DELETE."""
+    old: dict[str, str | None] | None = None
+    """The old key or row an UPDATE logged (None: the key did not change)."""
+
+
+def quote_name(name: str) -> str:
+    """``name`` as PostgreSQL's quote_identifier prints it."""
+    if _PLAIN_NAME.match(name):
+        return name
+    return '"' + name.replace('"', '""') + '"'
+
+
+def table_label(schema: str, table: str) -> str:
+    """How test_decoding names ``schema.table`` in a change row."""
+    return f"{quote_name(schema)}.{quote_name(table)}"
+
+
+def parse_change(data: str) -> DecodedChange | None:
+    """The change ``data`` describes (None: a BEGIN, COMMIT or message row).
+
+    Raises:
+        DecodingError: the row is not in test_decoding's format.
+    """
+    if not data.startswith("table "):
+        return None
+    position = 6
+    table, position = _read_name(data, position)
+    if data[position] == ".":
+        rest, position = _read_name(data, position + 1)
+        table = f"{table}.{rest}"
+    if data[position : position + 2] != ": ":
+        raise DecodingError(f"no operation after the table in {data[:200]!r}")
+    position += 2
+    end = data.find(":", position)
+    if end < 0:
+        raise DecodingError(f"no operation in {data[:200]!r}")
+    op = data[position:end]
+    position = end + 1
+    if data.startswith(" old-key:", position):
+        old, position = _read_tuple(data, position + len(" old-key:"), stop=" new-tuple:")
+        new, position = _read_tuple(data, position + len(" new-tuple:"))
+        return DecodedChange(table, op, new, old)
+    if data.startswith(" (no-tuple-data)", position):
+        raise DecodingError(
+            f"{op} on {table} logged no row: the table has no replica identity (add a primary "
+            "key or ALTER TABLE ... REPLICA IDENTITY FULL)"
+        )
+    new, position = _read_tuple(data, position)
+    return DecodedChange(table, op, new)
+
+
+def _read_name(data: str, position: int) -> tuple[str, int]:
+    """A possibly double-quoted name starting at ``position``, kept as printed."""
+    if data.startswith('"', position):
+        end = position + 1
+        while True:
+            end = data.find('"', end)
+            if end < 0:
+                raise DecodingError(f"unterminated quoted name in {data[:200]!r}")
+            if data.startswith('""', end):
+                end += 2
+                continue
+            return data[position : end + 1], end + 1
+    end = position
+    while end < len(data) and data[end] not in ".:[ ":
+        end += 1
+    return data[position:end], end
+
+
+def _unquote_name(name: str) -> str:
+    if name.startswith('"'):
+        return name[1:-1].replace('""', '"')
+    return name
+
+
+def _read_tuple(
+    data: str, position: int, stop: str | None = None
+) -> tuple[dict[str, str | None], int]:
+    """``col[type]:value`` items separated by spaces, up to ``stop`` or the end."""
+    values: dict[str, str | None] = {}
+    while position < len(data):
+        if stop is not None and data.startswith(stop, position):
+            return values, position
+        if data[position] != " ":
+            raise DecodingError(f"expected a space at {position} in {data[:200]!r}")
+        name, position = _read_name(data, position + 1)
+        if not data.startswith("[", position):
+            raise DecodingError(f"no type after column {name} in {data[:200]!r}")
+        depth, position = 1, position + 1
+        while depth:  # the type may itself hold brackets: integer[]
+            if position >= len(data):
+                raise DecodingError(f"unterminated type of column {name} in {data[:200]!r}")
+            depth += {"[": 1, "]": -1}.get(data[position], 0)
+            position += 1
+        if not data.startswith(":", position):
+            raise DecodingError(f"no value for column {name} in {data[:200]!r}")
+        value, position = _read_value(data, position + 1)
+        values[_unquote_name(name)] = value
+    if stop is not None:
+        raise DecodingError(f"no {stop.strip()!r} in {data[:200]!r}")
+    return values, position
+
+
+def _read_value(data: str, position: int) -> tuple[str | None, int]:
+    if data.startswith("'", position):
+        parts: list[str] = []
+        start = position + 1
+        while True:
+            end = data.find("'", start)
+            if end < 0:
+                raise DecodingError(f"unterminated value in {data[:200]!r}")
+            parts.append(data[start:end])
+            if data.startswith("''", end):
+                parts.append("'")
+                start = end + 2
+                continue
+            return "".join(parts), end + 1
+    end = data.find(" ", position)
+    if end < 0:
+        end = len(data)
+    token = data[position:end]
+    if token == "null":
+        return None, end
+    if token == "unchanged-toast-datum":
+        return UNCHANGED_TOAST, end
+    return token, end

@@ -1,0 +1,217 @@
+"""PG_LOGICAL end to end: changes read from a logical replication slot, real PostgreSQL and Sail.
+
+The cluster runs with wal_level=logical (tests/support/postgres.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from support.incremental import (
+    SEED,
+    Source,
+    assert_no_duplicate_sequences,
+    enable,
+    extract,
+    lake_state,
+    postgres_source,
+    run_offload_process,
+    workload_for,
+)
+from typer.testing import Result
+
+from gluon.faults import FAULT_EXIT_CODE
+from gluon.naming import TableRef, slot_name
+
+METHOD = "PG_LOGICAL"
+
+
+@pytest.fixture
+def source(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> Source:
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    return postgres_source(pg_url)
+
+
+def _slots(source: Source) -> list[str]:
+    with source.engine.connect() as db:
+        rows = db.execute(
+            sa.text(
+                "SELECT slot_name FROM pg_replication_slots WHERE database = current_database()"
+            )
+        )
+        return [row[0] for row in rows]
+
+
+def test_changes_from_two_sessions_reach_the_lake_once(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    workload = workload_for(source, METHOD, SEED)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    database = source.engine.url.database
+    assert _slots(source) == [slot_name(TableRef("app", "items"), database)]
+    with source.engine.connect() as db:
+        triggers = db.execute(sa.text("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"))
+        assert triggers.scalar_one() == 0, "PG_LOGICAL creates no trigger"
+    for round_number in range(3):
+        workload.round(15)
+        # Another session: a multi-row statement, a key change and a rolled-back change.
+        other = sa.create_engine(source.url)
+        with other.begin() as db:
+            db.execute(sa.text("UPDATE app.items SET amount = amount + 1 WHERE id % 3 = 0"))
+        with other.connect() as db:
+            db.execute(sa.text("DELETE FROM app.items"))
+            db.rollback()
+        other.dispose()
+        workload.expected = workload.source_rows()
+        extract(run_cli, source)
+        assert lake_state(source.schema) == workload.expected, f"round {round_number}"
+    assert_no_duplicate_sequences(source)
+    status = run_cli("display_incremental_status", "-t", source.table)
+    assert status.exit_code == 0, status.stderr
+    assert "retains" in status.stdout and "bytes of WAL" in status.stdout, status.stdout
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert lake_state(source.schema) == workload.expected, "after compaction"
+    result = run_cli("offload", "-t", source.table, "-x", "--incremental-updates-disabled")
+    assert result.exit_code == 0, result.stderr
+    assert _slots(source) == [], "disable drops the slot"
+
+
+def test_small_batches_split_the_stream_between_transactions(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    workload = workload_for(source, METHOD, SEED + 1)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    workload.round(30)
+    with source.engine.begin() as db:  # another table's changes: read past, never shipped
+        db.execute(sa.text("CREATE TABLE app.other (id int PRIMARY KEY)"))
+        db.execute(sa.text("INSERT INTO app.other SELECT generate_series(1, 50)"))
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-extraction",
+        "--incremental-batch-size=4",
+    )
+    assert result.exit_code == 0, result.stderr
+    assert lake_state(source.schema) == workload.source_rows()
+    assert_no_duplicate_sequences(source)
+
+
+def test_offload_under_a_concurrent_writer_misses_nothing(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    workload = workload_for(source, METHOD, SEED + 2)
+    workload.create(rows=200)
+    stop = threading.Event()
+
+    def write() -> None:
+        engine = sa.create_engine(source.url)
+        number = 1000
+        while not stop.is_set():
+            number += 1
+            with engine.begin() as db:
+                db.execute(
+                    sa.text("INSERT INTO app.items (id, name, amount) VALUES (:id, 'w', 1)"),
+                    {"id": number},
+                )
+                db.execute(
+                    sa.text("UPDATE app.items SET amount = amount + 1 WHERE id = :id"),
+                    {"id": number % 200},
+                )
+        engine.dispose()
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        enable(run_cli, source, METHOD)
+    finally:
+        stop.set()
+        writer.join()
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.source_rows()
+    assert_no_duplicate_sequences(source)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "extract.after_delta_commit",
+        "extract.before_slot_advance",
+        "extract.after_slot_advance",
+        "extract.before_repository_update",
+    ],
+)
+def test_a_crash_around_the_slot_advance_loses_and_repeats_nothing(
+    source: Source, run_cli: Callable[..., Result], point: str
+) -> None:
+    workload = workload_for(source, METHOD, SEED + 3)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    workload.round(20)
+    crashed = run_offload_process(
+        "-t", source.table, "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    workload.round(5)
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.source_rows()
+    assert_no_duplicate_sequences(source)
+
+
+def test_a_table_without_a_key_in_the_wal_is_refused_in_one_line(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    with source.engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE app.items (id int NOT NULL, name text)"))
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+        "--incremental-key-columns=id",
+    )
+    assert result.exit_code != 0
+    assert "REPLICA IDENTITY FULL" in result.stderr, result.stderr
+    assert "Traceback" not in result.stderr
+    assert _slots(source) == []
+
+
+def test_a_slot_gluon_did_not_record_is_never_taken(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    """A slot takes no ownership mark: one this installation did not record (another
+    installation's, a user's) is refused, not read or dropped."""
+    workload = workload_for(source, METHOD, SEED + 4)
+    workload.create()
+    name = slot_name(TableRef("app", "items"), source.engine.url.database)
+    with source.engine.connect() as db:
+        db.execute(sa.text(f"SELECT pg_create_logical_replication_slot('{name}', 'test_decoding')"))
+        db.commit()
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+    )
+    assert result.exit_code != 0
+    assert "already exists" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert _slots(source) == [name]

@@ -1,0 +1,101 @@
+"""PG_LOGICAL's pure parts: test_decoding rows parsed, gl_seq numbering, the enable checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gluon.capture import check_logical_decoding
+from gluon.errors import StateError, UnsupportedError
+from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn
+from gluon.schema import Column, TableSpec
+from gluon.source.logical import UNCHANGED_TOAST, DecodingError, parse_change, table_label
+
+
+def test_an_insert_keeps_every_value_as_text() -> None:
+    change = parse_change(
+        "table public.t: INSERT: id[integer]:1 name[text]:'it''s a b' a[integer[]]:'{1,2}' "
+        "ts[timestamp with time zone]:'2026-11-23 03:48:15.7+00' n[numeric]:null"
+    )
+    assert change is not None
+    assert (change.table, change.op, change.old) == ("public.t", "INSERT", None)
+    assert change.new == {
+        "id": "1",
+        "name": "it's a b",
+        "a": "{1,2}",
+        "ts": "2026-11-23 03:48:15.7+00",
+        "n": None,
+    }
+
+
+def test_a_key_change_carries_the_old_key() -> None:
+    change = parse_change(
+        "table public.t: UPDATE: old-key: id[integer]:2 new-tuple: id[integer]:3 b[text]:null"
+    )
+    assert change is not None
+    assert (change.old, change.new) == ({"id": "2"}, {"id": "3", "b": None})
+
+
+def test_quoted_names_and_an_unchanged_large_value() -> None:
+    change = parse_change(
+        'table "My""S"."T x": UPDATE: "Id"[integer]:1 big[text]:unchanged-toast-datum '
+        "s[text]:'unchanged-toast-datum'"
+    )
+    assert change is not None
+    assert change.table == table_label('My"S', "T x") == '"My""S"."T x"'
+    assert change.new == {"Id": "1", "big": UNCHANGED_TOAST, "s": "unchanged-toast-datum"}
+
+
+def test_begin_and_commit_rows_are_no_changes() -> None:
+    assert parse_change("BEGIN 726") is None
+    assert parse_change("COMMIT 726") is None
+
+
+def test_a_delete_without_replica_identity_is_refused() -> None:
+    with pytest.raises(DecodingError, match="REPLICA IDENTITY FULL"):
+        parse_change("table public.t: DELETE: (no-tuple-data)")
+
+
+def test_sequences_follow_commit_order_then_position() -> None:
+    assert parse_lsn("0/19246B8") == 0x19246B8
+    assert format_lsn(parse_lsn("1A/FF0")) == "1A/FF0"
+    first = [logical_sequence(0x100, position) for position in range(3)]
+    later = logical_sequence(0x101, 0)
+    assert first == sorted(first) and first[-1] < later
+    with pytest.raises(StateError, match="more than"):
+        logical_sequence(0x100, 1 << POSITION_BITS)
+
+
+class _Source:
+    def __init__(self, row: tuple[Any, ...]) -> None:
+        self.row = row
+
+    def run_query(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
+        assert template == "logical_decoding_setup"
+        return [self.row]
+
+
+SPEC = TableSpec("app", "items", (Column("id", "integer", "bigint", False),), primary_key=("id",))
+
+
+@pytest.mark.parametrize(
+    ("row", "keys", "message"),
+    [
+        (("replica", "d", True), ("id",), "wal_level=logical"),
+        (("logical", "d", False), ("id",), "REPLICA IDENTITY FULL"),
+        (("logical", "n", True), ("id",), "REPLICA IDENTITY FULL"),
+        (("logical", "d", True), ("name",), "REPLICA IDENTITY FULL"),
+    ],
+)
+def test_enable_checks_say_what_is_missing_and_how_to_fix_it(
+    row: tuple[Any, ...], keys: tuple[str, ...], message: str
+) -> None:
+    with pytest.raises(UnsupportedError, match=message) as raised:
+        check_logical_decoding(_Source(row), SPEC, keys)  # type: ignore[arg-type]
+    assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize("row", [("logical", "d", True), ("logical", "f", False)])
+def test_a_primary_key_or_full_identity_is_enough(row: tuple[Any, ...]) -> None:
+    check_logical_decoding(_Source(row), SPEC, ("id",))  # type: ignore[arg-type]
