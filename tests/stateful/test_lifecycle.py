@@ -209,7 +209,7 @@ def lifecycle_machine(
             merge_mode=st.sampled_from(merge_modes),
         )
         def offload_and_enable(
-            self, partitioned: bool, nullable_key: bool, partial: bool, merge_mode: str
+            self, partitioned: bool, nullable_key: bool, partial: bool, merge_mode: str = "DEFERRED"
         ) -> None:
             self.immediate = merge_mode == "IMMEDIATE"
             url = make_url()
