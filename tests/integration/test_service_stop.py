@@ -11,7 +11,12 @@ from typing import cast
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import assert_no_duplicate_sequences, lake_rows, sqlite_source
+from support.incremental import (
+    Source,
+    assert_no_duplicate_sequences,
+    lake_rows,
+    sqlite_source,
+)
 from typer.testing import Result
 
 from gluon.compact import CompactionOptions, run_compaction
@@ -22,12 +27,10 @@ from gluon.repo import Repository
 from gluon.states import ExtractionStatus
 
 
-def test_a_stopping_extraction_ends_after_one_batch_and_the_next_ships_the_rest(
-    tmp_path: Path,
-    offload_home: Path,
-    run_cli: Callable[..., Result],
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _enabled_items(
+    tmp_path: Path, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> Source:
+    """A SQLite ``items`` table (ids 1 and 2) offloaded with incremental update enabled."""
     source = sqlite_source(tmp_path / "app.db")
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
     with source.engine.begin() as db:
@@ -42,6 +45,16 @@ def test_a_stopping_extraction_ends_after_one_batch_and_the_next_ships_the_rest(
         "--incremental-extraction-method=CHANGELOG",
     )
     assert enabled.exit_code == 0, enabled.stderr
+    return source
+
+
+def test_a_stopping_extraction_ends_after_one_batch_and_the_next_ships_the_rest(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = _enabled_items(tmp_path, run_cli, monkeypatch)
     with source.engine.begin() as db:
         for key in range(3, 28):
             db.execute(sa.text("INSERT INTO items VALUES (:k, 'new')"), {"k": key})
@@ -71,20 +84,7 @@ def test_a_stopping_compaction_ends_in_its_wait_and_the_next_one_resumes(
 ) -> None:
     """SIGTERM of the service during a compaction's wait for queries: the run stops there
     (not after the wait), stays open at that step, and the next compaction finishes it."""
-    source = sqlite_source(tmp_path / "app.db")
-    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
-    with source.engine.begin() as db:
-        db.execute(sa.text("CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT)"))
-        db.execute(sa.text("INSERT INTO items VALUES (1, 'a'), (2, 'b')"))
-    enabled = run_cli(
-        "offload",
-        "-t",
-        source.table,
-        "-x",
-        "--incremental-updates-enabled",
-        "--incremental-extraction-method=CHANGELOG",
-    )
-    assert enabled.exit_code == 0, enabled.stderr
+    source = _enabled_items(tmp_path, run_cli, monkeypatch)
     with source.engine.begin() as db:
         db.execute(sa.text("UPDATE items SET v = 'changed' WHERE id = 1"))
         db.execute(sa.text("INSERT INTO items VALUES (3, 'c')"))
