@@ -13,6 +13,7 @@ the requested control partition and acknowledges it when it finishes.
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import time
 from collections.abc import Callable
@@ -46,6 +47,8 @@ from gluon.states import ExtractionStatus, MergeMode
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gluon.source.base import SourceDialect
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +88,8 @@ class ExtractionResult:
     """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
     lake_versions: list[int] = field(default_factory=list)
     """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
+    oldest_change_at: dt.datetime | None = None
+    """When the oldest change this run found pending was captured (for the lake's latency)."""
 
 
 NOT_ENABLED_HINT = (
@@ -137,10 +142,10 @@ def run_extraction(
                 problems = capture.capture_problems(source, record.spec(), capture_objects(state))
             if any(problem.startswith("changelog table") for problem in problems):
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
-            oldest = capture.oldest_change(source, capture_objects(state))  # for the latency
             with timed_step("ship_changes") as shipping:
                 _ship(
                     settings,
+                    source,
                     feed,
                     record,
                     state,
@@ -181,7 +186,7 @@ def run_extraction(
             min_seq=result.min_seq,
             max_seq=result.max_seq,
             control_partition=partition,
-            oldest_change_at=oldest.captured_at if oldest and result.rows_read else None,
+            oldest_change_at=result.oldest_change_at if result.rows_read else None,
         )
     result.seconds = time.monotonic() - started
     if problems:
@@ -192,6 +197,7 @@ def run_extraction(
 
 def _ship(
     settings: Settings,
+    source: SourceDialect,
     feed: ChangeFeed,
     record: OffloadedTable,
     state: IncrementalState,
@@ -205,6 +211,9 @@ def _ship(
     if pending == 0:
         log.info("no changes to extract for %s", record.table_key)
         return
+    # Read before anything ships (the shipped rows leave the changelog); not on the no-op path.
+    oldest = capture.oldest_change(source, capture_objects(state))
+    result.oldest_change_at = oldest.captured_at if oldest else None
     import pyarrow.compute as pc  # only when there are changes to ship
 
     with ExitStack() as stack:
