@@ -90,6 +90,8 @@ def machine(workspace: Workspace) -> dict[str, Any]:
         "cpu": cpu,
         "memory_gib": round(int(meminfo[1]) / 1024 / 1024, 1),
         "kernel": platform.release(),
+        # The machine may be shared: the load when the run began says how quiet it was.
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
         "python": platform.python_version(),
         "postgresql": postgres,
         "sqlite": sqlite3.sqlite_version,
@@ -176,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         "figures_run": list(selected),
         "wall_seconds": round(wall, 1),
         "finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "load_average_at_finish": [round(load, 2) for load in os.getloadavg()],
         "machine": info,
         "settings": {name: getattr(scale, name) for name in scale.__slots__},
         "figures": [figure.as_json() for figure in results.figures],
