@@ -194,6 +194,7 @@ def merged_rows(
         delta=delta,
         changes_in_range=partition_range("gl_changes.", low, high),
         delta_in_range=partition_range("gl_delta.", low, high),
+        later_in_range=partition_range("gl_later.", low, high),
     )
 
 
@@ -229,8 +230,8 @@ def latest_changes(*, keys: Sequence[str], delta: str, low: int, high: int) -> s
         "compact_latest_changes",
         keys=[quote_part(key) for key in keys],
         delta=delta,
-        changes_in_range=partition_range("gl_changes.", low, high),
         delta_in_range=partition_range("gl_delta.", low, high),
+        later_in_range=partition_range("gl_later.", low, high),
     )
 
 

@@ -116,3 +116,18 @@ def test_the_latest_change_needs_no_window_and_a_key_filter_reaches_every_scan(
     scans = [line for line in plan.splitlines() if "DataSourceExec" in line]
     assert len(scans) >= 3, plan
     assert all("k1@0 = 6" in scan for scan in scans), plan
+
+
+@pytest.mark.usefixtures("offload_home")
+def test_the_latest_change_takes_an_anti_join_not_an_aggregate(tmp_path: Path) -> None:
+    """Each change is kept unless a later change of its key exists: one hash join, where a
+    MAX(gl_seq) aggregate plus a semi-join on it cost twice as much at a 10% delta."""
+    with open_session(load_settings()) as session:
+        base, delta = _tables(session, tmp_path)
+        explained = session.spark.sql(f"EXPLAIN {_merged(base, delta)}").collect()
+    plan = "\n".join(str(row[0]) for row in explained)
+    assert "AggregateExec" not in plan, plan
+    joins = [line for line in plan.splitlines() if "HashJoinExec" in line]
+    assert len(joins) == 2 and all("RightAnti" in join or "LeftAnti" in join for join in joins), (
+        plan
+    )
