@@ -18,6 +18,7 @@ One feed per ``ChangeReader`` of the method registry (``FEEDS``):
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -246,6 +247,9 @@ class PgLogicalFeed:
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
+    oldest_change_at: dt.datetime | None = None
+    """When the first transaction read with a change of the table committed, on this host's
+    clock (None: none read yet): the extraction records it for the source-to-lake latency."""
     _label: str = field(default="", init=False)
 
     @staticmethod
@@ -317,6 +321,8 @@ class PgLogicalFeed:
                 continue
             if data.startswith("COMMIT"):
                 commit = parse_lsn(lsn)
+                if pending and self.oldest_change_at is None:
+                    self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
                 for position, (op, values) in enumerate(pending):
                     seq = logical_sequence(commit, position)
                     out.append([values.get(name) for name in names] + [str(seq), op])
@@ -336,6 +342,14 @@ class PgLogicalFeed:
                 continue
             pending.append((_OPS[change.op], self._complete(new, change.old)))
         return out, last_commit
+
+    def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
+        """``committed`` (the source's clock, naive UTC) on this host's clock."""
+        if committed is None:
+            return None
+        source_now = self.source.run_query("source_clock")[0][0]
+        host_now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return capture.OldestChange(committed, source_now, host_now).captured_at
 
     def _complete(
         self, new: dict[str, str | None], old: dict[str, str | None] | None

@@ -1,0 +1,142 @@
+"""PG_LOGICAL operations: status and report from the slot, the retained-WAL warning, enable's
+prerequisite checks and disable. Real PostgreSQL (wal_level=logical) and Sail."""
+
+from __future__ import annotations
+
+import csv
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from support.incremental import (
+    SEED,
+    Source,
+    enable,
+    extract,
+    lake_state,
+    postgres_source,
+    workload_for,
+)
+from typer.testing import Result
+
+from gluon.naming import TableRef, slot_name
+
+METHOD = "PG_LOGICAL"
+
+
+@pytest.fixture
+def source(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> Source:
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    return postgres_source(pg_url)
+
+
+def _run(source: Source, *statements: str) -> None:
+    with source.engine.begin() as db:
+        for statement in statements:
+            db.execute(sa.text(statement))
+
+
+def _status_json(run_cli: Callable[..., Result], source: Source) -> dict[str, Any]:
+    result = run_cli("display_incremental_status", "-t", source.table, "--json")
+    assert result.exit_code == 0, result.stderr
+    status: dict[str, Any] = json.loads(result.stdout)
+    return status
+
+
+def _report(run_cli: Callable[..., Result], tmp_path: Path, fmt: str, *extra: str) -> str:
+    out = tmp_path / f"report-{fmt}-{time.monotonic_ns()}"
+    result = run_cli(
+        "offload_status_report",
+        "--output-level=detail",
+        f"--output-format={fmt}",
+        f"--output-dir={out}",
+        *extra,
+    )
+    assert result.exit_code == 0, result.stderr
+    (path,) = out.iterdir()
+    return path.read_text()
+
+
+def test_status_and_report_measure_the_backlog_and_lag_from_the_slot(
+    source: Source, run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    workload = workload_for(source, METHOD, SEED + 10)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    _run(source, "CREATE TABLE app.other (id int PRIMARY KEY)")
+    _run(source, "INSERT INTO app.other SELECT generate_series(1, 30)")  # not the table's
+    before = time.time()
+    time.sleep(1.1)  # the oldest pending change commits a measurable while ago
+    _run(source, "UPDATE app.items SET amount = amount + 1 WHERE id <= 4")  # 4 row changes
+    _run(source, "DELETE FROM app.items WHERE id = 5", "INSERT INTO app.other VALUES (99)")
+    time.sleep(1.1)
+
+    status = _status_json(run_cli, source)
+    backlog, lag = status["changelog"], status["lag"]
+    assert backlog["rows"] == 5, backlog
+    slot = backlog["slot"]
+    assert slot["slot"] == slot_name(TableRef("app", "items"), source.engine.url.database)
+    assert slot["retained_bytes"] > 0 and slot["unconfirmed_bytes"] > 0, slot
+    assert lag["backlog"] == 5
+    waited = lag["oldest_pending_age_seconds"]
+    assert waited is not None and 1.0 <= waited <= time.time() - before + 1, lag
+    assert lag["last_latency_seconds"] is None, "nothing shipped yet"
+
+    text = run_cli("display_incremental_status", "-t", source.table)
+    assert text.exit_code == 0, text.stderr
+    assert "Changes waiting in the replication slot:" in text.stdout, text.stdout
+    assert "5 (in slot " in text.stdout
+    assert "WAL retained by the slot:" in text.stdout and "WARNING" not in text.stdout
+
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.source_rows()
+    status = _status_json(run_cli, source)
+    assert status["changelog"]["rows"] == 0
+    assert status["lag"]["oldest_pending_age_seconds"] == 0.0
+    assert status["lag"]["oldest_pending_at"] is None
+    latency = status["lag"]["last_latency_seconds"]
+    assert latency is not None and latency >= 1.0, status["lag"]  # from the first commit shipped
+
+    _run(source, "UPDATE app.items SET name = 'x' WHERE id = 6")
+    report = json.loads(_report(run_cli, tmp_path, "json"))
+    (table,) = report["tables"]
+    assert table["status"]["changelog"]["rows"] == 1
+    assert table["status"]["changelog"]["slot"]["retained_bytes"] > 0
+    (row,) = csv.DictReader(_report(run_cli, tmp_path, "csv").splitlines())
+    assert row["changelog_rows"] == "1" and int(row["wal_retained_bytes"]) > 0, row
+    assert float(row["last_latency_seconds"]) >= 1.0
+    text_report = _report(run_cli, tmp_path, "text")
+    assert "Changes waiting in the replication slot:" in text_report
+    assert "WAL retained by the slot:" in text_report
+    html = _report(run_cli, tmp_path, "html")
+    assert "WAL retained by the slot" in html
+
+
+def test_a_slot_that_retains_too_much_wal_needs_attention(
+    source: Source, run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    workload = workload_for(source, METHOD, SEED + 11)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    _run(source, "CREATE TABLE app.filler (id int, pad text)")
+    _run(
+        source, "INSERT INTO app.filler SELECT i, repeat('x', 1000) FROM generate_series(1, 3000) i"
+    )
+
+    quiet = _report(run_cli, tmp_path, "text")
+    assert "wal_retained" not in quiet and "makes the source keep" not in quiet
+
+    report = json.loads(_report(run_cli, tmp_path, "json", "--wal-retained-threshold=1"))
+    codes = [finding["code"] for finding in report["findings"]]
+    assert "wal_retained" in codes, report["findings"]
+    text = _report(run_cli, tmp_path, "text", "--wal-retained-threshold=1")
+    assert "makes the source keep" in text and "run an extraction" in text, text
+
+    status = run_cli("display_incremental_status", "-t", source.table, "--wal-retained-threshold=1")
+    assert status.exit_code == 0, status.stderr
+    assert "WARNING: above 1 MiB" in status.stdout, status.stdout
+    assert "disable incremental update (which drops the slot)" in status.stdout
