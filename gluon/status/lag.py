@@ -37,6 +37,9 @@ from gluon.source.base import SourceDialect
 PENDING_PEEK_ROWS = 10_000
 """Decoded rows status reads from a slot at most: decoding costs in the source's CPU and
 I/O, so the count stops there (the oldest pending change is usually in the first rows)."""
+PENDING_PEEK_WAL_BYTES = 16 * 1024 * 1024
+"""WAL status decodes at most past the slot's confirmed position: one huge transaction
+would otherwise be decoded whole, however few rows are asked for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +185,8 @@ def slot_backlog(
     """The slot of ``schema.table`` now (None: the slot is missing).
 
     The pending changes are counted by peeking at most :data:`PENDING_PEEK_ROWS` decoded
-    rows, never while an extraction reads the slot (a slot has one reader at a time).
+    rows and :data:`PENDING_PEEK_WAL_BYTES` of WAL, never while an extraction reads the slot
+    (a slot has one reader at a time).
 
     Raises:
         SourceError: the slot cannot be read.
@@ -202,8 +206,15 @@ def slot_backlog(
         reason = f"process {reader} is reading the slot (an extraction): run status again"
         return replace(figures, unknown_reason=reason)
     prefix = f"table {logical.table_label(schema, table)}: "
-    params = {"slot": slot.name, "limit": PENDING_PEEK_ROWS, "prefix": prefix}
-    decoded, changes, first_commit, source_now = source.run_query("slot_pending_changes", params)[0]
+    params = {
+        "slot": slot.name,
+        "limit": PENDING_PEEK_ROWS,
+        "budget": PENDING_PEEK_WAL_BYTES,
+        "prefix": prefix,
+    }
+    complete, changes, first_commit, source_now = source.run_query("slot_pending_changes", params)[
+        0
+    ]
     oldest = None
     if first_commit is not None:
         committed = logical.commit_time(first_commit)
@@ -213,10 +224,11 @@ def slot_backlog(
         oldest = capture.OldestChange(
             committed, source_now, dt.datetime.now(dt.UTC).replace(tzinfo=None)
         )
-    if decoded >= PENDING_PEEK_ROWS:
+    if not complete:
         reason = (
-            f"more than the first {PENDING_PEEK_ROWS} decoded rows of the slot hold: not "
-            "counted, that means decoding all the WAL it retains"
+            f"more than the first {PENDING_PEEK_ROWS:,} decoded rows or "
+            f"{PENDING_PEEK_WAL_BYTES // (1024 * 1024)} MiB of WAL hold: not counted, that "
+            "means decoding all the WAL the slot retains"
         )
         return replace(figures, oldest=oldest, unknown_reason=reason)
     return replace(figures, pending=int(changes), oldest=oldest)
