@@ -140,3 +140,74 @@ def test_a_slot_that_retains_too_much_wal_needs_attention(
     assert status.exit_code == 0, status.stderr
     assert "WARNING: above 1 MiB" in status.stdout, status.stdout
     assert "disable incremental update (which drops the slot)" in status.stdout
+
+
+def _slots(source: Source) -> list[str]:
+    with source.engine.connect() as db:
+        rows = db.execute(
+            sa.text(
+                "SELECT slot_name FROM pg_replication_slots WHERE database = current_database()"
+            )
+        )
+        return [row[0] for row in rows]
+
+
+def _enable_refused(run_cli: Callable[..., Result], source: Source) -> str:
+    result = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+    )
+    assert result.exit_code != 0, result.stdout
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert _slots(source) == [], "nothing created"
+    return lines[0]
+
+
+def test_enable_refuses_when_no_replication_slot_is_free(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    workload_for(source, METHOD, SEED + 12).create()
+    with source.engine.connect() as db:
+        free = db.execute(
+            sa.text(
+                "SELECT current_setting('max_replication_slots')::int - count(*) "
+                "FROM pg_replication_slots"
+            )
+        ).scalar_one()
+    fillers = [f"pgops_filler_{number}" for number in range(free)]
+    try:
+        _run(source, *[f"SELECT pg_create_physical_replication_slot('{f}')" for f in fillers])
+        refusal = _enable_refused(run_cli, source)
+        assert "free replication slot" in refusal and "max_replication_slots" in refusal
+    finally:
+        _run(source, *[f"SELECT pg_drop_replication_slot('{f}')" for f in fillers])
+    enable(run_cli, source, METHOD)  # a slot freed: the same command goes through
+
+
+def test_enable_refuses_a_user_without_the_replication_privilege(
+    source: Source, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workload_for(source, METHOD, SEED + 13).create()
+    role = f"pgops_reader_{source.engine.url.database}"[:60]
+    _run(
+        source,
+        f"CREATE ROLE {role} LOGIN NOREPLICATION",
+        f"GRANT ALL ON DATABASE {source.engine.url.database} TO {role}",
+        f"GRANT USAGE, CREATE ON SCHEMA app TO {role}",
+        f"GRANT SELECT ON ALL TABLES IN SCHEMA app TO {role}",
+    )
+    url = sa.make_url(source.url).set(username=role)
+    monkeypatch.setenv("GLUON_SOURCE_URL", url.render_as_string(hide_password=False))
+    refusal = _enable_refused(run_cli, source)
+    assert "REPLICATION" in refusal and f"ALTER ROLE {role} REPLICATION" in refusal, refusal
+    _run(source, f"ALTER ROLE {role} REPLICATION")
+    enable(run_cli, source, METHOD)
+    _run(source, "INSERT INTO app.items (id, name) VALUES (1000, 'by the app')")
+    extract(run_cli, source)
+    assert 1000 in lake_state(source.schema)
