@@ -4,6 +4,7 @@ prerequisite checks and disable. Real PostgreSQL (wal_level=logical) and Sail.""
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import json
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from support.incremental import (
     Source,
     enable,
     extract,
+    lake_rows,
     lake_state,
     postgres_source,
     workload_for,
@@ -211,3 +213,38 @@ def test_enable_refuses_a_user_without_the_replication_privilege(
     _run(source, "INSERT INTO app.items (id, name) VALUES (1000, 'by the app')")
     extract(run_cli, source)
     assert 1000 in lake_state(source.schema)
+
+
+def test_values_decode_the_same_whatever_the_servers_date_and_interval_styles(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    """The slot prints values in the decoding session's styles and gluon reads them back:
+    gluon's sessions pin DateStyle, IntervalStyle and TimeZone, so a database whose defaults
+    differ (day before month, SQL-standard intervals, a zone off UTC) changes nothing."""
+    database = source.engine.url.database
+    _run(
+        source,
+        "CREATE TABLE app.items (id int PRIMARY KEY, d date, ts timestamp, tz timestamptz, "
+        "iv interval, t time)",
+        "INSERT INTO app.items VALUES (1, '2026-02-03', '2026-02-03 04:05:06.5', "
+        "'2026-02-03 04:05:06+00', '1 day 02:03:04', '04:05:06')",
+        f"ALTER DATABASE {database} SET DateStyle = 'SQL, DMY'",
+        f"ALTER DATABASE {database} SET IntervalStyle = 'sql_standard'",
+        f"ALTER DATABASE {database} SET TimeZone = 'Asia/Kolkata'",
+    )
+    enable(run_cli, source, METHOD)
+    _run(  # the application's sessions use the database's styles
+        source,
+        "INSERT INTO app.items VALUES (2, '04/05/2026', '04/05/2026 07:08:09', "
+        "'04/05/2026 07:08:09 UTC', '3 4:05:06', '07:08:09')",
+        "UPDATE app.items SET iv = iv + interval '1 hour', d = d + 1 WHERE id = 1",
+    )
+    extract(run_cli, source)
+    rows = {row["id"]: row for row in lake_rows("SELECT id, d, ts, tz, iv, t FROM app.items")}
+    assert set(rows) == {1, 2}
+    assert str(rows[1]["d"]) == "2026-02-04" and str(rows[2]["d"]) == "2026-05-04"
+    assert str(rows[2]["ts"]) == "2026-05-04 07:08:09"
+    assert rows[2]["tz"].astimezone(dt.UTC).isoformat() == "2026-05-04T07:08:09+00:00"
+    assert rows[1]["iv"] == "1 day 03:03:04" and rows[2]["iv"] == "3 days 04:05:06"
+    status = run_cli("display_incremental_status", "-t", source.table)
+    assert status.exit_code == 0, status.stderr
