@@ -250,3 +250,21 @@ def test_values_decode_the_same_whatever_the_servers_date_and_interval_styles(
     assert rows[1]["iv"] == "1 day 03:03:04" and rows[2]["iv"] == "3 days 04:05:06"
     status = run_cli("display_incremental_status", "-t", source.table)
     assert status.exit_code == 0, status.stderr
+
+
+def test_disable_drops_the_slot_it_recorded_and_no_other(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    workload = workload_for(source, METHOD, SEED + 14)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    ours = slot_name(TableRef("app", "items"), source.engine.url.database)
+    users = f"pgops_users_{source.engine.url.database}"[:60]
+    _run(source, f"SELECT pg_create_logical_replication_slot('{users}', 'test_decoding')")
+    try:
+        assert sorted(_slots(source)) == sorted([ours, users])
+        result = run_cli("offload", "-t", source.table, "-x", "--incremental-updates-disabled")
+        assert result.exit_code == 0, result.stderr
+        assert _slots(source) == [users], "gluon's slot is gone, the user's stays"
+    finally:
+        _run(source, f"SELECT pg_drop_replication_slot('{users}')")
