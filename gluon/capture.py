@@ -50,7 +50,7 @@ import sqlalchemy as sa
 from gluon.errors import UnsupportedError, UsageError
 from gluon.faults import fault_point
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
-from gluon.naming import TableRef, shorten, source_object_names
+from gluon.naming import TableRef, shorten, slot_name, source_object_names
 from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
@@ -521,13 +521,7 @@ def check_logical_decoding(
             may not use slots, or the table's replica identity does not log the key of an
             updated or deleted row (one line each, with the fix).
     """
-    slot = source_object_names(
-        TableRef(spec.schema, spec.name),
-        max_length=source.max_identifier_length,
-        has_schemas=source.has_schemas,
-        fold=source.name_case,
-        database=source.engine.url.database,
-    ).replication_slot.name
+    slot = slot_name(TableRef(spec.schema, spec.name), source.engine.url.database)
     rows = source.run_query(
         "logical_decoding_setup", {"schema": spec.schema, "table": spec.name, "slot": slot}
     )
