@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
 from gluon import capture
-from gluon.errors import StateError
+from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
 from gluon.methods.base import ChangeReader, SourceObject
 from gluon.repo import OffloadedTable, Repository
@@ -238,6 +239,29 @@ def logical_sequence(commit_lsn: int, position: int) -> int:
     return (commit_lsn << POSITION_BITS) | position
 
 
+SLOT_BUSY_WAIT_SECONDS = 30.0
+"""How long a read waits for another reader of the slot: status counting the backlog holds
+it for a bounded peek (``gluon.status.lag``); a slot has one reader at a time."""
+
+
+def peek_slot(
+    source: SourceDialect, slot: str, limit: int, wait_seconds: float = SLOT_BUSY_WAIT_SECONDS
+) -> list[Any]:
+    """The slot's rows (``peek_slot_changes``), waiting while another process reads it.
+
+    Raises:
+        SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
+    """
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return source.run_query("peek_slot_changes", {"slot": slot, "limit": limit})
+        except SourceError as exc:
+            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.2)
+
+
 @dataclass(slots=True)
 class PgLogicalFeed:
     source: SourceDialect
@@ -289,7 +313,7 @@ class PgLogicalFeed:
         # table or the stream ends, so a short batch means nothing is left.
         wanted = limit
         while True:
-            rows = self.source.run_query("peek_slot_changes", {"slot": slot, "limit": wanted})
+            rows = peek_slot(self.source, slot, wanted)
             if not rows:
                 return schema.empty_table()
             changes, last_commit = self._decode(rows, label)

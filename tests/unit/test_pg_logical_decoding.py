@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from gluon.capture import check_logical_decoding
-from gluon.errors import StateError, UnsupportedError
-from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn
+from gluon.errors import SourceError, StateError, UnsupportedError
+from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn, peek_slot
 from gluon.schema import Column, TableSpec
 from gluon.source.logical import (
     UNCHANGED_TOAST,
@@ -125,3 +125,29 @@ def test_a_commit_row_gives_its_time_in_utc() -> None:
     )
     assert commit_time("COMMIT 771") is None  # peeked without include-timestamp
     assert commit_time("BEGIN 771") is None
+
+
+class _BusySlot:
+    """A slot another process reads for the first ``busy`` peeks."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy = busy
+        self.peeks = 0
+
+    def run_query(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
+        assert template == "peek_slot_changes"
+        self.peeks += 1
+        if self.peeks <= self.busy:
+            raise SourceError(
+                'postgresql query peek_slot_changes failed: replication slot "s" is active '
+                "for PID 4242"
+            )
+        return [("0/10", "7", "BEGIN 7")]
+
+
+def test_a_read_waits_while_another_process_peeks_at_the_slot() -> None:
+    source = _BusySlot(busy=2)
+    assert peek_slot(source, "s", 10) == [("0/10", "7", "BEGIN 7")]  # type: ignore[arg-type]
+    assert source.peeks == 3
+    with pytest.raises(SourceError, match="is active for PID"):
+        peek_slot(_BusySlot(busy=100), "s", 10, wait_seconds=0.3)  # type: ignore[arg-type]
