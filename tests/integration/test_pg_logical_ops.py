@@ -168,6 +168,8 @@ def _enable_refused(run_cli: Callable[..., Result], source: Source) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
     assert _slots(source) == [], "nothing created"
+    never = run_cli("display_incremental_status", "-t", source.table)
+    assert never.exit_code != 0 and "no record" in never.stderr.lower(), never.stderr
     return lines[0]
 
 
