@@ -50,7 +50,7 @@ import sqlalchemy as sa
 from gluon.errors import UnsupportedError, UsageError
 from gluon.faults import fault_point
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
-from gluon.naming import TableRef, shorten, source_object_names
+from gluon.naming import TableRef, shorten, slot_name, source_object_names
 from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
@@ -513,20 +513,38 @@ def existing_objects(
 def check_logical_decoding(
     source: SourceDialect, spec: TableSpec, key_columns: Sequence[str]
 ) -> None:
-    """Refuse a table whose changes logical decoding cannot give with their key.
+    """Refuse a table whose changes logical decoding cannot give with their key, or a
+    server or user that cannot give it a slot.
 
     Raises:
-        UnsupportedError: wal_level is not logical, or the table's replica identity does not
-            log the key of an updated or deleted row (one line each, with the fix).
+        UnsupportedError: wal_level is not logical, no replication slot is free, the user
+            may not use slots, or the table's replica identity does not log the key of an
+            updated or deleted row (one line each, with the fix).
     """
-    rows = source.run_query("logical_decoding_setup", {"schema": spec.schema, "table": spec.name})
+    slot = slot_name(TableRef(spec.schema, spec.name), source.engine.url.database)
+    rows = source.run_query(
+        "logical_decoding_setup", {"schema": spec.schema, "table": spec.name, "slot": slot}
+    )
     if not rows:
         return  # the table is gone: the offload says so
-    wal_level, identity, has_primary_key = rows[0]
+    wal_level, identity, has_primary_key, max_slots, used_slots, can_replicate, user = rows[0]
     if wal_level != "logical":
         raise UnsupportedError(
             f"PG_LOGICAL needs wal_level=logical (the server runs with {wal_level}): run "
             "ALTER SYSTEM SET wal_level = logical and restart PostgreSQL"
+        )
+    if not can_replicate:
+        raise UnsupportedError(
+            f"PG_LOGICAL needs a user allowed to use replication slots: {user} has neither "
+            f"the REPLICATION privilege nor superuser: run ALTER ROLE {user} REPLICATION as "
+            "a superuser"
+        )
+    if used_slots >= max_slots:
+        raise UnsupportedError(
+            f"PG_LOGICAL needs a free replication slot: all {max_slots} the server allows "
+            "(max_replication_slots) are in use: drop one no consumer reads "
+            "(SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE "
+            "...), or raise max_replication_slots (ALTER SYSTEM, then restart PostgreSQL)"
         )
     label = f"{spec.schema}.{spec.name}"
     if identity == "f":

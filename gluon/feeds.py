@@ -18,14 +18,16 @@ One feed per ``ChangeReader`` of the method registry (``FEEDS``):
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 import sqlalchemy as sa
 
 from gluon import capture
-from gluon.errors import StateError
+from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
 from gluon.methods.base import ChangeReader, SourceObject
 from gluon.repo import OffloadedTable, Repository
@@ -237,6 +239,29 @@ def logical_sequence(commit_lsn: int, position: int) -> int:
     return (commit_lsn << POSITION_BITS) | position
 
 
+SLOT_BUSY_WAIT_SECONDS = 30.0
+"""How long a read waits for another reader of the slot: status counting the backlog holds
+it for a bounded peek (``gluon.status.lag``); a slot has one reader at a time."""
+
+
+def peek_slot(
+    source: SourceDialect, slot: str, limit: int, wait_seconds: float = SLOT_BUSY_WAIT_SECONDS
+) -> list[Any]:
+    """The slot's rows (``peek_slot_changes``), waiting while another process reads it.
+
+    Raises:
+        SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
+    """
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return source.run_query("peek_slot_changes", {"slot": slot, "limit": limit})
+        except SourceError as exc:
+            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.2)
+
+
 @dataclass(slots=True)
 class PgLogicalFeed:
     source: SourceDialect
@@ -246,6 +271,9 @@ class PgLogicalFeed:
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
+    oldest_change_at: dt.datetime | None = None
+    """When the first transaction read with a change of the table committed, on this host's
+    clock (None: none read yet): the extraction records it for the source-to-lake latency."""
     _label: str = field(default="", init=False)
 
     @staticmethod
@@ -285,7 +313,7 @@ class PgLogicalFeed:
         # table or the stream ends, so a short batch means nothing is left.
         wanted = limit
         while True:
-            rows = self.source.run_query("peek_slot_changes", {"slot": slot, "limit": wanted})
+            rows = peek_slot(self.source, slot, wanted)
             if not rows:
                 return schema.empty_table()
             changes, last_commit = self._decode(rows, label)
@@ -317,6 +345,8 @@ class PgLogicalFeed:
                 continue
             if data.startswith("COMMIT"):
                 commit = parse_lsn(lsn)
+                if pending and self.oldest_change_at is None:
+                    self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
                 for position, (op, values) in enumerate(pending):
                     seq = logical_sequence(commit, position)
                     out.append([values.get(name) for name in names] + [str(seq), op])
@@ -336,6 +366,14 @@ class PgLogicalFeed:
                 continue
             pending.append((_OPS[change.op], self._complete(new, change.old)))
         return out, last_commit
+
+    def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
+        """``committed`` (the source's clock, naive UTC) on this host's clock."""
+        if committed is None:
+            return None
+        source_now = self.source.run_query("source_clock")[0][0]
+        host_now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+        return capture.OldestChange(committed, source_now, host_now).captured_at
 
     def _complete(
         self, new: dict[str, str | None], old: dict[str, str | None] | None

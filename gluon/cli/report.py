@@ -15,6 +15,7 @@ from gluon.status.model import (
     DEFAULT_BACKLOG_THRESHOLD,
     DEFAULT_LAG_MINUTES,
     DEFAULT_WAIT_MINUTES,
+    DEFAULT_WAL_RETAINED_MB,
     OutputFormat,
     OutputLevel,
     Thresholds,
@@ -76,6 +77,15 @@ def offload_status_report(
             "this many minutes ago.",
         ),
     ] = DEFAULT_LAG_MINUTES,
+    wal_retained_threshold: Annotated[
+        float,
+        typer.Option(
+            "--wal-retained-threshold",
+            min=0,
+            help="Flag PG_LOGICAL tables whose replication slot makes the source keep more "
+            "than this many MiB of WAL.",
+        ),
+    ] = DEFAULT_WAL_RETAINED_MB,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -86,7 +96,10 @@ def offload_status_report(
         output_format=output_format,
         output_dir=output_dir,
         thresholds=Thresholds(
-            backlog_rows=backlog_threshold, wait_minutes=wait_threshold, lag_minutes=lag_threshold
+            backlog_rows=backlog_threshold,
+            wait_minutes=wait_threshold,
+            lag_minutes=lag_threshold,
+            wal_retained_mb=wal_retained_threshold,
         ),
     )
 

@@ -13,6 +13,7 @@ from gluon.config import Settings
 from gluon.naming import TableRef
 from gluon.status.formatting import jsonable
 from gluon.status.incremental_status import table_status
+from gluon.status.model import DEFAULT_WAL_RETAINED_MB
 from gluon.status.text import render_status
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -37,6 +38,15 @@ def display_incremental_status(
             "and enabled again); by default only the current enablement's are shown.",
         ),
     ] = False,
+    wal_retained_threshold: Annotated[
+        float,
+        typer.Option(
+            "--wal-retained-threshold",
+            min=0,
+            help="PG_LOGICAL: warn when the replication slot makes the source keep more than "
+            "this many MiB of WAL.",
+        ),
+    ] = DEFAULT_WAL_RETAINED_MB,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -44,7 +54,9 @@ def display_incremental_status(
         status = table_status(settings, TableRef.parse(table), earlier_enablements=history)
         if json_output:
             return json.dumps(jsonable(status), indent=2, ensure_ascii=False)
-        return render_status(status, verbose=verbose)
+        return render_status(
+            status, verbose=verbose, wal_retained_threshold_mb=wal_retained_threshold
+        )
 
     text, _ = run_command(
         PROGRAM,

@@ -9,6 +9,7 @@ need quoting are double-quoted, with ``""`` for a double quote.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 
@@ -158,3 +159,25 @@ def _read_value(data: str, position: int) -> tuple[str | None, int]:
     if token == "unchanged-toast-datum":
         return UNCHANGED_TOAST, end
     return token, end
+
+
+_COMMIT_TIME = re.compile(r"^COMMIT(?: \d+)? \(at (?P<at>[^)]+)\)$")
+
+
+def commit_time(data: str) -> dt.datetime | None:
+    """When the transaction a ``COMMIT`` row ends committed, naive UTC (None: the row has no
+    time: another row, or a slot peeked without ``include-timestamp``).
+
+    test_decoding prints the time in ISO form whatever ``DateStyle`` is, in the session's
+    time zone with its offset.
+    """
+    match = _COMMIT_TIME.match(data)
+    if match is None:
+        return None
+    try:
+        at = dt.datetime.fromisoformat(match.group("at"))
+    except ValueError:
+        return None  # a time Python cannot hold (BC, infinity): unknown, not wrong
+    if at.tzinfo is not None:
+        at = at.astimezone(dt.UTC).replace(tzinfo=None)
+    return at

@@ -68,6 +68,16 @@ TEXT_TYPES: frozenset[str] = frozenset(
     }
 )
 
+PINNED_STYLES: tuple[str, ...] = (
+    "-c DateStyle=ISO,MDY",
+    "-c IntervalStyle=postgres",
+    "-c TimeZone=UTC",
+)
+"""Session settings every gluon connection starts with, whatever the server's or the
+database's defaults: values printed as text by one session (a slot's decoding, a text
+column) are read back by another, and a style such as DateStyle=SQL prints zone
+abbreviations that do not read back (IST is Israel's to the parser, India's to the printer)."""
+
 PARTITION_STRATEGIES: dict[str, str] = {"r": "RANGE", "l": "LIST", "h": "HASH"}
 
 
@@ -113,10 +123,9 @@ class PostgreSQLSource(SourceDialect):
             )
             if seconds
         ]
-        if session:
-            given = url.query.get("options")
-            existing = [given] if isinstance(given, str) else list(given or ())
-            args["options"] = " ".join([*existing, *session])
+        given = url.query.get("options")
+        existing = [given] if isinstance(given, str) else list(given or ())
+        args["options"] = " ".join([*existing, *session, *PINNED_STYLES])
         return args
 
     def __init__(self, engine: sa.Engine) -> None:

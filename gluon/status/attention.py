@@ -16,9 +16,9 @@ from gluon.repo.incremental import (
     EXTRACTION_INTERRUPTED,
     EXTRACTION_RUNNING,
 )
-from gluon.status.formatting import count, duration, when
+from gluon.status.formatting import count, duration, size, when
 from gluon.status.model import Finding, TableStatus, Thresholds
-from gluon.status.text import run_label
+from gluon.status.text import run_label, wal_over_threshold
 
 ERROR = "error"
 WARNING = "warning"
@@ -52,6 +52,18 @@ def _lagging(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[F
         f"{limits.lag_minutes:g} minutes): check that extractions run and succeed"
     )
     return [Finding(status.table_key, WARNING, "lag", message)]
+
+
+def _wal_retained(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    slot = status.changelog.slot if status.changelog else None
+    if slot is None or not wal_over_threshold(slot, limits.wal_retained_mb):
+        return []
+    message = (
+        f"replication slot {slot.slot} makes the source keep {size(slot.retained_bytes or 0)} "
+        f"of WAL (threshold {limits.wal_retained_mb:g} MiB): run an extraction, or disable "
+        "incremental update (which drops the slot) before the source's disk fills"
+    )
+    return [Finding(status.table_key, WARNING, "wal_retained", message)]
 
 
 def _capture_broken(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
@@ -205,6 +217,7 @@ RULES: tuple[Rule, ...] = (
     _extraction_interrupted,
     _changelog_backlog,
     _lagging,
+    _wal_retained,
     _delta_backlog,
     _schema_drift,
 )

@@ -35,7 +35,7 @@ from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
 from gluon.status.compaction_status import compaction_status
-from gluon.status.lag import TableLag, measure_lag
+from gluon.status.lag import TableLag, measure_lag, slot_backlog
 from gluon.status.model import (
     Backlog,
     CompactionRunInfo,
@@ -106,7 +106,7 @@ class ChangelogCounter:
         )
         slot = next((item for item in objects if item.kind is SourceObject.REPLICATION_SLOT), None)
         if changelog is None and slot is not None:
-            return self._slot_backlog(state, slot)
+            return self._slot_backlog(record, state, slot)
         if changelog is None:
             return Backlog(None, None, f"{state.method} keeps no changelog")
         name = f"{changelog.schema}.{changelog.name}"
@@ -126,29 +126,28 @@ class ChangelogCounter:
         except GluonError as exc:
             return Backlog(name, None, str(exc))
 
-    def _slot_backlog(self, state: IncrementalState, slot: capture.SourceObjectRef) -> Backlog:
-        """A slot's changes are not counted (that means decoding the WAL): the WAL it keeps is."""
+    def _slot_backlog(
+        self, record: OffloadedTable, state: IncrementalState, slot: capture.SourceObjectRef
+    ) -> Backlog:
+        """The changes a slot keeps for the table, and the WAL it makes the source keep."""
         try:
-            rows = self._dialect().run_query("slot_retained_wal", {"slot": slot.name})
+            spec = record.spec()
+            figures = slot_backlog(self._dialect(), slot, spec.schema, spec.name)
         except GluonError as exc:
             return Backlog(None, None, str(exc))
-        if not rows:
+        if figures is None:
             return Backlog(
                 None,
                 None,
                 f"replication slot {slot.name} is missing",
                 (f"replication slot {slot.name} is missing: changes were not captured since",),
             )
-        retained = int(rows[0][0] or 0)
-        return Backlog(
-            None,
-            None,
-            f"{state.method} keeps no changelog; replication slot {slot.name} retains "
-            f"{retained} bytes of WAL",
-        )
+        return Backlog(None, figures.pending, figures.unknown_reason, slot=figures)
 
     def lag(self, repo: Repository, state: IncrementalState, backlog: Backlog) -> TableLag:
         """How far the lake is behind (the backlog just counted is not counted again)."""
+        if backlog.slot is not None:
+            return measure_lag(repo, state, None, slot=backlog.slot)
         if backlog.changelog_table is None or backlog.rows is None:
             return measure_lag(repo, state, None, failure=backlog.reason)
         return measure_lag(repo, state, self._source, counted=backlog.rows)

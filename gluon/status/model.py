@@ -17,11 +17,12 @@ from gluon.lake.stats import DeltaStats
 from gluon.locks import INTERRUPTED
 from gluon.repo.compaction import CompactionRun, CompactionStep, ObsoleteObject
 from gluon.repo.incremental import ExtractionRun
-from gluon.status.lag import TableLag
+from gluon.status.lag import SlotBacklog, TableLag
 
 DEFAULT_BACKLOG_THRESHOLD = 100_000
 DEFAULT_WAIT_MINUTES = 60.0
 DEFAULT_LAG_MINUTES = 60.0
+DEFAULT_WAL_RETAINED_MB = 1024.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +104,9 @@ class Backlog:
     reason: str | None = None
     capture_problems: tuple[str, ...] = ()
     """Why changes are not being captured now (a capture trigger disabled or gone, ...)."""
+    slot: SlotBacklog | None = None
+    """PG_LOGICAL: the replication slot the changes wait in (None: another method, or the
+    slot could not be read)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +297,8 @@ class Thresholds:
     """A compaction waiting (or a run running) longer than this."""
     lag_minutes: float = DEFAULT_LAG_MINUTES
     """The oldest change not in the lake yet waiting longer than this."""
+    wal_retained_mb: float = DEFAULT_WAL_RETAINED_MB
+    """PG_LOGICAL: more WAL than this (MiB) kept by the table's replication slot."""
 
 
 @dataclass(frozen=True, slots=True)

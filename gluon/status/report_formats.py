@@ -13,7 +13,7 @@ from gluon.status import report_text
 from gluon.status.charts import BarChart, bar_chart
 from gluon.status.formatting import count, duration, iso, jsonable, size, when
 from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport
-from gluon.status.text import last_latency, oldest_pending, run_label
+from gluon.status.text import backlog_line, last_latency, oldest_pending, run_label, wal_retained
 
 Getter = Callable[[TableReport], Any]
 
@@ -52,6 +52,13 @@ def _source_objects(table: TableReport) -> str:
     )
 
 
+def _slot_figure(table: TableReport, name: str) -> int | None:
+    """A figure of a PG_LOGICAL table's replication slot (None: no slot, or unknown)."""
+    backlog = table.status.changelog
+    slot = backlog.slot if backlog else None
+    return None if slot is None else getattr(slot, name)
+
+
 COLUMNS: dict[str, Getter] = {
     "table": lambda t: t.status.table_key,
     "source_dialect": lambda t: t.status.offload.source_dialect,
@@ -74,6 +81,8 @@ COLUMNS: dict[str, Getter] = {
     ),
     "oldest_pending_at": lambda t: iso(t.status.lag.oldest_pending_at) if t.status.lag else None,
     "last_latency_seconds": lambda t: t.status.lag.last_latency_seconds if t.status.lag else None,
+    "wal_retained_bytes": lambda t: _slot_figure(t, "retained_bytes"),
+    "wal_unconfirmed_bytes": lambda t: _slot_figure(t, "unconfirmed_bytes"),
     "last_extraction_at": lambda t: (
         iso(t.status.extraction.last_extraction_at) if t.status.extraction else None
     ),
@@ -224,6 +233,8 @@ def to_html(report: Report) -> str:
         size=size,
         oldest_pending=oldest_pending,
         last_latency=last_latency,
+        backlog_line=backlog_line,
+        wal_retained=wal_retained,
         count=count,
         anchor=lambda key: "table-" + "".join(c if c.isalnum() else "-" for c in key.lower()),
     )

@@ -7,7 +7,15 @@ from collections.abc import Sequence
 from gluon.status.formatting import count, duration, size, when
 from gluon.status.lag import TableLag
 from gluon.status.model import OutputLevel, Report, TableReport
-from gluon.status.text import aligned, last_latency, offloaded, oldest_pending, run_counts
+from gluon.status.text import (
+    aligned,
+    backlog_line,
+    last_latency,
+    offloaded,
+    oldest_pending,
+    run_counts,
+    wal_retained,
+)
 
 INDENT = "    "
 
@@ -46,7 +54,8 @@ def render_report(report: Report) -> str:
         f"Tables:      {len(report.tables)}" + (f" ({filters})" if filters else ""),
         f"Thresholds:  backlog {count(report.thresholds.backlog_rows)} changes, "
         f"waiting {report.thresholds.wait_minutes:g} minutes, "
-        f"oldest pending change {report.thresholds.lag_minutes:g} minutes",
+        f"oldest pending change {report.thresholds.lag_minutes:g} minutes, "
+        f"WAL retained by a slot {report.thresholds.wal_retained_mb:g} MiB",
         "",
         *heading("Summary"),
     ]
@@ -80,7 +89,7 @@ def render_report(report: Report) -> str:
         lines += [INDENT + "Nothing needs attention.", ""]
     if report.level is OutputLevel.DETAIL:
         for table in report.tables:
-            lines += _detail(table)
+            lines += _detail(table, report.thresholds.wal_retained_mb)
     return "\n".join(lines).rstrip() + "\n"
 
 
@@ -128,8 +137,9 @@ def ongoing_compaction(table: TableReport) -> str:
     return f"run {ongoing.run.id}{step}: {ongoing.status_text}"
 
 
-def _detail(table: TableReport) -> list[str]:
+def _detail(table: TableReport, wal_threshold_mb: float) -> list[str]:
     status = table.status
+    slot = status.changelog.slot if status.changelog else None
     title = f"Table {status.table_key}"
     lines = ["=" * len(title), title, "=" * len(title), ""]
     offload = status.offload
@@ -201,9 +211,16 @@ def _detail(table: TableReport) -> list[str]:
                         f"Max change {extraction.position_kind} extracted",
                         count(extraction.max_position, "none yet"),
                     ),
-                    (
-                        "Changes waiting in the changelog",
-                        _backlog(table),
+                    _backlog_line(table),
+                    *(
+                        [
+                            (
+                                "WAL retained by the slot",
+                                wal_retained(slot, wal_threshold_mb),
+                            )
+                        ]
+                        if slot
+                        else []
                     ),
                     ("Oldest change not in the lake", oldest_pending(status.lag)),
                     ("Last source-to-lake latency", last_latency(status.lag)),
@@ -246,6 +263,13 @@ def _detail(table: TableReport) -> list[str]:
         lines += heading("Needs Attention")
         lines += [INDENT + f"{f.severity}: {f.message}" for f in table.findings] + [""]
     return lines
+
+
+def _backlog_line(table: TableReport) -> tuple[str, str]:
+    backlog = table.status.changelog
+    if backlog is not None and backlog.slot is not None:
+        return backlog_line(backlog)
+    return "Changes waiting in the changelog", _backlog(table)
 
 
 def _backlog(table: TableReport) -> str:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from gluon import states
 from gluon.repo.incremental import ExtractionRun
 from gluon.status.formatting import count, duration, size, when
-from gluon.status.lag import TableLag
+from gluon.status.lag import SlotBacklog, TableLag
 from gluon.status.model import (
+    DEFAULT_WAL_RETAINED_MB,
+    Backlog,
     CompactionRunInfo,
     CompactionStatus,
     ExtractionStatus,
@@ -64,6 +66,47 @@ def last_latency(lag: TableLag | None) -> str:
     )
 
 
+MIB = 1024 * 1024
+
+
+def wal_over_threshold(slot: SlotBacklog, threshold_mb: float) -> bool:
+    """The slot keeps more WAL than ``threshold_mb`` MiB."""
+    return slot.retained_bytes is not None and slot.retained_bytes > threshold_mb * MIB
+
+
+def wal_retained(slot: SlotBacklog, threshold_mb: float | None = None) -> str:
+    """``3.0 MiB (1.2 MiB not confirmed yet)``, with the way out past ``threshold_mb``."""
+    if slot.retained_bytes is None:
+        return "unknown (the slot reserves no WAL yet)"
+    text = f"{size(slot.retained_bytes)} ({size(slot.unconfirmed_bytes or 0)} not confirmed yet)"
+    if threshold_mb is not None and wal_over_threshold(slot, threshold_mb):
+        text += (
+            f"; WARNING: above {threshold_mb:g} MiB, the source keeps this WAL until an "
+            "extraction confirms it: run an extraction, or disable incremental update (which "
+            "drops the slot)"
+        )
+    return text
+
+
+def backlog_line(backlog: Backlog | None) -> tuple[str, str]:
+    """The label and value of the changes waiting: in the changelog, or in the slot."""
+    if backlog is not None and backlog.slot is not None:
+        label = "Changes waiting in the replication slot"
+        if backlog.rows is None:
+            return label, f"unknown ({backlog.reason})"
+        return label, f"{count(backlog.rows)} (in slot {backlog.slot.slot})"
+    label = "Changes waiting in the changelog"
+    if backlog is None or backlog.rows is None:
+        reason = backlog.reason if backlog else "not known"
+        waiting = (
+            f"not applicable ({reason})"
+            if backlog and backlog.changelog_table is None
+            else f"unknown ({reason})"
+        )
+        return label, waiting
+    return label, f"{count(backlog.rows)} (in {backlog.changelog_table})"
+
+
 def offloaded(offload: OffloadInfo) -> str:
     """When the table was offloaded, and how many rows."""
     return f"{when(offload.offloaded_at, 'not yet')} ({count(offload.rows_offloaded)} rows)"
@@ -73,7 +116,12 @@ def _section(title: str, pairs: Pairs, extra: list[str] | None = None) -> list[s
     return [*banner(title), *aligned(pairs), *(extra or []), ""]
 
 
-def render_status(status: TableStatus, *, verbose: bool = False) -> str:
+def render_status(
+    status: TableStatus,
+    *,
+    verbose: bool = False,
+    wal_retained_threshold_mb: float = DEFAULT_WAL_RETAINED_MB,
+) -> str:
     """``status`` as the text ``display_incremental_status`` prints."""
     lines = [f"Incremental update status of {status.table_key} at {when(status.collected_at)}", ""]
     if status.message:
@@ -81,7 +129,7 @@ def render_status(status: TableStatus, *, verbose: bool = False) -> str:
     if status.attention:
         lines += [*banner("Needs attention"), *(f"- {note}" for note in status.attention), ""]
     if status.extraction is not None:
-        lines += _extraction(status, status.extraction, verbose)
+        lines += _extraction(status, status.extraction, verbose, wal_retained_threshold_mb)
     if status.ingestion is not None:
         lines += _ingestion(status.ingestion)
     if status.compaction is not None:
@@ -104,17 +152,11 @@ def render_status(status: TableStatus, *, verbose: bool = False) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool) -> list[str]:
+def _extraction(
+    status: TableStatus, extraction: ExtractionStatus, verbose: bool, wal_threshold_mb: float
+) -> list[str]:
     backlog = status.changelog
-    if backlog is None or backlog.rows is None:
-        reason = backlog.reason if backlog else "not known"
-        waiting = (
-            f"not applicable ({reason})"
-            if backlog and backlog.changelog_table is None
-            else f"unknown ({reason})"
-        )
-    else:
-        waiting = f"{count(backlog.rows)} (in {backlog.changelog_table})"
+    slot = backlog.slot if backlog else None
     pairs: Pairs = [
         (
             f"Max change {extraction.position_kind} extracted",
@@ -123,7 +165,8 @@ def _extraction(status: TableStatus, extraction: ExtractionStatus, verbose: bool
         ("Most recent extraction time", when(extraction.last_extraction_at)),
         ("Extraction method", extraction.method),
         ("Merge mode", _merge_mode(extraction)),
-        ("Changes waiting in the changelog", waiting),
+        backlog_line(backlog),
+        *([("WAL retained by the slot", wal_retained(slot, wal_threshold_mb))] if slot else []),
         ("Oldest change not in the lake", oldest_pending(status.lag)),
         ("Last source-to-lake latency", last_latency(status.lag)),
         *[

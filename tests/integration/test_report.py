@@ -214,6 +214,7 @@ def test_json_summary_and_detail(home: Home) -> None:
             "backlog_rows": 3,
             "wait_minutes": 0.0,
             "lag_minutes": 60.0,
+            "wal_retained_mb": 1024.0,
         }
         tables = {entry["table"]: entry for entry in document["tables"]}
         assert list(tables) == TABLES

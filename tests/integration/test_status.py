@@ -101,6 +101,7 @@ def test_status_follows_a_table_through_extraction_and_compaction(
         "rows": 0,
         "reason": None,
         "capture_problems": [],
+        "slot": None,
     }
     ingestion = document["ingestion"]
     assert ingestion["requested"]["partition"] == ingestion["acknowledged"]["partition"] == 0
@@ -323,6 +324,7 @@ def test_postgres_source_and_an_unreachable_source(
         "rows": 5,
         "reason": None,
         "capture_problems": [],
+        "slot": None,
     }
     assert [(o["role"], o["name"]) for o in document["source_objects"]] == [
         ("Changelog trigger", "app_h.orders"),

@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+import datetime as dt
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from gluon.capture import check_logical_decoding
-from gluon.errors import StateError, UnsupportedError
-from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn
+from gluon.errors import SourceError, StateError, UnsupportedError
+from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn, peek_slot
 from gluon.schema import Column, TableSpec
-from gluon.source.logical import UNCHANGED_TOAST, DecodingError, parse_change, table_label
+from gluon.source.logical import (
+    UNCHANGED_TOAST,
+    DecodingError,
+    commit_time,
+    parse_change,
+    table_label,
+)
 
 
 def test_an_insert_keeps_every_value_as_text() -> None:
@@ -68,13 +76,18 @@ def test_sequences_follow_commit_order_then_position() -> None:
 
 
 class _Source:
+    engine = SimpleNamespace(url=SimpleNamespace(database="db"))
+
     def __init__(self, row: tuple[Any, ...]) -> None:
-        self.row = row
+        self.row = row if len(row) > 3 else (*row, *FREE_SLOT_AND_PRIVILEGE)
 
     def run_query(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
         assert template == "logical_decoding_setup"
         return [self.row]
 
+
+FREE_SLOT_AND_PRIVILEGE = (10, 9, True, "gluon")
+"""max_replication_slots, slots in use (the table's own left out), REPLICATION, the user."""
 
 SPEC = TableSpec("app", "items", (Column("id", "integer", "bigint", False),), primary_key=("id",))
 
@@ -86,6 +99,8 @@ SPEC = TableSpec("app", "items", (Column("id", "integer", "bigint", False),), pr
         (("logical", "d", False), ("id",), "REPLICA IDENTITY FULL"),
         (("logical", "n", True), ("id",), "REPLICA IDENTITY FULL"),
         (("logical", "d", True), ("name",), "REPLICA IDENTITY FULL"),
+        (("logical", "d", True, 10, 10, True, "gluon"), ("id",), "free replication slot"),
+        (("logical", "d", True, 10, 0, False, "app"), ("id",), "ALTER ROLE app REPLICATION"),
     ],
 )
 def test_enable_checks_say_what_is_missing_and_how_to_fix_it(
@@ -99,3 +114,40 @@ def test_enable_checks_say_what_is_missing_and_how_to_fix_it(
 @pytest.mark.parametrize("row", [("logical", "d", True), ("logical", "f", False)])
 def test_a_primary_key_or_full_identity_is_enough(row: tuple[Any, ...]) -> None:
     check_logical_decoding(_Source(row), SPEC, ("id",))  # type: ignore[arg-type]
+
+
+def test_a_commit_row_gives_its_time_in_utc() -> None:
+    assert commit_time("COMMIT 771 (at 2026-11-23 10:38:09.5+05:30)") == dt.datetime(
+        2026, 11, 23, 5, 8, 9, 500000
+    )
+    assert commit_time("COMMIT 771 (at 2026-11-23 05:08:09-03)") == dt.datetime(
+        2026, 11, 23, 8, 8, 9
+    )
+    assert commit_time("COMMIT 771") is None  # peeked without include-timestamp
+    assert commit_time("BEGIN 771") is None
+
+
+class _BusySlot:
+    """A slot another process reads for the first ``busy`` peeks."""
+
+    def __init__(self, busy: int) -> None:
+        self.busy = busy
+        self.peeks = 0
+
+    def run_query(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
+        assert template == "peek_slot_changes"
+        self.peeks += 1
+        if self.peeks <= self.busy:
+            raise SourceError(
+                'postgresql query peek_slot_changes failed: replication slot "s" is active '
+                "for PID 4242"
+            )
+        return [("0/10", "7", "BEGIN 7")]
+
+
+def test_a_read_waits_while_another_process_peeks_at_the_slot() -> None:
+    source = _BusySlot(busy=2)
+    assert peek_slot(source, "s", 10) == [("0/10", "7", "BEGIN 7")]  # type: ignore[arg-type]
+    assert source.peeks == 3
+    with pytest.raises(SourceError, match="is active for PID"):
+        peek_slot(_BusySlot(busy=100), "s", 10, wait_seconds=0.3)  # type: ignore[arg-type]
