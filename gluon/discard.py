@@ -9,7 +9,9 @@ batch staged by a run that died before merging it; discarding empties the
 staging table first (so no re-run merges that batch), then the changelog.
 Exactly the changelog rows read are deleted (never "up to the highest
 sequence"), so a change committed while the command runs stays and is reported
-by the next status or disable.
+by the next status or disable. PG_LOGICAL keeps no changelog: its replication
+slot is advanced past the transactions peeked (the slot's equivalent of
+deleting them), so one committed after the peek stays in the slot.
 
 The command holds the extraction and compaction locks, so no extraction ships
 and no compaction merges while it deletes; a crash between the two deletes is
@@ -25,7 +27,7 @@ from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.feeds import FEEDS, capture_objects
+from gluon.feeds import FEEDS, PgLogicalFeed, capture_objects
 from gluon.lake import merge, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import open_session
@@ -95,11 +97,19 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     source = sources.connect_configured(settings)
     source.check_connection()
     objects = capture_objects(state)
-    rowscn = get_method(state.method).change_reader is ChangeReader.ORA_ROWSCN
+    reader = get_method(state.method).change_reader
+    rowscn = reader is ChangeReader.ORA_ROWSCN
+    slot = PgLogicalFeed(source, record, state, repo) if reader is ChangeReader.PG_LOGICAL else None
     result = DiscardResult(
         key,
         execute,
-        changelog_changes=None if rowscn else capture.count_changes(source, objects),
+        changelog_changes=(
+            None
+            if rowscn
+            else slot.backlog()[0]
+            if slot
+            else capture.count_changes(source, objects)
+        ),
         lake_changes=_lake_changes(record, state),
     )
     immediate = _immediate(state)
@@ -111,6 +121,11 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
         )
     if rowscn:
         result.steps.append("skip the row changes made since the last extraction (ORA_ROWSCN)")
+    elif slot:
+        result.steps.append(
+            f"confirm the {result.changelog_changes} changes replication slot "
+            f"{slot.slot.name} keeps, without shipping them (the slot advances past them)"
+        )
     else:
         result.steps.append(f"delete {result.changelog_changes} changes from the changelog")
     if not immediate:
@@ -130,6 +145,9 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
         if rowscn:
             position = FEEDS[ChangeReader.ORA_ROWSCN].initial_position(source)
             repo.incremental.update_state(key, last_scn=position)
+        elif slot:
+            # Exactly the transactions peeked: one committed meanwhile stays in the slot.
+            result.changelog_changes = PgLogicalFeed(source, record, state, repo).discard()
         else:
             pending = capture.read_changes(source, record.spec(), objects, limit=None)
             seqs = pending.column("gl_seq").to_pylist()
@@ -149,6 +167,8 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     from_changelog = (
         "the changes made since the last extraction"
         if result.changelog_changes is None
+        else f"{result.changelog_changes} changes from the replication slot"
+        if slot
         else f"{result.changelog_changes} changes from the changelog"
     )
     if immediate:

@@ -425,6 +425,26 @@ class PgLogicalFeed:
     def _advance(self, lsn: int) -> None:
         self.source.execute_script("advance_slot", slot=self.slot.name, lsn=format_lsn(lsn))
 
+    def backlog(self) -> tuple[int, int | None]:
+        """How many changes of the table the slot keeps now, and the commit LSN the last
+        transaction peeked ends at (None: the slot keeps no transaction).
+
+        Decodes all the WAL the slot retains: for disable and discard, never the
+        extraction's no-op path.
+        """
+        spec = self.record.spec()
+        rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
+        changes, last_commit = self._decode(rows, logical.table_label(spec.schema, spec.name))
+        return len(changes), last_commit
+
+    def discard(self) -> int:
+        """Confirm every change the slot keeps now without shipping it; return how many of the
+        table's it dropped. A transaction committed after the peek stays in the slot."""
+        count, last_commit = self.backlog()
+        if last_commit is not None:
+            self._advance(last_commit)
+        return count
+
 
 FEEDS: dict[ChangeReader, type[ChangelogFeed] | type[RowscnFeed] | type[PgLogicalFeed]] = {
     ChangeReader.CHANGELOG: ChangelogFeed,

@@ -18,7 +18,7 @@ from gluon import source as sources
 from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
-from gluon.feeds import FEEDS, capture_objects, object_records
+from gluon.feeds import FEEDS, PgLogicalFeed, capture_objects, object_records
 from gluon.increments import OffloadType
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
@@ -200,10 +200,11 @@ def _plan_enable(
     if existing is not None:
         _refuse_mode_switch(existing, options.merge_mode)
     merge_mode = options.merge_mode or MergeMode.DEFERRED
-    if merge_mode is MergeMode.IMMEDIATE and method.change_reader is not ChangeReader.CHANGELOG:
+    if merge_mode is MergeMode.IMMEDIATE and method.change_reader is ChangeReader.ORA_ROWSCN:
+        # The merge records each batch once; a feed that re-reads row images has no batch.
         raise UnsupportedError(
-            f"--incremental-merge-mode=IMMEDIATE needs a changelog method; {method.name} reads "
-            "changes by position: use --incremental-merge-mode=DEFERRED"
+            f"--incremental-merge-mode=IMMEDIATE needs a changelog method or PG_LOGICAL; "
+            f"{method.name} reads changes by position: use --incremental-merge-mode=DEFERRED"
         )
     if existing is not None and not resume:
         if existing.method == method.name:
@@ -647,6 +648,21 @@ def disable_incremental(
         )
 
 
+def _slot_backlog(
+    source: SourceDialect,
+    record: OffloadedTable,
+    state: IncrementalState,
+    repo: Repository,
+    droppable: list[capture.SourceObjectRef],
+) -> int:
+    """Changes of the table its replication slot keeps (0 without one): dropping the slot
+    would lose them, as dropping a changelog would."""
+    if not any(item.kind is SourceObject.REPLICATION_SLOT for item in droppable):
+        return 0
+    feed = PgLogicalFeed(source, record, state, repo)
+    return feed.backlog()[0]
+
+
 def _disable_incremental(
     settings: Settings,
     repo: Repository,
@@ -678,10 +694,14 @@ def _disable_incremental(
     refuse_unfinished_compaction(repo, ref, state)
     if state.status == ENABLED:
         changelog = [item for item in droppable if item.kind is SourceObject.CHANGELOG_TABLE]
-        pending = capture.count_changes(source, changelog)
+        pending = capture.count_changes(source, changelog) + _slot_backlog(
+            source, record, state, repo, droppable
+        )
         if pending:
+            slot = any(item.kind is SourceObject.REPLICATION_SLOT for item in droppable)
+            where = "its replication slot" if slot else "the changelog"
             raise StateError(
-                f"{ref.key} has {pending} changes in the changelog: run "
+                f"{ref.key} has {pending} changes in {where}: run "
                 "--incremental-run-extraction "
                 "and --incremental-run-compaction first, or drop them with "
                 "--incremental-discard-changes -x"

@@ -163,6 +163,8 @@ def lifecycle_machine(
     ``merge_modes`` (``--incremental-merge-mode``) for the whole example."""
     method = registered_methods()[method_name]
     triggers = method.has_object(SourceObject.CHANGELOG_TRIGGER)
+    logged = method.has_object(SourceObject.REPLICATION_SLOT)
+    """Log-based capture (PG_LOGICAL): every committed change of the table, no trigger."""
     sequenced = method.has_object(SourceObject.CHANGELOG_TABLE)
     owns_source_objects = bool(method.source_objects)
     patches = method.has_object(SourceObject.UPDATABLE_VIEW)
@@ -199,6 +201,14 @@ def lifecycle_machine(
                 else:
                     os.environ[name] = value
             shutil.rmtree(self.home, ignore_errors=True)
+            if logged and hasattr(self, "source"):
+                # A slot is cluster-wide and outlives the example: free it for the next one.
+                self.ddl(
+                    "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                    "WHERE database = current_database() AND NOT active"
+                )
+            if hasattr(self, "source"):
+                self.source.engine.dispose()
 
         # -- setup ---------------------------------------------------------------------------
 
@@ -217,6 +227,10 @@ def lifecycle_machine(
             schema = "main" if dialect == "sqlite" else "app"
             self.source = LifecycleSource(dialect, url, schema, nullable_key, partial)
             self.source.create()
+            if logged and nullable_key:
+                # PG_LOGICAL needs the key of deleted rows in the WAL: a UNIQUE column is no
+                # replica identity, the whole old row is (docs/operations.md, PG_LOGICAL).
+                assert self.ddl(f"ALTER TABLE {self.source.table} REPLICA IDENTITY FULL") is None
             self.key_flags: tuple[str, ...] = (
                 ("--incremental-key-columns=id",) if nullable_key else ()
             )
@@ -354,7 +368,7 @@ def lifecycle_machine(
             self, kind: str, pick: int, name: str | None, amount: str | None
         ) -> None:
             source, table = self.source, self.source.table
-            capture = self.enabled and triggers
+            capture = self.enabled and (triggers or logged)
             if insert_only:
                 kind = "insert"  # an insert-only method captures nothing else
             if kind in ("insert", "insert null key"):
@@ -710,7 +724,10 @@ def lifecycle_machine(
                 os.environ["OFFLOAD_HOME"] = str(self.home)
                 shutil.rmtree(second, ignore_errors=True)
             assert done.code != 0 and len(done.stderr.strip().splitlines()) == 1, done
-            assert "another gluon installation" in done.stderr, done
+            # A slot carries no ownership mark: gluon cannot tell whose it is, only that it is
+            # not recorded here (tests/integration/test_pg_logical.py).
+            refusal = "already exists" if logged else "another gluon installation"
+            assert refusal in done.stderr, done
 
         def set_sequence(self, value: int) -> None:
             """Make the changelog hand out ``value + 1`` next (what a DBA's RESTART does)."""
@@ -840,18 +857,22 @@ MODEL_CHOOSES = ("IMMEDIATE", "DEFERRED")
 
 
 def _cases() -> list[Any]:
-    return [
-        pytest.param(dialect, method, MERGE_MODES, id=f"{dialect}-{method}")
-        for dialect in ("sqlite", "postgresql")
-        for method in methods_for(dialect)
-        # The model predates log-based capture: it counts only trigger capture and enables
-        # tables keyed by a UNIQUE column, which PG_LOGICAL refuses (tests/integration/
-        # test_pg_logical.py covers it meanwhile).
-        if method != "PG_LOGICAL"
-    ] + [
-        pytest.param(dialect, "CHANGELOG", MODEL_CHOOSES, id=f"{dialect}-CHANGELOG-merge-mode")
-        for dialect in ("sqlite", "postgresql")
-    ]
+    return (
+        [
+            pytest.param(dialect, method, MERGE_MODES, id=f"{dialect}-{method}")
+            for dialect in ("sqlite", "postgresql")
+            for method in methods_for(dialect)
+        ]
+        + [
+            pytest.param(dialect, "CHANGELOG", MODEL_CHOOSES, id=f"{dialect}-CHANGELOG-merge-mode")
+            for dialect in ("sqlite", "postgresql")
+        ]
+        + [
+            pytest.param(
+                "postgresql", "PG_LOGICAL", MODEL_CHOOSES, id="postgresql-PG_LOGICAL-merge-mode"
+            )
+        ]
+    )
 
 
 @pytest.mark.timeout(3600)  # shrinking a failure re-runs many sequences
