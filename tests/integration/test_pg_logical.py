@@ -227,9 +227,10 @@ def _lake_ids(source: Source) -> tuple[set[int], set[int]]:
     repo = Repository(load_settings().repo_url)
     record, state = repo.get_table(key), repo.incremental.get_state(key)
     assert record is not None and state is not None
-    base = {row["id"] for row in lake_rows(f"SELECT id FROM {record.base_table}")}
+    base = {int(str(row["id"])) for row in lake_rows(f"SELECT id FROM {record.base_table}")}
     inserted = [
-        row["id"] for row in lake_rows(f"SELECT id FROM {state.delta_table} WHERE gl_op = 'I'")
+        int(str(row["id"]))
+        for row in lake_rows(f"SELECT id FROM {state.delta_table} WHERE gl_op = 'I'")
     ]
     assert len(inserted) == len(set(inserted)), "an insert was shipped twice"
     return base, set(inserted)
