@@ -1,11 +1,14 @@
-"""1. Capture overhead: write throughput without and with gluon's CHANGELOG trigger.
+"""1. Capture overhead: write throughput without capture, with gluon's CHANGELOG trigger,
+and with PG_LOGICAL (a logical replication slot: nothing on the write path).
 
-PostgreSQL: two identical pgbench databases; gluon enables CHANGELOG on
-``public.pgbench_accounts`` in one of them through the real ``offload``
-command. pgbench runs a one-statement script (``UPDATE pgbench_accounts SET
-abalance = abalance + :delta WHERE aid = :aid``) against each, interleaved
-(plain, gluon, plain, gluon) so drift on a shared machine hits both; the figure
-is the mean TPS of each.
+PostgreSQL: three identical pgbench databases in one cluster (``wal_level=logical``
+for all three, as PG_LOGICAL needs); gluon enables CHANGELOG on
+``public.pgbench_accounts`` in one and PG_LOGICAL in another through the real
+``offload`` command. pgbench runs a one-statement script (``UPDATE pgbench_accounts
+SET abalance = abalance + :delta WHERE aid = :aid``) against each, interleaved
+(plain, CHANGELOG, PG_LOGICAL, plain, ...) so drift on a shared machine hits all;
+the figure is the mean TPS of each. Nothing reads the slot during the runs: the
+decoding cost is the extraction's, not the writers'.
 
 SQLite: two identical files (``accounts``: 100 bytes a row, like pgbench's),
 journal_mode=WAL, synchronous=NORMAL; a Python loop runs N single-row UPDATEs,
@@ -30,6 +33,8 @@ SCRIPT = """\\set aid random(1, {accounts})
 UPDATE pgbench_accounts SET abalance = abalance + :delta WHERE aid = :aid;
 """
 ROUNDS = 2
+METHODS = {"pgbench_gluon": "CHANGELOG", "pgbench_logical": "PG_LOGICAL"}
+"""The pgbench database of each captured configuration, and its extraction method."""
 
 
 def run(workspace: Workspace, scale: Scale, results: Results) -> None:
@@ -53,18 +58,22 @@ def postgres(workspace: Workspace, scale: Scale, results: Results) -> None:
     script = workspace.root / "update_account.sql"
     script.write_text(SCRIPT.format(accounts=accounts))
     urls = {}
-    for name in ("pgbench_plain", "pgbench_gluon"):
+    for name in ("pgbench_plain", *METHODS):
         urls[name] = workspace.server.create_database(name)
         _pgbench(workspace, "-i", "-q", "-s", str(scale.pgbench_scale), name)
-    home = workspace.home("capture_pg", urls["pgbench_gluon"])
-    enabled = home.offload(
-        "-t",
-        "public.pgbench_accounts",
-        "-x",
-        "--incremental-updates-enabled",
-        "--incremental-extraction-method=CHANGELOG",
-    )
-    note(f"pgbench: CHANGELOG enabled on pgbench_accounts in {enabled.seconds:.1f} s")
+    homes = {}
+    enable_seconds = {}
+    for name, method in METHODS.items():
+        homes[name] = workspace.home(f"capture_{name}", urls[name])
+        enabled = homes[name].offload(
+            "-t",
+            "public.pgbench_accounts",
+            "-x",
+            "--incremental-updates-enabled",
+            f"--incremental-extraction-method={method}",
+        )
+        enable_seconds[method] = enabled.seconds
+        note(f"pgbench: {method} enabled on pgbench_accounts in {enabled.seconds:.1f} s")
     tps: dict[str, list[float]] = {name: [] for name in urls}
     clients = str(scale.pgbench_clients)
     for _ in range(ROUNDS):
@@ -91,30 +100,63 @@ def postgres(workspace: Workspace, scale: Scale, results: Results) -> None:
             tps[name].append(float(match.group(1)))
     with dataset.connect(urls["pgbench_gluon"]) as conn:
         captured = conn.execute("SELECT COUNT(*) FROM public_h.pgbench_accounts_log").fetchone()
-    plain, gluon = _mean(tps["pgbench_plain"]), _mean(tps["pgbench_gluon"])
+    with dataset.connect(urls["pgbench_logical"]) as conn:
+        # What the unread slot makes the server keep (decoding it is the extraction's work).
+        retained = conn.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), restart_lsn)::bigint "
+            "FROM pg_replication_slots WHERE database = current_database()"
+        ).fetchone()
+        conn.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE database = current_database()"
+        )
+    plain = _mean(tps["pgbench_plain"])
+    means = {METHODS[name]: _mean(tps[name]) for name in METHODS}
+    params = {
+        "accounts": accounts,
+        "clients": scale.pgbench_clients,
+        "seconds": scale.pgbench_seconds,
+        "rounds": ROUNDS,
+    }
     results.add(
         Figure(
             "capture",
             "PostgreSQL pgbench UPDATE TPS",
             "TPS",
-            gluon,
+            means["CHANGELOG"],
             plain,
             "no trigger",
             higher_is_better=True,
-            params={
-                "accounts": accounts,
-                "clients": scale.pgbench_clients,
-                "seconds": scale.pgbench_seconds,
-                "rounds": ROUNDS,
-            },
+            params={**params, "method": "CHANGELOG"},
             detail={
                 "tps_runs": tps,
                 "changes_captured": captured[0] if captured else None,
-                "enable_seconds": enabled.seconds,
+                "enable_seconds": enable_seconds["CHANGELOG"],
             },
         )
     )
-    home.discard()
+    results.add(
+        Figure(
+            "capture",
+            "PostgreSQL pgbench UPDATE TPS, PG_LOGICAL",
+            "TPS",
+            means["PG_LOGICAL"],
+            plain,
+            "no capture",
+            higher_is_better=True,
+            params={**params, "method": "PG_LOGICAL"},
+            detail={
+                "tps_runs": tps,
+                "share_of_no_capture": means["PG_LOGICAL"] / plain,
+                "goal_share_of_no_capture": 0.95,
+                "over_changelog": means["PG_LOGICAL"] / means["CHANGELOG"],
+                "wal_retained_bytes": retained[0] if retained else None,
+                "enable_seconds": enable_seconds["PG_LOGICAL"],
+            },
+        )
+    )
+    for home in homes.values():
+        home.discard()
     for name in urls:
         workspace.server.drop_database(name)
 

@@ -59,7 +59,8 @@ def _capture(figures: list[dict[str, Any]], path: Path, title: str) -> bool:
         return False
     fig, axes = plt.subplots(1, len(rows), figsize=(4.5 * len(rows), 3.6), squeeze=False)
     for ax, row in zip(axes[0], rows, strict=True):
-        bars = ax.bar(["no trigger", "gluon CHANGELOG"], [row["baseline"], row["gluon"]])
+        method = row["params"].get("method", "CHANGELOG")
+        bars = ax.bar([row["baseline_name"], f"gluon {method}"], [row["baseline"], row["gluon"]])
         bars[0].set_color(RAW)
         bars[1].set_color(GLUON)
         ax.set_title(f"{row['name']}\n(gluon costs {row['ratio']:.2f}x)", fontsize=9)

@@ -21,12 +21,12 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from bench import capture, charts, compaction, curve, extraction, immediate, reads
+from bench import capture, charts, compaction, curve, extraction, immediate, logical, reads
 from bench.harness import ROOT, Results, Workspace, fmt, note
 from bench.items import ItemsLake
 from bench.scales import SCALES
 
-FIGURES = ("capture", "extraction", "compaction", "reads", "curve", "immediate")
+FIGURES = ("capture", "extraction", "compaction", "reads", "curve", "immediate", "logical")
 GROUP_ORDER = (
     "capture",
     "offload",
@@ -38,6 +38,7 @@ GROUP_ORDER = (
     "scale curve memory",
     "immediate",
     "immediate reads",
+    "log-based extraction",
 )
 PACKAGES = (
     "pysail",
@@ -169,6 +170,8 @@ def main(argv: list[str] | None = None) -> int:
             lake.drop()
         if "curve" in selected:
             curve.run(workspace, scale, results)
+        if "logical" in selected:
+            logical.run(workspace, scale, results)
     wall = time.perf_counter() - started
     args.out.mkdir(parents=True, exist_ok=True)
     stem = scale.name if not args.only else "-".join([scale.name, *args.only])

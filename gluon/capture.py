@@ -40,7 +40,8 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
@@ -379,6 +380,29 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
         fault_point("capture.before_drop_object")
         source.execute_script(f"drop_{item.kind.value}", object=item)
         fault_point("capture.after_drop_object")
+
+
+@contextmanager
+def slot_exporting_snapshot(source: SourceDialect, slot: SourceObjectRef) -> Iterator[None]:
+    """Create replication slot ``slot``; the source's reads inside see its exported snapshot.
+
+    The initial offload of a PG_LOGICAL enable runs inside: it copies exactly the
+    transactions committed before the slot's consistent point, the slot streams exactly
+    the others, so no change is missed or shipped twice across the boundary.
+
+    Raises:
+        UnsupportedError: the source cannot export a slot's snapshot (not PostgreSQL).
+        SourceError: the slot could not be created.
+    """
+    from gluon.source.postgresql import PostgreSQLSource  # the only dialect with slots
+
+    if slot.kind is not SourceObject.REPLICATION_SLOT or not isinstance(source, PostgreSQLSource):
+        raise UnsupportedError(f"{source.name} sources have no replication slot to export")
+    log.info("creating %s %s with its snapshot", slot.object_type.lower(), slot.display_name)
+    fault_point("capture.before_create_object")
+    with source.slot_with_snapshot(slot.name):
+        fault_point("capture.after_create_object")
+        yield
 
 
 # -- ownership ------------------------------------------------------------------------------

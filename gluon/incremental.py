@@ -4,13 +4,16 @@ Enabling creates the capture objects in the source first, then (with an
 initial offload in the same command) copies the table, then creates the lake
 objects. Creating capture first means no change is missed: a change made
 during the copy may also be in the copy, and re-applying a full row image is
-harmless for merging views. Every step is idempotent; a run that failed
-halfway is completed by running the same command again.
+harmless for merging views. A replication slot (PG_LOGICAL) is exact instead:
+the copy reads under the snapshot the slot exports at its creation, so each
+change is in the copy or in the slot, never both. Every step is idempotent; a
+run that failed halfway is completed by running the same command again.
 """
 
 from __future__ import annotations
 
 import logging
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 from gluon import capture, ownership
@@ -364,7 +367,12 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
     steps = [
         Step(
             "create_capture",
-            f"create {object_.object_type.lower()} {object_.display_name} in the source",
+            f"create {object_.object_type.lower()} {object_.display_name} in the source"
+            + (
+                " (the copy reads the snapshot it exports)"
+                if plan.offload and object_.kind is SourceObject.REPLICATION_SLOT
+                else ""
+            ),
         )
         for object_ in plan.objects
     ]
@@ -433,13 +441,18 @@ def _enable_incremental(
         capture.drop_source_objects(plan.source, plan.taken_over)
     if options.take_over_objects and ownership.lake_table_marker(state.delta_path) != (plan.marker):
         storage.remove_table(state.delta_path)
-    with timed_step("create_capture"):
-        capture.create_source_objects(
-            plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
-        )
-    log.info("created capture objects for %s", plan.state.table_key)
-    if plan.offload:
-        result.rows = execute_offload(plan.offload, progress or NullProgress())
+    with ExitStack() as exporting:
+        with timed_step("create_capture"):
+            slot = _slot_to_export(plan)
+            if slot is not None:
+                # Open until the copy is done: the copy reads under the slot's snapshot.
+                exporting.enter_context(capture.slot_exporting_snapshot(plan.source, slot))
+            capture.create_source_objects(
+                plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
+            )
+        log.info("created capture objects for %s", plan.state.table_key)
+        if plan.offload:
+            result.rows = execute_offload(plan.offload, progress or NullProgress())
     record = plan.repo.get_table(plan.state.table_key)
     if record is None:
         raise StateError(f"the repository has no record of {plan.state.table_key} to enable")
@@ -462,6 +475,24 @@ def _enable_incremental(
             f"{record.base_path}, current after every extraction for any Delta reader)"
         )
     return result
+
+
+def _slot_to_export(plan: _EnablePlan) -> capture.SourceObjectRef | None:
+    """The replication slot to create with its snapshot for this command's initial offload
+    (None: the method has no slot, or the table is offloaded already).
+
+    A slot that exists here is one a run of this same command created and recorded before
+    it died (planning refused any other): the snapshot it exported died with that run's
+    connection and nothing was extracted from it (the table is not enabled yet), so it is
+    dropped and created again with the offload that is about to run.
+    """
+    slot = next((item for item in plan.objects if item.kind is SourceObject.REPLICATION_SLOT), None)
+    if slot is None or plan.offload is None:
+        return None
+    if capture.object_exists(plan.source, slot):
+        log.info("re-creating %s: the offload that read its snapshot did not finish", slot.name)
+        capture.drop_source_objects(plan.source, [slot])
+    return slot
 
 
 def _delta_table_role(state: IncrementalState) -> str:

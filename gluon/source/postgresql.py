@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
@@ -84,6 +85,7 @@ PARTITION_STRATEGIES: dict[str, str] = {"r": "RANGE", "l": "LIST", "h": "HASH"}
 _RANGE_BOUND = re.compile(r"^FOR VALUES FROM \((.*)\) TO \((.*)\)$", re.S)
 _LIST_BOUND = re.compile(r"^FOR VALUES IN \((.*)\)$", re.S)
 _LITERAL = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*(?:,|$)")
+_SNAPSHOT_NAME = re.compile(r"^[0-9A-F]+(-[0-9A-F]+)+$", re.I)
 
 
 def _literals(text: str) -> list[str | None]:
@@ -131,6 +133,8 @@ class PostgreSQLSource(SourceDialect):
     def __init__(self, engine: sa.Engine) -> None:
         super().__init__(engine)
         self._libpq_uri = self._arrow_uri({})
+        self._snapshot: str | None = None
+        """The exported snapshot every Arrow read imports (inside :meth:`slot_with_snapshot`)."""
 
     def install_timeouts(self, timeouts: SourceTimeouts) -> None:
         # ADBC connects with libpq itself: the same bounds, as URI parameters.
@@ -169,12 +173,58 @@ class PostgreSQLSource(SourceDialect):
 
         try:
             with dbapi.connect(self._libpq_uri) as connection, connection.cursor() as cursor:
+                # ADBC opens a transaction (autocommit off): the snapshot is its first statement.
+                if self._snapshot is not None:
+                    script = self.render("import_snapshot", snapshot=self._snapshot)
+                    for statement in self.split_script(script):
+                        cursor.execute(statement)
                 cursor.execute(sql, values or None)
                 yield from cursor.fetch_record_batch()
         except dbapi.Error as exc:
             raise SourceError(
                 f"reading {spec.schema}.{spec.name} failed: {_first_line(exc)}"
             ) from exc
+
+    @contextmanager
+    def slot_with_snapshot(self, slot: str) -> Iterator[str]:
+        """Create logical replication slot ``slot`` and read under its snapshot until exit.
+
+        The slot is created over a replication connection, which exports the snapshot of
+        the slot's consistent point: the slot streams exactly the transactions that
+        snapshot does not see. Every Arrow read of this source inside the ``with`` imports
+        it (REPEATABLE READ), so an offload read there and the slot's stream neither
+        overlap nor leave a gap. The snapshot lives as long as the replication connection
+        stays idle, so the connection stays open (and idle) until exit. Yields the
+        snapshot's name.
+
+        Raises:
+            SourceError: the replication connection or the slot's creation failed (the
+                user lacks the REPLICATION attribute, the slot exists, no free slot).
+        """
+        import psycopg  # the driver of the engine: already installed, loaded only here
+
+        command = self.render("create_replication_slot_exporting_snapshot", slot=slot).strip()
+        try:
+            connection = psycopg.connect(self._libpq_uri, replication="database", autocommit=True)
+        except psycopg.Error as exc:
+            raise SourceError(
+                f"opening a replication connection to create slot {slot} failed: {_first_line(exc)}"
+            ) from exc
+        with connection:
+            try:
+                row = connection.execute(command).fetchone()
+            except psycopg.Error as exc:
+                raise SourceError(
+                    f"creating replication slot {slot} failed: {_first_line(exc)}"
+                ) from exc
+            snapshot = str(row[2]) if row is not None else ""
+            if not _SNAPSHOT_NAME.match(snapshot):
+                raise SourceError(f"creating replication slot {slot} exported no snapshot")
+            self._snapshot = snapshot
+            try:
+                yield snapshot
+            finally:
+                self._snapshot = None
 
     def select_list(self, spec: TableSpec) -> list[str]:
         # The one-byte "char" arrives from a binary read as the byte itself, b"\x00" for the

@@ -17,6 +17,7 @@ from support.incremental import (
     assert_no_duplicate_sequences,
     enable,
     extract,
+    lake_rows,
     lake_state,
     postgres_source,
     run_offload_process,
@@ -24,8 +25,10 @@ from support.incremental import (
 )
 from typer.testing import Result
 
+from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.naming import TableRef, slot_name
+from gluon.repo import Repository
 
 METHOD = "PG_LOGICAL"
 
@@ -215,3 +218,109 @@ def test_a_slot_gluon_did_not_record_is_never_taken(
     assert result.exit_code != 0
     assert "already exists" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert _slots(source) == [name]
+
+
+def _lake_ids(source: Source) -> tuple[set[int], set[int]]:
+    """The ids in the base table (the offload's copy) and those the delta table inserts,
+    read from the lake's tables directly rather than through the user view."""
+    key = TableRef("app", "items").key
+    repo = Repository(load_settings().repo_url)
+    record, state = repo.get_table(key), repo.incremental.get_state(key)
+    assert record is not None and state is not None
+    base = {int(str(row["id"])) for row in lake_rows(f"SELECT id FROM {record.base_table}")}
+    inserted = [
+        int(str(row["id"]))
+        for row in lake_rows(f"SELECT id FROM {state.delta_table} WHERE gl_op = 'I'")
+    ]
+    assert len(inserted) == len(set(inserted)), "an insert was shipped twice"
+    return base, set(inserted)
+
+
+class _Writer:
+    """Inserts rows with new ids, one transaction each, until stopped (another session)."""
+
+    def __init__(self, source: Source, first: int) -> None:
+        self.engine = sa.create_engine(source.url)
+        self.next_id = first
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._write)
+
+    def _write(self) -> None:
+        while not self.stop.is_set():
+            with self.engine.begin() as db:
+                db.execute(
+                    sa.text("INSERT INTO app.items (id, name, amount) VALUES (:id, 'w', 1)"),
+                    {"id": self.next_id},
+                )
+            self.next_id += 1
+
+    def __enter__(self) -> _Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.engine.dispose()
+
+
+def test_the_offload_and_the_slot_neither_overlap_nor_leave_a_gap(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    """Inserts committed while the enable runs (held 2 s right after the slot's creation,
+    before the copy's read) are in the copy or in the slot's stream, never both."""
+    workload = workload_for(source, METHOD, SEED + 5)
+    workload.create(rows=100)
+    with _Writer(source, first=10_000) as writer:
+        enabled = run_offload_process(
+            "-t",
+            source.table,
+            "-x",
+            "--incremental-updates-enabled",
+            f"--incremental-extraction-method={METHOD}",
+            env={"GLUON_PAUSE": "capture.after_create_object:2"},
+        )
+        assert enabled.returncode == 0, enabled.stderr
+    assert writer.next_id > 10_000, "the writer wrote nothing during the enable"
+    extract(run_cli, source)
+    base, inserted = _lake_ids(source)
+    written = set(range(10_000, writer.next_id))
+    assert base & inserted == set(), "rows in the copy were shipped again from the slot"
+    assert written <= base | inserted
+    assert written & base and written & inserted, "the writes did not span the boundary"
+    assert lake_state(source.schema) == workload.source_rows()
+
+
+def test_a_crash_after_creating_the_slot_is_repaired_by_the_same_command(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    """The snapshot the slot exported dies with the crashed run: the re-run makes the slot
+    again with its own copy, so rows inserted in between are not shipped twice."""
+    workload = workload_for(source, METHOD, SEED + 6)
+    workload.create(rows=50)
+    crashed = run_offload_process(
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+        env={"GLUON_FAULT": "capture.after_create_object"},
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    name = slot_name(TableRef("app", "items"), source.engine.url.database)
+    assert _slots(source) == [name]
+    with source.engine.begin() as db:
+        db.execute(
+            sa.text(
+                "INSERT INTO app.items (id, name, amount) "
+                "SELECT g, 'between', 1 FROM generate_series(20000, 20009) g"
+            )
+        )
+    enable(run_cli, source, METHOD)
+    with source.engine.begin() as db:
+        db.execute(sa.text("INSERT INTO app.items (id, name, amount) VALUES (30000, 'after', 1)"))
+    extract(run_cli, source)
+    base, inserted = _lake_ids(source)
+    assert set(range(20000, 20010)) <= base
+    assert inserted == {30000}
+    assert lake_state(source.schema) == workload.source_rows()

@@ -1,0 +1,131 @@
+"""7. Log-based extraction: PG_LOGICAL against CHANGELOG, extracting the same changes.
+
+Two copies of ``bench.items`` (same rows, two databases of one cluster), each
+offloaded by the real ``offload`` command with incremental update enabled: one
+with CHANGELOG (the trigger writes a changelog row per change), one with
+PG_LOGICAL (a logical replication slot). For each backlog size N, both lakes are
+restored to their pristine copy and get the same changes, N single-row UPDATEs
+(``amount + 1``) made as UPDATE statements of at most ``TRANSACTION_ROWS`` rows
+each (an application's transactions, not one N-row statement), then extracted
+with ``offload -t bench.items -x --incremental-run-extraction``. The figure is N
+over the extraction child's wall time (process start to exit), the fastest of
+``repeats`` rounds; PG_LOGICAL is "gluon" and CHANGELOG the baseline, so the
+ratio is how much slower reading the slot is than reading the changelog.
+
+The slot decodes the cluster's WAL from its restart point, which also holds the
+other database's changes: the order (PG_LOGICAL's changes and extraction first,
+then CHANGELOG's) keeps the CHANGELOG round's WAL behind the slot's next start
+only where it must be. Restoring the lake does not rewind the slot: every round
+makes new changes after the slot's position, as a round of the changelog's does.
+"""
+
+from __future__ import annotations
+
+from bench import dataset
+from bench.harness import Figure, Proc, Results, Workspace, note
+from bench.items import ItemsLake
+from bench.scales import Scale
+
+METHODS = {"logical_pg": "PG_LOGICAL", "logical_changelog": "CHANGELOG"}
+"""Database (and gluon home) name of each lake, and its extraction method; PG_LOGICAL first."""
+TRANSACTION_ROWS = 10_000
+
+
+def run(workspace: Workspace, scale: Scale, results: Results) -> None:
+    lakes = {method: _build(workspace, name, method, scale) for name, method in METHODS.items()}
+    try:
+        for count in scale.extraction_changes:
+            runs: dict[str, list[tuple[Proc, float]]] = {method: [] for method in lakes}
+            for _ in range(scale.repeats):
+                for method, lake in lakes.items():
+                    lake.home.restore("pristine")
+                    changed = _update(lake.url, count, scale.base_rows)
+                    assert changed == count, (method, changed, count)
+                    proc = lake.extract()
+                    inner = lake.last_extraction()
+                    assert inner["rows"] == count, (method, inner, count)
+                    runs[method].append((proc, inner["seconds"]))
+            best = {
+                method: min(pairs, key=lambda pair: pair[0].seconds)
+                for method, pairs in runs.items()
+            }
+            logical, changelog = best["PG_LOGICAL"], best["CHANGELOG"]
+            results.add(
+                Figure(
+                    "log-based extraction",
+                    f"extract {count:,} changes, PG_LOGICAL",
+                    "changes/s",
+                    count / logical[0].seconds,
+                    count / changelog[0].seconds,
+                    "gluon CHANGELOG",
+                    higher_is_better=True,
+                    params={
+                        "changes": count,
+                        "repeats": scale.repeats,
+                        "rows_per_transaction": TRANSACTION_ROWS,
+                    },
+                    detail={
+                        "pg_logical_wall_s": logical[0].seconds,
+                        "pg_logical_in_process_s": logical[1],
+                        "pg_logical_runs_s": [p.seconds for p, _ in runs["PG_LOGICAL"]],
+                        "pg_logical_peak_rss_mb": max(p.peak_rss_mb for p, _ in runs["PG_LOGICAL"]),
+                        "changelog_wall_s": changelog[0].seconds,
+                        "changelog_in_process_s": changelog[1],
+                        "changelog_runs_s": [p.seconds for p, _ in runs["CHANGELOG"]],
+                        "changelog_peak_rss_mb": max(p.peak_rss_mb for p, _ in runs["CHANGELOG"]),
+                    },
+                )
+            )
+    finally:
+        for lake in lakes.values():
+            _drop_slots(lake.url)
+            lake.drop()
+
+
+def _build(workspace: Workspace, name: str, method: str, scale: Scale) -> ItemsLake:
+    """``bench.items`` in database ``name``, offloaded with ``method`` enabled; saved as
+    ``pristine``."""
+    url = workspace.server.create_database(name)
+    created = dataset.create_items(url, scale.base_rows, scale.base_partitions)
+    home = workspace.home(name, url)
+    lake = ItemsLake(workspace, name, url, home, scale.base_rows, scale.base_partitions, created)
+    lake.offload = home.offload(
+        "-t",
+        dataset.QUALIFIED,
+        "-x",
+        "--partition-columns=part",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={method}",
+    )
+    note(
+        f"{name}: {scale.base_rows:,} rows offloaded with {method} in {lake.offload.seconds:.1f} s"
+    )
+    home.save("pristine")
+    return lake
+
+
+def _update(url: str, count: int, rows: int) -> int:
+    """``count`` changes: rows 1..count updated (again from row 1 past the table's end), at
+    most ``TRANSACTION_ROWS`` in a transaction."""
+    changed = 0
+    with dataset.connect(url) as conn:
+        while changed < count:
+            low = changed % rows + 1
+            high = low + min(TRANSACTION_ROWS, count - changed, rows - low + 1) - 1
+            result = conn.execute(
+                f"UPDATE {dataset.QUALIFIED} SET amount = amount + 1 "
+                f"WHERE id BETWEEN {low} AND {high}"
+            )
+            if not result.rowcount:
+                break
+            changed += result.rowcount
+    return changed
+
+
+def _drop_slots(url: str) -> None:
+    """The database cannot be dropped while a slot of it exists."""
+    with dataset.connect(url) as conn:
+        conn.execute(
+            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+            "WHERE database = current_database()"
+        )
