@@ -722,16 +722,23 @@ def read_changes(
     return pa.Table.from_batches(list(batches), schema=schema)
 
 
-def sequence_runs(seqs: Iterable[int]) -> list[tuple[int, int]]:
+def sequence_runs(seqs: Sequence[int]) -> list[tuple[int, int]]:
     """``seqs`` as the fewest (low, high) runs of consecutive integers that together hold
-    exactly its values, in ascending order (duplicates count once)."""
-    runs: list[tuple[int, int]] = []
-    for value in sorted({int(seq) for seq in seqs}):
-        if runs and value == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], value)
-        else:
-            runs.append((value, value))
-    return runs
+    exactly its values, in ascending order (duplicates count once). Vectorized: a batch
+    holds up to millions of values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unique = pc.unique(pa.array(seqs, pa.int64()))
+    values = unique.take(pc.array_sort_indices(unique))
+    count = len(values)
+    if count == 0:
+        return []
+    steps = pc.subtract(values.slice(1), values.slice(0, count - 1))
+    ends = pc.indices_nonzero(pc.not_equal(steps, 1))  # a run ends where the next value skips
+    lows = [values[0].as_py(), *values.take(pc.add(ends, 1)).to_pylist()]
+    highs = [*values.take(ends).to_pylist(), values[count - 1].as_py()]
+    return list(zip(lows, highs, strict=True))
 
 
 def _array_literal(values: Iterable[int]) -> str:
