@@ -24,6 +24,8 @@ def test_runs_hold_exactly_the_values(seqs: list[int]) -> None:
 @given(st.lists(st.integers(min_value=0, max_value=300), max_size=200))
 def test_runs_are_the_fewest(seqs: list[int]) -> None:
     runs = sequence_runs(seqs)
+    covered = [value for low, high in runs for value in range(low, high + 1)]
+    assert covered == sorted(set(seqs))
     assert all(low <= high for low, high in runs)
     # Sorted, and no two runs touch: otherwise they would be one.
     assert all(high + 1 < next_low for (_, high), (next_low, _) in zip(runs, runs[1:]))
@@ -32,4 +34,5 @@ def test_runs_are_the_fewest(seqs: list[int]) -> None:
 def test_a_batch_of_consecutive_values_is_one_run() -> None:
     assert sequence_runs(list(range(100_000, 0, -1))) == [(1, 100_000)]
     assert sequence_runs([7, 3, 4, 4, 9, 8]) == [(3, 4), (7, 9)]
+    assert sequence_runs([0, 2]) == [(0, 0), (2, 2)]  # the value between was not read
     assert sequence_runs([]) == []
