@@ -6,6 +6,8 @@ read would delete a change that was never shipped.
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +18,7 @@ from gluon.capture import sequence_runs
 @given(st.lists(st.integers(min_value=-(2**63), max_value=2**63 - 1), max_size=200))
 def test_runs_hold_exactly_the_values(seqs: list[int]) -> None:
     runs = sequence_runs(seqs)
-    assert all(high + 1 < next_low for (_, high), (next_low, _) in zip(runs, runs[1:]))
+    assert all(high + 1 < next_low for (_, high), (next_low, _) in pairwise(runs))
     assert all(any(low <= value <= high for low, high in runs) for value in seqs)
     # Disjoint runs holding every value and no more values than there are: exactly them.
     assert sum(high - low + 1 for low, high in runs) == len(set(seqs))
@@ -30,7 +32,7 @@ def test_runs_are_the_fewest(seqs: list[int]) -> None:
     assert covered == sorted(set(seqs))
     assert all(low <= high for low, high in runs)
     # Sorted, and no two runs touch: otherwise they would be one.
-    assert all(high + 1 < next_low for (_, high), (next_low, _) in zip(runs, runs[1:]))
+    assert all(high + 1 < next_low for (_, high), (next_low, _) in pairwise(runs))
 
 
 def test_a_batch_of_consecutive_values_is_one_run() -> None:
