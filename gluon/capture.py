@@ -768,8 +768,8 @@ def delete_changes(
         # Runs of consecutive values, each one index range scan: a batch is usually a single
         # run, where one index lookup per value cost 3x more (ten batches of 100k from a 1M-row
         # changelog: 14.7 s -> 4.4 s). The arrays go as text literals: psycopg's per-element
-        # array adaptation in Python cost 0.6 s per 100k. The template's last statement is the delete; any before it set
-        # up the transaction.
+        # array adaptation in Python cost 0.6 s per 100k. The template's last statement is the
+        # delete; any before it set up the transaction.
         *setup, sql = source.split_script(
             source.render("delete_changes", schema=changelog.schema, table=changelog.name)
         )
