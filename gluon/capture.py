@@ -40,7 +40,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
@@ -133,7 +133,7 @@ varchar(50), int to bigint, a larger numeric precision) never makes the capture
 trigger, and with it the application's DML, fail. SQLite does not enforce types."""
 
 ARRAY_DELETE_CHUNK = 100_000
-"""Sequence values per DELETE where the dialect binds one array parameter."""
+"""Runs of sequence values per DELETE where the dialect binds arrays (see ``sequence_runs``)."""
 
 DELETE_CHUNK = 500
 """Sequence values per DELETE statement (Oracle allows 1,000 items in an IN list)."""
@@ -764,6 +764,30 @@ def read_changes(
     return pa.Table.from_batches(list(batches), schema=schema)
 
 
+def sequence_runs(seqs: Sequence[int]) -> list[tuple[int, int]]:
+    """``seqs`` as the fewest (low, high) runs of consecutive integers that together hold
+    exactly its values, in ascending order (duplicates count once). Vectorized: a batch
+    holds up to millions of values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    unique = pc.unique(pa.array(seqs, pa.int64()))
+    values = unique.take(pc.array_sort_indices(unique))
+    count = len(values)
+    if count == 0:
+        return []
+    steps = pc.subtract(values.slice(1), values.slice(0, count - 1))
+    ends = pc.indices_nonzero(pc.not_equal(steps, 1))  # a run ends where the next value skips
+    lows = [values[0].as_py(), *values.take(pc.add(ends, 1)).to_pylist()]
+    highs = [*values.take(ends).to_pylist(), values[count - 1].as_py()]
+    return list(zip(lows, highs, strict=True))
+
+
+def _array_literal(values: Iterable[int]) -> str:
+    """A PostgreSQL array literal of integers (``{1,2,3}``)."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
 def delete_changes(
     source: SourceDialect, objects: list[SourceObjectRef], seqs: Sequence[int]
 ) -> int:
@@ -781,19 +805,31 @@ def delete_changes(
     changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
     if changelog is None or not seqs:
         return 0
-    values = [int(seq) for seq in seqs]
     statements: list[tuple[str, dict[str, Any]]] = []
     if source.binds_arrays:
-        # One array parameter: long IN lists cost more in client-side SQL handling than the
-        # delete itself (measured by bench/: 2.6 s vs 1.0 s for 300k rows on PostgreSQL).
-        # The template's last statement is the delete; any before it set up the transaction.
+        # Runs of consecutive values, each one index range scan: a batch is usually a single
+        # run, where one index lookup per value cost 3x more (ten batches of 100k from a 1M-row
+        # changelog: 14.7 s -> 4.4 s). The arrays go as text literals: psycopg's per-element
+        # array adaptation in Python cost 0.6 s per 100k. The template's last statement is the
+        # delete; any before it set up the transaction.
         *setup, sql = source.split_script(
             source.render("delete_changes", schema=changelog.schema, table=changelog.name)
         )
         statements.extend((statement, {}) for statement in setup)
-        for start in range(0, len(values), ARRAY_DELETE_CHUNK):
-            statements.append((sql, {"seqs": values[start : start + ARRAY_DELETE_CHUNK]}))
+        runs = sequence_runs(seqs)
+        for start in range(0, len(runs), ARRAY_DELETE_CHUNK):
+            some_runs = runs[start : start + ARRAY_DELETE_CHUNK]
+            statements.append(
+                (
+                    sql,
+                    {
+                        "lows": _array_literal(low for low, _ in some_runs),
+                        "highs": _array_literal(high for _, high in some_runs),
+                    },
+                )
+            )
     else:
+        values = [int(seq) for seq in seqs]
         for start in range(0, len(values), DELETE_CHUNK):
             chunk = values[start : start + DELETE_CHUNK]
             binds = [f"seq_{index}" for index in range(len(chunk))]

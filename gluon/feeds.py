@@ -141,7 +141,9 @@ class ChangelogFeed:
 
     def shipping(self, changes: pa.Table) -> None:
         # Before the Delta commit: a crash right after it must not leave the mark behind.
-        highest = max(changes.column("gl_seq").to_pylist())
+        import pyarrow.compute as pc
+
+        highest = pc.max(changes.column("gl_seq")).as_py()
         self.repo.incremental.record_shipping(self.state.table_key, int(highest))
 
     def done(self, changes: pa.Table) -> None:
