@@ -501,7 +501,7 @@ def extraction_plan(
                 "Delta commit per batch, skipping any already there",
             )
         ),
-        ("done", "mark them shipped in the source (the changelog rows read are deleted)"),
+        ("done", f"mark them shipped: {feed.marks_shipped}"),
     ]
     if state.diverting:
         steps.append(

@@ -22,7 +22,7 @@ import datetime as dt
 import json
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import sqlalchemy as sa
 
@@ -74,6 +74,8 @@ class ChangeFeed(Protocol):
     repo: Repository
     sequences_are_unique: bool
     """Each change has its own ``gl_seq`` (so a re-shipped change can be recognised)."""
+    marks_shipped: ClassVar[str]
+    """How ``done`` marks changes shipped, in the words of an extraction's plan."""
 
     def verify(self) -> None:
         """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
@@ -98,6 +100,7 @@ class ChangeFeed(Protocol):
 
 @dataclass(slots=True)
 class ChangelogFeed:
+    marks_shipped: ClassVar[str] = "the changelog rows read are deleted"
     source: SourceDialect
     record: OffloadedTable
     state: IncrementalState
@@ -155,6 +158,7 @@ class ChangelogFeed:
 
 @dataclass(slots=True)
 class RowscnFeed:
+    marks_shipped: ClassVar[str] = "the highest ORA_ROWSCN read is recorded in the repository"
     source: SourceDialect
     record: OffloadedTable
     state: IncrementalState
@@ -266,6 +270,7 @@ def peek_slot(
 
 @dataclass(slots=True)
 class PgLogicalFeed:
+    marks_shipped: ClassVar[str] = "the replication slot is advanced past the transactions read"
     source: SourceDialect
     record: OffloadedTable
     state: IncrementalState

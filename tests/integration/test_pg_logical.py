@@ -60,6 +60,13 @@ def test_changes_from_two_sessions_reach_the_lake_once(
     with source.engine.connect() as db:
         triggers = db.execute(sa.text("SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"))
         assert triggers.scalar_one() == 0, "PG_LOGICAL creates no trigger"
+    workload.round(3)
+    plan = run_cli("offload", "-t", source.table, "--incremental-run-extraction")
+    assert plan.exit_code == 0, plan.stderr
+    assert "the replication slot is advanced past the transactions read" in plan.stdout, (
+        plan.stdout
+    )
+    assert "changelog" not in plan.stdout, plan.stdout
     for round_number in range(3):
         workload.round(15)
         # Another session: a multi-row statement, a key change and a rolled-back change.
