@@ -63,9 +63,7 @@ def test_changes_from_two_sessions_reach_the_lake_once(
     workload.round(3)
     plan = run_cli("offload", "-t", source.table, "--incremental-run-extraction")
     assert plan.exit_code == 0, plan.stderr
-    assert "the replication slot is advanced past the transactions read" in plan.stdout, (
-        plan.stdout
-    )
+    assert "the replication slot is advanced past the transactions read" in plan.stdout, plan.stdout
     assert "changelog" not in plan.stdout, plan.stdout
     for round_number in range(3):
         workload.round(15)
