@@ -27,7 +27,7 @@ from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UsageError
 from gluon.faults import fault_point
-from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, PgLogicalFeed, capture_objects
+from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
 from gluon.lake import merge, tables
 from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
@@ -240,8 +240,8 @@ def _ship(
                 reading.detail = f"{changes.num_rows} changes"
             if changes.num_rows == 0:
                 break
-            if result.oldest_change_at is None and isinstance(feed, PgLogicalFeed):
-                result.oldest_change_at = feed.oldest_change_at  # read from the slot's COMMIT
+            if result.oldest_change_at is None:
+                result.oldest_change_at = feed.oldest_change_at  # e.g. from a slot's COMMIT
             with timed_step("write") as writing:
                 fresh = shipping.ship(changes)
                 writing.detail = f"{fresh} changes"

@@ -76,6 +76,9 @@ class ChangeFeed(Protocol):
     """Each change has its own ``gl_seq`` (so a re-shipped change can be recognised)."""
     marks_shipped: ClassVar[str]
     """How ``done`` marks changes shipped, in the words of an extraction's plan."""
+    oldest_change_at: dt.datetime | None
+    """When the oldest change read so far was captured, on this host's clock, if reading
+    tells (a slot's COMMIT does); None: the extraction asks the capture objects."""
 
     def verify(self) -> None:
         """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
@@ -106,6 +109,7 @@ class ChangelogFeed:
     state: IncrementalState
     repo: Repository
     sequences_are_unique: bool = True
+    oldest_change_at: dt.datetime | None = None
 
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
@@ -164,6 +168,7 @@ class RowscnFeed:
     state: IncrementalState
     repo: Repository
     sequences_are_unique: bool = False
+    oldest_change_at: dt.datetime | None = None
     _upto: int | None = None
     _finished: bool = False
 

@@ -127,6 +127,41 @@ def test_a_no_op_extraction_and_status_start_no_engine(
     assert "pyarrow" in modules
 
 
+@pytest.mark.usefixtures("offload_home")
+def test_a_no_op_pg_logical_extraction_starts_no_engine(
+    pg_url: str, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PG_LOGICAL cannot count what is pending without reading the slot: its no-op run
+    peeks once and finds nothing, still without an engine."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE SCHEMA app"))
+    _create(engine, "app.items", 3)
+    result = run_cli(
+        "offload",
+        "-t",
+        "app.items",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=PG_LOGICAL",
+    )
+    assert result.exit_code == 0, result.stderr
+    extract = ("gluon.cli.offload", "-t", "app.items", "-x", "--incremental-run-extraction")
+    code, modules, output = _run_fresh(*extract)
+    assert code == 0, output
+    assert "Extracted 0 changes" in output
+    assert _loaded(modules, ENGINE_MODULES) == [], "a no-op extraction started the engine"
+
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE app.items SET label = 'changed' WHERE id = 2"))
+    code, modules, output = _run_fresh(*extract)
+    assert code == 0, output
+    assert "Extracted 1 changes" in output
+    assert _loaded(modules, ENGINE_MODULES) == list(ENGINE_MODULES)
+    engine.dispose()
+
+
 def _registered_since(recorded_sql_path: Path, already: int) -> str:
     """The text of the statements recorded after the first ``already``, lower case."""
     return "\n".join(s["text"].lower() for s in read_statements(recorded_sql_path)[already:])
