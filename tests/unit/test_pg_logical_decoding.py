@@ -7,16 +7,20 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gluon.capture import check_logical_decoding
 from gluon.errors import SourceError, StateError, UnsupportedError
 from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn, peek_slot
 from gluon.schema import Column, TableSpec
+from gluon.source import logical
 from gluon.source.logical import (
     UNCHANGED_TOAST,
     DecodingError,
     commit_time,
     parse_change,
+    quote_name,
     table_label,
 )
 
@@ -151,3 +155,60 @@ def test_a_read_waits_while_another_process_peeks_at_the_slot() -> None:
     assert source.peeks == 3
     with pytest.raises(SourceError, match="is active for PID"):
         peek_slot(_BusySlot(busy=100), "s", 10, wait_seconds=0.3)  # type: ignore[arg-type]
+
+
+TRICKY_ROWS = [
+    "table public.t: INSERT: id[integer]:1 name[text]:'it''s a b' a[integer[]]:'{1,2}' "
+    "ts[timestamp with time zone]:'2026-11-23 03:48:15.7+00' n[numeric]:null",
+    "table public.t: UPDATE: old-key: id[integer]:2 new-tuple: id[integer]:3 b[text]:null",
+    'table "My""S"."T x": UPDATE: "Id"[integer]:1 big[text]:unchanged-toast-datum '
+    "s[text]:'unchanged-toast-datum'",
+    "table public.t: INSERT: s[text]:' new-tuple: x[int]:1' e[text]:'' q[text]:''''",
+    "table public.t: UPDATE: old-key: s[text]:'a '' new-tuple: b' new-tuple: s[text]:'null'",
+    'table public.t: INSERT: "a b[c]"[character varying(3)[]]:\'{"x y"}\' "new-tuple:"[int]:4',
+    "table public.t: INSERT: id[integer]:1 odd[text]:it's",  # a bare value with a quote
+    'table public.t: INSERT: v["My[T]"]:1',  # a quoted type holding brackets
+    "table public.t: DELETE: id[integer]:7",
+    "table public.t: INSERT:",
+]
+
+
+@pytest.mark.parametrize("data", TRICKY_ROWS)
+def test_the_fast_reader_agrees_with_the_careful_one(
+    data: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = parse_change(data)
+    monkeypatch.setattr(logical, "_read_tuples_fast", lambda data, position: None)
+    assert fast == parse_change(data)
+
+
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.text(alphabet="ab \"[]:.'_-", min_size=1, max_size=6),
+            st.sampled_from(["integer", "text", "integer[]", "character varying(3)[]"]),
+            st.one_of(st.none(), st.text(alphabet="ab '\"[]:-_", max_size=8)),
+        ),
+        max_size=4,
+        unique_by=lambda row: row[0],
+    ),
+    old=st.booleans(),
+)
+def test_random_rows_read_back_as_written(
+    rows: list[tuple[str, str, str | None]], old: bool
+) -> None:
+    items = "".join(
+        f" {quote_name(name)}[{type_}]:"
+        + ("null" if value is None else "'" + value.replace("'", "''") + "'")
+        for name, type_, value in rows
+    )
+    values = {name: value for name, _, value in rows}
+    data = (
+        f"table public.t: UPDATE: old-key:{items} new-tuple:{items}"
+        if old
+        else (f"table public.t: UPDATE:{items}")
+    )
+    change = parse_change(data)
+    assert change is not None
+    assert change.new == values
+    assert change.old == (values if old else None)
