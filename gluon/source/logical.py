@@ -58,6 +58,11 @@ def parse_change(data: str) -> DecodedChange | None:
     """
     if not data.startswith("table "):
         return None
+    header = _HEADER.match(data)
+    if header is not None:
+        fast = _read_tuples_fast(data, header.end())
+        if fast is not None:
+            return DecodedChange(header["table"], header["op"], *fast)
     position = 6
     table, position = _read_name(data, position)
     if data[position] == ".":
@@ -71,9 +76,6 @@ def parse_change(data: str) -> DecodedChange | None:
         raise DecodingError(f"no operation in {data[:200]!r}")
     op = data[position:end]
     position = end + 1
-    fast = _read_tuples_fast(data, position)
-    if fast is not None:
-        return DecodedChange(table, op, *fast)
     if data.startswith(" old-key:", position):
         old, position = _read_tuple(data, position + len(" old-key:"), stop=" new-tuple:")
         new, position = _read_tuple(data, position + len(" new-tuple:"))
@@ -87,29 +89,32 @@ def parse_change(data: str) -> DecodedChange | None:
     return DecodedChange(table, op, new)
 
 
-_ITEM = (
-    r' (?:(?P<name>"(?:[^"]|"")*"|[^".:\[ ]+)\[(?:[^\[\]"]|\[\])*\]:'
+_NAME = r'"(?:[^"]|"")*"|[^".:\[ ]+'
+_HEADER = re.compile(rf"table (?P<table>(?:{_NAME})(?:\.(?:{_NAME}))?): (?P<op>[^:]*):")
+_ITEMS = re.compile(
+    rf" (?:(?P<name>{_NAME})\[(?:[^\[\]\"]|\[\])*\]:"
     r"(?:(?P<quoted>'(?:[^']|'')*')|(?P<bare>[^ ']*))|(?P<stop>new-tuple:))"
+    r"|(?P<other>(?s:.))"
 )
-_ITEMS = re.compile(f"(?:{_ITEM})*")
-_ITEM_PARTS = re.compile(_ITEM)
+"""A ``col[type]:value`` item, the `` new-tuple:`` between an old key and the new row, or any
+other character: one match after another from the start, as the careful reader reads them."""
 _BARE = {"null": None, "unchanged-toast-datum": UNCHANGED_TOAST}
 
 
 def _read_tuples_fast(
     data: str, position: int
 ) -> tuple[dict[str, str | None], dict[str, str | None] | None] | None:
-    """The new row and the old key (or None) after the operation at ``position``, read by two
-    regular expressions rather than character by character (the extraction's hot loop); None
+    """The new row and the old key (or None) after the operation at ``position``, read by one
+    regular expression rather than character by character (the extraction's hot loop); None
     where the row is not plainly ``col[type]:value`` items (the careful reader decides).
     """
     has_old = data.startswith(" old-key:", position)
     if has_old:
         position += len(" old-key:")
-    if _ITEMS.fullmatch(data, position) is None:
-        return None
     tuples: list[dict[str, str | None]] = [{}]
-    for name, quoted, bare, stop in _ITEM_PARTS.findall(data, position):
+    for name, quoted, bare, stop, other in _ITEMS.findall(data, position):
+        if other:
+            return None
         if stop:
             tuples.append({})
             continue
