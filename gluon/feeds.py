@@ -391,9 +391,9 @@ class PgLogicalFeed:
         self, new: dict[str, str | None], old: dict[str, str | None] | None
     ) -> dict[str, str | None]:
         """``new`` with each large value the UPDATE left alone taken from the old row."""
-        missing = [name for name, value in new.items() if value == logical.UNCHANGED_TOAST]
-        if not missing:
+        if logical.UNCHANGED_TOAST not in new.values():
             return new
+        missing = [name for name, value in new.items() if value == logical.UNCHANGED_TOAST]
         if old is None or any(old.get(name) in (None, logical.UNCHANGED_TOAST) for name in missing):
             raise StateError(
                 f"an UPDATE of {self.state.table_key} left large values of {', '.join(missing)} "

@@ -89,11 +89,11 @@ def parse_change(data: str) -> DecodedChange | None:
     return DecodedChange(table, op, new)
 
 
-_NAME = r'"(?:[^"]|"")*"|[^".:\[ ]+'
+_NAME = r'"[^"]*(?:""[^"]*)*"|[^".:\[ ]+'
 _HEADER = re.compile(rf"table (?P<table>(?:{_NAME})(?:\.(?:{_NAME}))?): (?P<op>[^:]*):")
 _ITEMS = re.compile(
-    rf" (?:(?P<name>{_NAME})\[(?:[^\[\]\"]|\[\])*\]:"
-    r"(?:(?P<quoted>'(?:[^']|'')*')|(?P<bare>[^ ']*))|(?P<stop>new-tuple:))"
+    rf" (?:(?P<name>{_NAME})\[[^\[\]\"]*(?:\[\][^\[\]\"]*)*\]:"
+    r"(?:(?P<quoted>'[^']*(?:''[^']*)*')|(?P<bare>[^ ']*))|(?P<stop>new-tuple:))"
     r"|(?P<other>(?s:.))"
 )
 """A ``col[type]:value`` item, the `` new-tuple:`` between an old key and the new row, or any
