@@ -111,19 +111,18 @@ def _read_tuples_fast(
     has_old = data.startswith(" old-key:", position)
     if has_old:
         position += len(" old-key:")
-    tuples: list[dict[str, str | None]] = [{}]
+    values: dict[str, str | None] = {}
+    tuples = [values]
     for name, quoted, bare, stop, other in _ITEMS.findall(data, position):
         if other:
             return None
         if stop:
-            tuples.append({})
+            values = {}
+            tuples.append(values)
             continue
-        if name.startswith('"'):
+        if name[0] == '"':
             name = name[1:-1].replace('""', '"')
-        if quoted:
-            tuples[-1][name] = quoted[1:-1].replace("''", "'")
-        else:
-            tuples[-1][name] = _BARE.get(bare, bare)
+        values[name] = quoted[1:-1].replace("''", "'") if quoted else _BARE.get(bare, bare)
     if len(tuples) != (2 if has_old else 1):
         return None
     if has_old:
