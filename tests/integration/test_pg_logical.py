@@ -329,3 +329,24 @@ def test_a_crash_after_creating_the_slot_is_repaired_by_the_same_command(
     assert set(range(20000, 20010)) <= base
     assert inserted == {30000}
     assert lake_state(source.schema) == workload.source_rows()
+
+
+def test_another_table_without_a_replica_identity_does_not_stop_the_extraction(
+    source: Source, run_cli: Callable[..., Result]
+) -> None:
+    """The slot carries every table's changes: a DELETE on a table that logs no key (no
+    primary key, the default replica identity) is not ours to read, and must not fail ours."""
+    workload = workload_for(source, METHOD, SEED + 6)
+    workload.create()
+    enable(run_cli, source, METHOD)
+    with source.engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE app.unkeyed (id int, note text)"))
+        db.execute(sa.text("INSERT INTO app.unkeyed SELECT g, 'x' FROM generate_series(1, 5) g"))
+    workload.round(10)
+    with source.engine.begin() as db:
+        db.execute(sa.text("DELETE FROM app.unkeyed WHERE id <= 2"))
+        db.execute(sa.text("UPDATE app.unkeyed SET note = 'y'"))
+    workload.round(10)
+    extract(run_cli, source)
+    assert lake_state(source.schema) == workload.source_rows()
+    assert_no_duplicate_sequences(source)
