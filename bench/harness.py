@@ -44,6 +44,17 @@ class Proc:
     """What a ``bench.worker`` child reported (its ``BENCH_RESULT`` line)."""
 
 
+def runs_detail(side: str, best: Proc, in_process_s: float, runs: list[Proc]) -> dict[str, Any]:
+    """A figure's detail for one side's repeated runs: the fastest one's wall and in-process
+    seconds, the largest peak RSS and every run's seconds, keyed ``<side>_...``."""
+    return {
+        f"{side}_wall_s": best.seconds,
+        f"{side}_in_process_s": in_process_s,
+        f"{side}_peak_rss_mb": max(proc.peak_rss_mb for proc in runs),
+        f"{side}_runs_s": [proc.seconds for proc in runs],
+    }
+
+
 def run_process(
     argv: list[str],
     *,

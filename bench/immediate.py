@@ -25,7 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench import dataset
-from bench.harness import Figure, Proc, Results, Workspace, note, worker
+from bench.harness import Figure, Proc, Results, Workspace, note, runs_detail, worker
 from bench.items import ItemsLake
 from bench.scales import Scale
 
@@ -95,14 +95,8 @@ def _extraction(lake: ItemsLake, scratch: Path, count: int, scale: Scale, result
             higher_is_better=True,
             params={"changes": count, "repeats": scale.repeats},
             detail={
-                "gluon_wall_s": gluon.seconds,
-                "gluon_in_process_s": inner["seconds"],
-                "gluon_peak_rss_mb": max(proc.peak_rss_mb for proc, _ in gluons),
-                "gluon_runs_s": [proc.seconds for proc, _ in gluons],
-                "raw_wall_s": raw.seconds,
-                "raw_in_process_s": raw.result["seconds"],
-                "raw_peak_rss_mb": max(proc.peak_rss_mb for proc in raws),
-                "raw_runs_s": [proc.seconds for proc in raws],
+                **runs_detail("gluon", gluon, inner["seconds"], [p for p, _ in gluons]),
+                **runs_detail("raw", raw, raw.result["seconds"], raws),
             },
         )
     )

@@ -22,7 +22,7 @@ makes new changes after the slot's position, as a round of the changelog's does.
 from __future__ import annotations
 
 from bench import dataset
-from bench.harness import Figure, Proc, Results, Workspace, note
+from bench.harness import Figure, Proc, Results, Workspace, note, runs_detail
 from bench.items import ItemsLake
 from bench.scales import Scale
 
@@ -65,14 +65,18 @@ def run(workspace: Workspace, scale: Scale, results: Results) -> None:
                         "rows_per_transaction": TRANSACTION_ROWS,
                     },
                     detail={
-                        "pg_logical_wall_s": logical[0].seconds,
-                        "pg_logical_in_process_s": logical[1],
-                        "pg_logical_runs_s": [p.seconds for p, _ in runs["PG_LOGICAL"]],
-                        "pg_logical_peak_rss_mb": max(p.peak_rss_mb for p, _ in runs["PG_LOGICAL"]),
-                        "changelog_wall_s": changelog[0].seconds,
-                        "changelog_in_process_s": changelog[1],
-                        "changelog_runs_s": [p.seconds for p, _ in runs["CHANGELOG"]],
-                        "changelog_peak_rss_mb": max(p.peak_rss_mb for p, _ in runs["CHANGELOG"]),
+                        **runs_detail(
+                            "pg_logical",
+                            logical[0],
+                            logical[1],
+                            [p for p, _ in runs["PG_LOGICAL"]],
+                        ),
+                        **runs_detail(
+                            "changelog",
+                            changelog[0],
+                            changelog[1],
+                            [p for p, _ in runs["CHANGELOG"]],
+                        ),
                     },
                 )
             )
