@@ -77,11 +77,7 @@ class StagedBatch:
 
     def complete(self, stage_path: str) -> StagedBatch:
         """The same batch with every column (a merge needs them all)."""
-        from deltalake import DeltaTable
-
-        return StagedBatch(
-            self.version, DeltaTable(stage_path, version=self.version).to_pyarrow_table()
-        )
+        return StagedBatch(self.version, storage.read_delta(stage_path, self.version))
 
     @property
     def extraction_id(self) -> int:
@@ -91,14 +87,10 @@ class StagedBatch:
 def staged_batch(stage_path: str, columns: Sequence[str] | None = None) -> StagedBatch | None:
     """The batch the staging table holds, with only ``columns`` if given (None: no table, or
     an empty one)."""
-    from deltalake import DeltaTable
-
     version = storage.delta_version(stage_path)
     if version is None:
         return None
-    rows = DeltaTable(stage_path, version=version).to_pyarrow_table(
-        columns=None if columns is None else list(columns)
-    )
+    rows = storage.read_delta(stage_path, version, columns)
     if rows.num_rows == 0:
         return None
     return StagedBatch(version, rows)

@@ -10,6 +10,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from gluon.lake import storage
+
 
 @dataclass(frozen=True, slots=True)
 class PartitionStats:
@@ -89,7 +91,9 @@ def delta_stats(
     records = _values(actions, "num_records")
     if any(count is None for count in records):
         # Files without statistics: count the rows of every file by reading them.
-        records = _count_rows_per_file(table, [str(path) for path in _values(actions, "path")])
+        records = _count_rows_per_file(
+            location, version, [str(path) for path in _values(actions, "path")]
+        )
     sizes = _values(actions, "size_bytes")
     partitions: dict[str | None, list[int]] = {}
     if partition_column:
@@ -137,10 +141,10 @@ def _values(actions: Any, column: str) -> list[Any]:
     return list(actions.column(column).to_pylist()) if actions.num_rows else []
 
 
-def _count_rows_per_file(table: Any, paths: list[str]) -> list[int]:
+def _count_rows_per_file(location: str, version: int | None, paths: list[str]) -> list[int]:
     import pyarrow.dataset as ds
 
-    dataset = table.to_pyarrow_dataset()
+    dataset = storage.delta_dataset(location, version)
     counts = []
     for fragment_path in paths:
         fragments = [

@@ -34,7 +34,7 @@ from gluon.repo.incremental import (
 from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
-from gluon.status.compaction_status import compaction_status
+from gluon.status.compaction_status import compaction_status, deltalake_read
 from gluon.status.lag import TableLag, measure_lag, slot_backlog
 from gluon.status.model import (
     Backlog,
@@ -297,7 +297,7 @@ def _with_merges(
         merge_mode=MergeMode.IMMEDIATE.value,
         merged_versions=merges,
         read_back=(
-            f"deltalake.DeltaTable({record.base_path!r}, version=N).to_pyarrow_table() "
+            f"{deltalake_read(record.base_path, 'N')} "
             f"or polars.read_delta({record.base_path!r}, version=N) (versions older than "
             "the vacuum retention of the last compaction are gone)"
         ),

@@ -425,10 +425,13 @@ def test_finished_runs_carry_no_old_error_and_snapshots_say_how_to_read_them(
     command = delta["command"].split("  # ")[0]
     assert command.startswith("python -c ")
     code = shlex.split(command)[2]
-    read = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
-    )
-    assert read.returncode == 0, read.stderr
+    # Three times: a read through deltalake's pyarrow dataset aborted at exit 2 times in 3.
+    for _ in range(3):
+        read = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+        )
+        assert read.returncode == 0, read.stderr
+        assert read.stdout.startswith("pyarrow.Table"), read.stdout
     assert lake_state("main") == workload.expected
 
 

@@ -30,6 +30,7 @@ from typer.testing import Result
 
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
+from gluon.lake import storage
 from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
 
@@ -53,8 +54,7 @@ def _base_path(source: Source) -> str:
 
 def _base_table(path: str, version: int | None = None) -> dict[int, Row]:
     """The base table read with deltalake (no gluon), by key; a key twice fails."""
-    table = DeltaTable(path) if version is None else DeltaTable(path, version=version)
-    rows = [canonical(row) for row in table.to_pyarrow_table().to_pylist()]
+    rows = [canonical(row) for row in storage.read_delta(path, version).to_pylist()]
     keys = [row[0] for row in rows]
     assert len(keys) == len(set(keys)), "the base table holds a key twice"
     return {row[0]: row for row in rows}
