@@ -135,8 +135,12 @@ trigger, and with it the application's DML, fail. SQLite does not enforce types.
 ARRAY_DELETE_CHUNK = 100_000
 """Runs of sequence values per DELETE where the dialect binds arrays (see ``sequence_runs``)."""
 
-DELETE_CHUNK = 500
-"""Sequence values per DELETE statement (Oracle allows 1,000 items in an IN list)."""
+RUNS_PER_DELETE = 250
+"""Runs of sequence values per DELETE where each run is two bind parameters (SQLite, Oracle).
+
+The runs are OR-ed ``BETWEEN`` terms, and SQLite parses an OR chain as an expression at most
+1,000 levels deep (SQLITE_MAX_EXPR_DEPTH): 250 runs keep well under it, and 500 binds far
+under either database's bind limit (SQLite 32,766, Oracle 65,535)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -788,6 +792,21 @@ def _array_literal(values: Iterable[int]) -> str:
     return "{" + ",".join(map(str, values)) + "}"
 
 
+def _bound_runs_delete(
+    source: SourceDialect, changelog: SourceObjectRef, runs: Sequence[tuple[int, int]]
+) -> tuple[str, dict[str, Any]]:
+    """One DELETE of ``runs`` with two bind parameters per run, and its parameters."""
+    names = [(f"low_{index}", f"high_{index}") for index in range(len(runs))]
+    sql = source.render(
+        "delete_changes", schema=changelog.schema, table=changelog.name, runs=names
+    )
+    params: dict[str, Any] = {}
+    for (low_name, high_name), (low, high) in zip(names, runs, strict=True):
+        params[low_name] = low
+        params[high_name] = high
+    return sql, params
+
+
 def delete_changes(
     source: SourceDialect, objects: list[SourceObjectRef], seqs: Sequence[int]
 ) -> int:
@@ -806,6 +825,7 @@ def delete_changes(
     if changelog is None or not seqs:
         return 0
     statements: list[tuple[str, dict[str, Any]]] = []
+    runs = sequence_runs(seqs)
     if source.binds_arrays:
         # Runs of consecutive values, each one index range scan: a batch is usually a single
         # run, where one index lookup per value cost 3x more (ten batches of 100k from a 1M-row
@@ -816,7 +836,6 @@ def delete_changes(
             source.render("delete_changes", schema=changelog.schema, table=changelog.name)
         )
         statements.extend((statement, {}) for statement in setup)
-        runs = sequence_runs(seqs)
         for start in range(0, len(runs), ARRAY_DELETE_CHUNK):
             some_runs = runs[start : start + ARRAY_DELETE_CHUNK]
             statements.append(
@@ -829,14 +848,13 @@ def delete_changes(
                 )
             )
     else:
-        values = [int(seq) for seq in seqs]
-        for start in range(0, len(values), DELETE_CHUNK):
-            chunk = values[start : start + DELETE_CHUNK]
-            binds = [f"seq_{index}" for index in range(len(chunk))]
-            sql = source.render(
-                "delete_changes", schema=changelog.schema, table=changelog.name, binds=binds
+        # The same runs as bound pairs: one short statement for the usual one-run batch, where
+        # 500-value IN lists took 2,000 statements per 1M changes (SQLite: 1M of a 1M-row
+        # changelog 3.9 s -> 2.7 s, most of it SQLite's own b-tree work).
+        for start in range(0, len(runs), RUNS_PER_DELETE):
+            statements.append(
+                _bound_runs_delete(source, changelog, runs[start : start + RUNS_PER_DELETE])
             )
-            statements.append((sql, dict(zip(binds, chunk, strict=True))))
     return source.execute_in_transaction(
         statements, what=f"deleting extracted changes from {changelog.schema}.{changelog.name}"
     )

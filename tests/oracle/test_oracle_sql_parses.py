@@ -149,8 +149,12 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},
     },
     "delete_changes": {
-        "one": {"schema": "APP_H", "table": "ORDERS_LOG", "binds": ["seq_0"]},
-        "three": {"schema": "APP_H", "table": "ORDERS_LOG", "binds": ["seq_0", "seq_1", "seq_2"]},
+        "one run": {"schema": "APP_H", "table": "ORDERS_LOG", "runs": [("low_0", "high_0")]},
+        "three runs": {
+            "schema": "APP_H",
+            "table": "ORDERS_LOG",
+            "runs": [(f"low_{index}", f"high_{index}") for index in range(3)],
+        },
     },
     # Staging lake rows for patching (gluon.patching).
     "count_view_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},

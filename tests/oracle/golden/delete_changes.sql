@@ -1,7 +1,9 @@
--- case: one
+-- case: one run
 DELETE FROM APP_H.ORDERS_LOG
-WHERE gl_seq IN (:seq_0)
+WHERE gl_seq BETWEEN :low_0 AND :high_0
 
--- case: three
+-- case: three runs
 DELETE FROM APP_H.ORDERS_LOG
-WHERE gl_seq IN (:seq_0, :seq_1, :seq_2)
+WHERE gl_seq BETWEEN :low_0 AND :high_0
+   OR gl_seq BETWEEN :low_1 AND :high_1
+   OR gl_seq BETWEEN :low_2 AND :high_2
