@@ -797,9 +797,7 @@ def _bound_runs_delete(
 ) -> tuple[str, dict[str, Any]]:
     """One DELETE of ``runs`` with two bind parameters per run, and its parameters."""
     names = [(f"low_{index}", f"high_{index}") for index in range(len(runs))]
-    sql = source.render(
-        "delete_changes", schema=changelog.schema, table=changelog.name, runs=names
-    )
+    sql = source.render("delete_changes", schema=changelog.schema, table=changelog.name, runs=names)
     params: dict[str, Any] = {}
     for (low_name, high_name), (low, high) in zip(names, runs, strict=True):
         params[low_name] = low
