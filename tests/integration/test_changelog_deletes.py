@@ -1,4 +1,5 @@
-"""Changelog deletes on PostgreSQL use the changelog's key, whatever its statistics say.
+"""Changelog deletes use the changelog's key: on PostgreSQL whatever its statistics say, on
+SQLite one statement per batch, a range search of the key per run of ``gl_seq``.
 
 A changelog is emptied by every extraction and refilled by the application, so the
 planner's statistics are usually stale: analyzed while (nearly) empty, they claim a
@@ -10,16 +11,25 @@ reach its rows through the primary key.
 
 The plans come from the server (``auto_explain`` into the test cluster's log), for
 every statement the extraction runs.
+
+SQLite deleted in 500-value ``IN`` lists (2,000 statements per 1M changes); it now
+deletes by the runs PostgreSQL uses (``capture.sequence_runs``), bound as OR-ed
+``BETWEEN`` pairs: the statements the extraction sends are recorded and each one's
+``EXPLAIN QUERY PLAN`` must search the key by range, never scan the changelog.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import Source, enable, lake_rows
+from support.incremental import Source, enable, lake_rows, sqlite_source
 from support.postgres import PostgresServer
 from typer.testing import Result
 
@@ -102,3 +112,60 @@ def test_every_batch_delete_uses_the_changelog_key(
     with engine.connect() as db:
         assert db.execute(sa.text("SELECT count(*) FROM app_h.items_log")).scalar() == 0
     assert lake_rows("SELECT count(*) AS n FROM app.items") == [{"n": ROWS}]
+
+
+KEY_RANGE_SEARCH = re.compile(r"^SEARCH \S+ USING INTEGER PRIMARY KEY \(rowid>\? AND rowid<\?\)$")
+
+
+def test_sqlite_deletes_each_batch_in_one_statement_by_key_ranges(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    engine = source.engine
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE main.items (id integer PRIMARY KEY, v text NOT NULL)"))
+        db.execute(
+            sa.text("INSERT INTO main.items (id, v) VALUES (:id, 'a')"),
+            [{"id": key} for key in range(1, ROWS + 1)],
+        )
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    enable(run_cli, source, "CHANGELOG")
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE main.items SET v = 'b'"))
+        # Holes in gl_seq (as rolled-back changes leave): a batch is then several runs.
+        db.execute(sa.text("DELETE FROM main.main_h_items_log WHERE gl_seq % 1000 = 0"))
+        changes = db.execute(sa.text("SELECT count(*) FROM main.main_h_items_log")).scalar_one()
+    engine.dispose()
+
+    deletes: list[tuple[str, Any]] = []
+
+    def record(conn: sa.Connection, cursor: Any, statement: str, parameters: Any, *_: Any) -> None:
+        if statement.lstrip().startswith("DELETE FROM main.main_h_items_log"):
+            deletes.append((statement, parameters))
+
+    sa.event.listen(sa.Engine, "before_cursor_execute", record)
+    try:
+        result = run_cli(
+            "offload",
+            "-t",
+            source.table,
+            "-x",
+            "--incremental-run-extraction",
+            f"--incremental-batch-size={BATCH}",
+        )
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", record)
+    assert result.exit_code == 0, result.stderr
+
+    assert len(deletes) == math.ceil(changes / BATCH), f"{len(deletes)} DELETE statements"
+    with sqlite3.connect(tmp_path / "app.db") as db:
+        for statement, parameters in deletes:
+            plan = [row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+            searches = [step for step in plan if KEY_RANGE_SEARCH.match(step)]
+            scans = [step for step in plan if step.startswith("SCAN")]
+            assert searches and not scans, f"{statement[:200]}\n{plan}"
+        assert db.execute("SELECT count(*) FROM main_h_items_log").fetchone() == (0,)
+    assert lake_rows("SELECT count(*) AS n FROM main.items") == [{"n": ROWS}]
