@@ -24,6 +24,7 @@ import math
 import re
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -161,11 +162,12 @@ def test_sqlite_deletes_each_batch_in_one_statement_by_key_ranges(
     assert result.exit_code == 0, result.stderr
 
     assert len(deletes) == math.ceil(changes / BATCH), f"{len(deletes)} DELETE statements"
-    with sqlite3.connect(tmp_path / "app.db") as db:
+    with closing(sqlite3.connect(tmp_path / "app.db")) as source_db:
         for statement, parameters in deletes:
-            plan = [row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)]
+            explained = source_db.execute(f"EXPLAIN QUERY PLAN {statement}", parameters)
+            plan = [row[-1] for row in explained]
             searches = [step for step in plan if KEY_RANGE_SEARCH.match(step)]
             scans = [step for step in plan if step.startswith("SCAN")]
             assert searches and not scans, f"{statement[:200]}\n{plan}"
-        assert db.execute("SELECT count(*) FROM main_h_items_log").fetchone() == (0,)
+        assert source_db.execute("SELECT count(*) FROM main_h_items_log").fetchone() == (0,)
     assert lake_rows("SELECT count(*) AS n FROM main.items") == [{"n": ROWS}]
