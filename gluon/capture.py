@@ -775,11 +775,16 @@ def sequence_runs(seqs: Sequence[int]) -> list[tuple[int, int]]:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    unique = pc.unique(pa.array(seqs, pa.int64()))
-    values = unique.take(pc.array_sort_indices(unique))
+    values = pa.array(seqs, pa.int64())
     count = len(values)
     if count == 0:
         return []
+    if pc.any(pc.less_equal(values.slice(1), values.slice(0, count - 1))).as_py():
+        # Out of order or repeated. A batch read in gl_seq order is neither, and skips this
+        # pass (1M values: 0.39 s -> 0.15 s).
+        unique = pc.unique(values)
+        values = unique.take(pc.array_sort_indices(unique))
+        count = len(values)
     steps = pc.subtract(values.slice(1), values.slice(0, count - 1))
     ends = pc.indices_nonzero(pc.not_equal(steps, 1))  # a run ends where the next value skips
     lows = [values[0].as_py(), *values.take(pc.add(ends, 1)).to_pylist()]
