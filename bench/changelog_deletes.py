@@ -91,6 +91,7 @@ def time_delete(tree: Path, changelog: Path, scratch: Path, size: int) -> float:
     done = subprocess.run(
         [sys.executable, "-c", CHILD, str(copy), str(size)],
         env=env,
+        cwd=scratch,  # python -c puts its working directory first on sys.path, before the tree
         capture_output=True,
         text=True,
         check=True,
