@@ -852,8 +852,9 @@ def delete_changes(
             )
     else:
         # The same runs as bound pairs: one short statement for the usual one-run batch, where
-        # 500-value IN lists took 2,000 statements per 1M changes (SQLite: 1M of a 1M-row
-        # changelog 3.9 s -> 2.7 s, most of it SQLite's own b-tree work).
+        # 500-value IN lists took 2,000 statements per 1M changes, each rendered and parsed
+        # for its binds in Python (SQLite, 1M of a 1M-row changelog: 22 s -> 2.0 s, now
+        # mostly SQLite's own b-tree work; python -m bench.changelog_deletes).
         for start in range(0, len(runs), RUNS_PER_DELETE):
             statements.append(
                 _bound_runs_delete(source, changelog, runs[start : start + RUNS_PER_DELETE])
