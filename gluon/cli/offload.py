@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gluon.cli.actions import OffloadArguments, given_flags
-from gluon.cli.common import run_command, stderr, stdout
+from gluon.cli.common import run_command, say, stderr, stdout
 from gluon.cli.offload_actions import PROGRAM, dispatch, validate
 from gluon.cli.options import DebugOption, TableOption, VerboseOption
 from gluon.compact.options import (
@@ -372,17 +372,19 @@ def offload(
 
 
 def _render(result: Result, log_path: Path | None) -> None:
+    # An extraction's lines are plain (``say``): a no-op run, scheduled every few minutes,
+    # does not import rich (issue 14).
     if isinstance(result, ExtractionResult):
         ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
-        stdout.print(
+        say(
             f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
             f"{result.control_partition} in {result.seconds:.1f}s{ack}"
         )
         for line in result.screen.messages() if result.screen else ():
-            stderr.print(f"offload: warning: {result.table_key}: {line}", markup=False)
+            say(f"offload: warning: {result.table_key}: {line}", err=True)
     else:
         _render_other(result)
-    stdout.print(f"Log file: {log_path}")
+    say(f"Log file: {log_path}")
 
 
 def _render_other(
