@@ -18,14 +18,18 @@ import datetime as dt
 import decimal
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gluon.errors import StateError, UnsupportedError, UsageError
 from gluon.methods.base import OffloadUseCase
-from gluon.predicates import Compare, Predicate, parse_predicate
 from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema import Column, TableSpec
 from gluon.source.base import PartitionBound, SourceDialect
+
+if TYPE_CHECKING:
+    # The predicate language is parsed only when an offload or a schema change needs it:
+    # every command imports this module, a no-op extraction does not parse (issue 14).
+    from gluon.predicates import Predicate
 
 
 class OffloadType(StrEnum):
@@ -238,6 +242,8 @@ def plan_increment(
                     "those rows are already in the lake"
                 )
             text = f"column({column.name}) >= {lower} and {text}"
+    from gluon.predicates import parse_predicate
+
     predicate = parse_predicate(text)
     predicate.check_columns(spec.columns)
     return PlannedIncrement(kind, predicate, boundary, offload_type)
@@ -245,6 +251,8 @@ def plan_increment(
 
 def _parse_value(text: str) -> Any:
     """The comparable Python value of a typed predicate value such as ``date(2020-01-01)``."""
+    from gluon.predicates import Compare, parse_predicate
+
     root = parse_predicate(f"column(x) = {text}").root
     assert isinstance(root, Compare)
     return root.value
@@ -252,5 +260,7 @@ def _parse_value(text: str) -> Any:
 
 def previous_predicate(previous: list[OffloadIncrement]) -> Predicate | None:
     """Everything earlier increments covered, as one predicate."""
+    from gluon.predicates import parse_predicate
+
     done = [f"({i.predicate})" for i in previous if i.status == DONE]
     return parse_predicate(" or ".join(done)) if done else None

@@ -8,7 +8,8 @@
 #   when `python3 -m venv` cannot work.
 # - .venv in the repo root with the project installed editable and its runtime
 #   dependencies only: the Spark Connect client (pyspark-client, no JVM jars), the embedded
-#   Sail engine, deltalake, pyarrow, SQLAlchemy and the database drivers.
+#   Sail engine, deltalake, pyarrow, SQLAlchemy and the database drivers; gluon's modules
+#   compiled to bytecode.
 # With --test (what `bash scripts/test.sh` needs, on top):
 # - the `dev` extra (pytest, ruff, mypy, sqlfluff, hypothesis, import-linter, coverage);
 # - PostgreSQL server binaries (plus contrib, for pgbench) from Debian apt when no
@@ -152,5 +153,11 @@ else
     "${pip[@]}" install -e "$spec"
     touch "$target"
 fi
+
+# An editable install compiles none of gluon's own modules: each command would compile them
+# on the fly, and where PYTHONDONTWRITEBYTECODE is set (as in many containers) at every
+# start, about 0.15 s of CPU (issue 14). compileall only rewrites the stale ones (quick
+# when nothing changed; after a `git pull`, the modules that did).
+"$VENV/bin/python" -m compileall -q "$ROOT/gluon" >/dev/null
 
 log "done"

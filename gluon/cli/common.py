@@ -10,20 +10,60 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
 
 from gluon.config import Settings, load_settings
 from gluon.errors import ExitCode, GluonError
 from gluon.logs import RedactingFormatter, redact, start_command_log
 from gluon.progress import NullProgress, ProgressTask
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 T = TypeVar("T")
 
-stdout = Console(highlight=False, soft_wrap=True)
-stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class LazyConsole:
+    """A rich ``Console`` on stdout or stderr, made when first used.
+
+    Importing rich costs about 0.035 s of CPU at every start; a command that prints only
+    plain lines (``say``), such as a no-op extraction, does not pay it (issue 14).
+    """
+
+    def __init__(self, *, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    @property
+    def console(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+        return self._console
+
+    def print(self, *objects: Any, **options: Any) -> None:
+        self.console.print(*objects, **options)
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.console.is_terminal
+
+
+stdout = LazyConsole(stderr=False)
+stderr = LazyConsole(stderr=True)
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print one plain line without rich, as ``stdout.print(text, markup=False, emoji=False)``
+    would (no highlighting, no wrapping) but with the text as it is (rich expands tabs and
+    drops some control characters), and at no import cost."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(text + "\n")
+    stream.flush()
+
 
 # Until a command's log file is open, records go nowhere (not to Python's last-resort
 # handler, which would print an error a second time next to the one-line message).
@@ -38,6 +78,12 @@ class RichProgress:
 
     @contextmanager
     def _task(self, description: str, total: int | None) -> Iterator[ProgressTask]:
+        # Asked here, when there is work to show, not when the command starts: the question
+        # makes the console, and so imports rich.
+        if not stderr.is_terminal:
+            with NullProgress().task(description, total) as task:
+                yield task
+            return
         # Imported when a bar is shown (at a terminal, with work to do), not at every start.
         from rich.progress import (
             BarColumn,
@@ -55,7 +101,7 @@ class RichProgress:
             TimeElapsedColumn(),
             TimeRemainingColumn(),
         )
-        with Progress(*columns, console=stderr, transient=True) as bars:
+        with Progress(*columns, console=stderr.console, transient=True) as bars:
             task_id = bars.add_task(description, total=total)
 
             class _Task:
@@ -66,8 +112,9 @@ class RichProgress:
 
 
 def progress_for(quiet: bool) -> RichProgress | NullProgress:
-    """Bars for people at a terminal; nothing for scripts and cron."""
-    return RichProgress() if not quiet and stderr.is_terminal else NullProgress()
+    """Bars for people at a terminal; nothing for scripts and cron (``RichProgress`` checks
+    for the terminal when a task starts)."""
+    return NullProgress() if quiet else RichProgress()
 
 
 def _console_logging(verbose: bool) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from gluon.cli.common import run_command, stdout
+from gluon.cli.common import run_command, say
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
 from gluon.naming import TableRef
@@ -66,7 +66,7 @@ def display_incremental_status(
         verbose=verbose,
         debug=debug,
     )
-    stdout.print(text.rstrip("\n"), markup=False, emoji=False)
+    say(text.rstrip("\n"))  # plain: no rich to import (issue 14)
 
 
 def main() -> None:

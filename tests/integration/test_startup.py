@@ -1,8 +1,9 @@
 """Start-up (issue 14): commands load only what they use.
 
 * A no-op extraction and ``display_incremental_status`` start no lake engine and import
-  neither the compaction code nor Alembic (the repository is up to date), nor pyarrow,
-  numpy or pandas (about a third of the start-up before they were made lazy). Checked in a
+  neither the compaction code nor Alembic (the repository is up to date), nor the
+  predicate parser, nor rich (their lines are plain), nor pyarrow, numpy or pandas (about a third of the start-up before
+  they were made lazy). Checked in a
   fresh process, from ``sys.modules`` after the command: the test process itself has
   imported everything. An extraction with changes to ship does start the engine, so the
   check can tell the two apart.
@@ -27,7 +28,14 @@ from support.sql import read_statements
 import gluon
 
 ENGINE_MODULES = ("pyspark", "pysail")
-UNUSED_MODULES = ("gluon.compact.runner", "gluon.offload", "gluon.patching", "alembic")
+UNUSED_MODULES = (
+    "gluon.compact.runner",
+    "gluon.offload",
+    "gluon.patching",
+    "gluon.predicates",
+    "alembic",
+    "rich",
+)
 ARROW_MODULES = ("pyarrow", "numpy", "pandas")
 """Loaded only when rows are read or written (status reads Delta statistics through
 deltalake's own Arrow tables)."""
