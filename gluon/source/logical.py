@@ -158,15 +158,17 @@ def plain_values(data: str, pattern: re.Pattern[str]) -> tuple[str, list[str | N
     if match is None or _UNCHANGED_TOAST_TEXT in data:
         return None
     op, *raw = match.groups()
-    return op, [_unquote_value(value) for value in raw]
-
-
-def _unquote_value(raw: str | None) -> str | None:
-    if raw is None or raw == "null":
-        return None
-    if raw.startswith("'"):
-        return raw[1:-1].replace("''", "'")
-    return raw
+    return (
+        op,
+        [  # inline, not a function per value: this runs once per value extracted
+            None
+            if value is None or value == "null"
+            else value[1:-1].replace("''", "'")
+            if value[:1] == "'"
+            else value
+            for value in raw
+        ],
+    )
 
 
 def _read_name(data: str, position: int) -> tuple[str, int]:
