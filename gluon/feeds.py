@@ -348,8 +348,9 @@ class PgLogicalFeed:
         spec = self.record.spec()
         names = [column.name for column in spec.columns]
         keys = list(self.state.key_columns)
+        plain = logical.plain_row_pattern(label, names)
         out: list[list[str | None]] = []
-        pending: list[tuple[str, dict[str, str | None]]] = []
+        pending: list[tuple[str, list[str | None]]] = []
         last_commit: int | None = None
         ours = f"table {label}: "  # test_decoding's prefix of this table's change rows
         for lsn, _xid, data in rows:
@@ -361,13 +362,18 @@ class PgLogicalFeed:
                 if pending and self.oldest_change_at is None:
                     self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
                 for position, (op, values) in enumerate(pending):
-                    seq = logical_sequence(commit, position)
-                    out.append([values.get(name) for name in names] + [str(seq), op])
+                    values.append(str(logical_sequence(commit, position)))
+                    values.append(op)
+                    out.append(values)
                 pending = []
                 last_commit = commit
                 continue
             if not data.startswith(ours):
                 continue  # another table's change (which may not even log its key) or a message
+            read = logical.plain_values(data, plain)
+            if read is not None:
+                pending.append((_OPS[read[0]], read[1]))
+                continue
             try:
                 change = logical.parse_change(data)
             except logical.DecodingError as exc:
@@ -376,11 +382,16 @@ class PgLogicalFeed:
                 continue
             new = change.new
             if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
-                pending.append(("D", change.old))  # a key change: the old key goes
-                pending.append(("I", self._complete(new, change.old)))
+                pending.append(("D", [change.old.get(name) for name in names]))  # the old key goes
+                pending.append(("I", self._in_order(names, self._complete(new, change.old))))
                 continue
-            pending.append((_OPS[change.op], self._complete(new, change.old)))
+            completed = self._complete(new, change.old)
+            pending.append((_OPS[change.op], self._in_order(names, completed)))
         return out, last_commit
+
+    @staticmethod
+    def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:
+        return [values.get(name) for name in names]
 
     def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
         """``committed`` (the source's clock, naive UTC) on this host's clock."""

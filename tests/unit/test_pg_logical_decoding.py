@@ -185,6 +185,40 @@ def test_the_fast_reader_agrees_with_the_careful_one(
     assert fast == _parsed_or_refused(data)
 
 
+@pytest.mark.parametrize("data", TRICKY_ROWS)
+def test_the_plain_reader_agrees_with_the_careful_one_or_leaves_the_row_to_it(
+    data: str,
+) -> None:
+    careful = _parsed_or_refused(data)
+    if not isinstance(careful, DecodedChange):
+        table = data[len("table ") :].split(": ", 1)[0]
+        assert logical.plain_values(data, logical.plain_row_pattern(table, ["id"])) is None
+        return
+    names = [*careful.new, "not_logged"]
+    plain = logical.plain_values(data, logical.plain_row_pattern(careful.table, names))
+    if careful.old is not None or logical.UNCHANGED_TOAST in careful.new.values():
+        assert plain is None
+    elif plain is not None:
+        assert plain == (careful.op, [careful.new.get(name) for name in names])
+
+
+def test_the_plain_reader_reads_a_bench_row_and_a_key_only_delete() -> None:
+    names = ["id", "amount", "label", "at"]
+    pattern = logical.plain_row_pattern("bench.items", names)
+    row = (
+        "table bench.items: UPDATE: id[bigint]:1 amount[numeric]:1.37 label[text]:'it''s 1' "
+        "at[timestamp without time zone]:'2024-01-01 00:00:01'"
+    )
+    assert logical.plain_values(row, pattern) == (
+        "UPDATE",
+        ["1", "1.37", "it's 1", "2024-01-01 00:00:01"],
+    )
+    delete = "table bench.items: DELETE: id[bigint]:7"
+    assert logical.plain_values(delete, pattern) == ("DELETE", ["7", None, None, None])
+    other = "table bench.items_x: DELETE: id[bigint]:7"
+    assert logical.plain_values(other, pattern) is None
+
+
 def _parsed_or_refused(data: str) -> DecodedChange | str | None:
     try:
         return parse_change(data)
@@ -222,3 +256,6 @@ def test_random_rows_read_back_as_written(
     assert change is not None
     assert change.new == values
     assert change.old == (values if old else None)
+    names = [name for name, _, _ in rows]
+    plain = logical.plain_values(data, logical.plain_row_pattern("public.t", names))
+    assert plain == (None if old else ("UPDATE", [values[name] for name in names]))
