@@ -68,9 +68,10 @@ def append_changes(
     import pyarrow as pa
 
     count = changes.num_rows
+    # Filled in Arrow: a Python list of the value costs 20 ms per 100k rows.
     changes = changes.append_column(
-        "gl_extraction_id", pa.array([extraction_id] * count, pa.int64())
-    ).append_column(PARTITION_COLUMN, pa.array([partition] * count, pa.int32()))
+        "gl_extraction_id", pa.repeat(pa.scalar(extraction_id, pa.int64()), count)
+    ).append_column(PARTITION_COLUMN, pa.repeat(pa.scalar(partition, pa.int32()), count))
     frame = _changes_frame(session, delta_columns(columns), changes, skip)
     session.write(frame, location, mode="append", partition_by=[PARTITION_COLUMN])
 
