@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import math
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
@@ -447,6 +448,8 @@ def _shipped_before(
         return None
     seqs = changes.column("gl_seq")
     low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+    if low > _highest_ever_shipped(feed, state):
+        return None  # the usual case after a table's first batch, proved without the engine
     batch = BatchRange(state.delta_table, low, high, state.view_min_partition)
     runs = shipped_by_run(session, batch, seqs.combine_chunks())
     if not runs:
@@ -463,6 +466,22 @@ def _shipped_before(
             f"Restart the sequence above {state.shipped_seq or last} and {REBUILD_HINT}"
         )
     return _Resent(batch, changes.num_rows - sum(run.changes for run in runs))
+
+
+def _highest_ever_shipped(feed: ChangeFeed, state: IncrementalState) -> int | float:
+    """An upper bound of the ``gl_seq`` of every change in the delta table (infinity: none
+    known).
+
+    Every write of changes to the delta table raises the repository's ``shipped_seq`` to
+    the batch's highest ``gl_seq`` first (``feed.shipping``), and nothing lowers it, so no
+    change above it can be in the lake. Read again for each batch: a lost commit race
+    retries a batch whose first commit may have landed, and its ``shipping`` raised the
+    value. None, for an enablement that never shipped or a repository from before the
+    column, proves nothing.
+    """
+    current = feed.repo.incremental.get_state(state.table_key)
+    shipped = None if current is None else current.shipped_seq
+    return math.inf if shipped is None else shipped
 
 
 def extraction_plan(

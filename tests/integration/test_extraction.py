@@ -12,6 +12,7 @@ import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -253,3 +254,38 @@ def test_noop_extraction_starts_no_engine(
     assert last[1] == "False", "a no-op extraction imported pyspark, pysail or deltalake"
     assert last[3] == "0", done.stderr
     assert "Extracted 0 changes" in done.stdout
+
+
+def test_engine_checks_a_batch_for_shipped_changes_only_when_some_may_be_in_the_lake(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Above the highest gl_seq the repository says was ever shipped, no change can be in
+    the lake: the engine is not asked. A fresh enablement proves nothing, so its first batch
+    is checked (a crash re-run is covered by the tests above)."""
+    source = Source("sqlite", f"sqlite:///{tmp_path / 'app.db'}", "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG")
+    from gluon.lake.changes import shipped_by_run
+
+    checked: list[int] = []
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        checked.append(1)
+        return shipped_by_run(*args, **kwargs)
+
+    monkeypatch.setattr("gluon.extract.shipped_by_run", counting)
+    args = ("-t", "main.items", "-x", "--incremental-run-extraction", "--incremental-batch-size=3")
+    for expected_checks in (1, 0):
+        checked.clear()
+        workload.round(12)
+        result = run_cli("offload", *args)
+        assert result.exit_code == 0, result.stderr
+        runs = Repository(load_settings().repo_url).incremental.extraction_runs("MAIN.ITEMS")
+        assert (runs[0].rows_read or 0) > 6  # several batches
+        assert len(checked) == expected_checks
+        assert lake_state("main") == workload.expected

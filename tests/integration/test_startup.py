@@ -2,9 +2,9 @@
 
 * A no-op extraction and ``display_incremental_status`` start no lake engine and import
   neither the compaction code nor Alembic (the repository is up to date), nor the
-  predicate parser, nor rich (their lines are plain), nor pyarrow, numpy or pandas (about a third of the start-up before
-  they were made lazy). Checked in a
-  fresh process, from ``sys.modules`` after the command: the test process itself has
+  predicate parser, nor rich (their lines are plain), nor pyarrow, numpy or pandas
+  (about a third of the start-up before they were made lazy). Checked in a fresh
+  process, from ``sys.modules`` after the command: the test process itself has
   imported everything. An extraction with changes to ship does start the engine, so the
   check can tell the two apart.
 * ``gluon query`` registers only the tables its statement names, seen in the statements
