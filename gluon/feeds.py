@@ -382,7 +382,7 @@ class PgLogicalFeed:
                 continue
             new = change.new
             if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
-                pending.append(("D", [change.old.get(name) for name in names]))  # the old key goes
+                pending.append(("D", self._in_order(names, change.old)))  # the old key goes
                 pending.append(("I", self._in_order(names, self._complete(new, change.old))))
                 continue
             completed = self._complete(new, change.old)

@@ -14,7 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-UNCHANGED_TOAST = "\x00unchanged-toast-datum"
+_UNCHANGED_TOAST_TEXT = "unchanged-toast-datum"
+UNCHANGED_TOAST = "\x00" + _UNCHANGED_TOAST_TEXT
 """The value of a large column an UPDATE left alone: not in the WAL, test_decoding prints
 ``unchanged-toast-datum`` bare. The NUL makes it no text PostgreSQL can hold."""
 
@@ -91,15 +92,18 @@ def parse_change(data: str) -> DecodedChange | None:
 
 
 _NAME = r'"[^"]*(?:""[^"]*)*"|[^".:\[ ]+'
+_TYPE = r'\[[^\[\]"]*(?:\[\][^\[\]"]*)*\]'
+_QUOTED = r"'[^']*(?:''[^']*)*'"
+_BARE_TOKEN = r"[^ ']*"
 _HEADER = re.compile(rf"table (?P<table>(?:{_NAME})(?:\.(?:{_NAME}))?): (?P<op>[^:]*):")
 _ITEMS = re.compile(
-    rf" (?:(?P<name>{_NAME})\[[^\[\]\"]*(?:\[\][^\[\]\"]*)*\]:"
-    r"(?:(?P<quoted>'[^']*(?:''[^']*)*')|(?P<bare>[^ ']*))|(?P<stop>new-tuple:))"
+    rf" (?:(?P<name>{_NAME}){_TYPE}:"
+    rf"(?:(?P<quoted>{_QUOTED})|(?P<bare>{_BARE_TOKEN}))|(?P<stop>new-tuple:))"
     r"|(?P<other>(?s:.))"
 )
 """A ``col[type]:value`` item, the `` new-tuple:`` between an old key and the new row, or any
 other character: one match after another from the start, as the careful reader reads them."""
-_BARE = {"null": None, "unchanged-toast-datum": UNCHANGED_TOAST}
+_BARE = {"null": None, _UNCHANGED_TOAST_TEXT: UNCHANGED_TOAST}
 
 
 def _read_tuples_fast(
@@ -131,9 +135,7 @@ def _read_tuples_fast(
     return tuples[0], None
 
 
-_TYPE = r'\[[^\[\]"]*(?:\[\][^\[\]"]*)*\]'
-_RAW_VALUE = r"('[^']*(?:''[^']*)*'|[^ ']*)"
-_UNCHANGED_TOAST_TEXT = "unchanged-toast-datum"
+_RAW_VALUE = f"({_QUOTED}|{_BARE_TOKEN})"
 
 
 def plain_row_pattern(label: str, columns: Sequence[str]) -> re.Pattern[str]:
@@ -243,7 +245,7 @@ def _read_value(data: str, position: int) -> tuple[str | None, int]:
     token = data[position:end]
     if token == "null":
         return None, end
-    if token == "unchanged-toast-datum":
+    if token == _UNCHANGED_TOAST_TEXT:
         return UNCHANGED_TOAST, end
     return token, end
 
