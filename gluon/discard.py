@@ -23,17 +23,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.feeds import FEEDS, PgLogicalFeed, capture_objects
+from gluon.feeds import FEEDS
 from gluon.lake import merge, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ChangeReader
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
@@ -96,20 +94,11 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     record, state = _enabled(repo, key)
     source = sources.connect_configured(settings)
     source.check_connection()
-    objects = capture_objects(state)
-    reader = get_method(state.method).change_reader
-    rowscn = reader is ChangeReader.ORA_ROWSCN
-    slot = PgLogicalFeed(source, record, state, repo) if reader is ChangeReader.PG_LOGICAL else None
+    feed = FEEDS[get_method(state.method).change_reader](source, record, state, repo)
     result = DiscardResult(
         key,
         execute,
-        changelog_changes=(
-            None
-            if rowscn
-            else slot.backlog()[0]
-            if slot
-            else capture.count_changes(source, objects)
-        ),
+        changelog_changes=feed.backlog(),
         lake_changes=_lake_changes(record, state),
     )
     immediate = _immediate(state)
@@ -119,15 +108,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
             f"discard the {result.lake_changes} changes of staged batch {unmerged.version}, "
             f"not merged into the base table (empty staging table {state.delta_table})"
         )
-    if rowscn:
-        result.steps.append("skip the row changes made since the last extraction (ORA_ROWSCN)")
-    elif slot:
-        result.steps.append(
-            f"confirm the {result.changelog_changes} changes replication slot "
-            f"{slot.slot.name} keeps, without shipping them (the slot advances past them)"
-        )
-    else:
-        result.steps.append(f"delete {result.changelog_changes} changes from the changelog")
+    result.steps.append(feed.discard_step(result.changelog_changes))
     if not immediate:
         result.steps.append(
             f"delete {result.lake_changes} changes from delta table {state.delta_table} "
@@ -142,17 +123,10 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
             # Through deltalake, no engine to start; first, so a crash after it leaves the
             # batch's changes in the changelog, where a re-run of the discard finds them.
             merge.empty_staging(state.delta_path)
-        if rowscn:
-            position = FEEDS[ChangeReader.ORA_ROWSCN].initial_position(source)
-            repo.incremental.update_state(key, last_scn=position)
-        elif slot:
-            # Exactly the transactions peeked: one committed meanwhile stays in the slot.
-            result.changelog_changes = PgLogicalFeed(source, record, state, repo).discard()
-        else:
-            pending = capture.read_changes(source, record.spec(), objects, limit=None)
-            seqs = pending.column("gl_seq").to_pylist()
-            capture.delete_changes(source, objects, seqs)
-            result.changelog_changes = len(seqs)
+        # The feed as of the state read under the locks; a slot keeps a transaction
+        # committed after its peek, a changelog a row written after its read.
+        feed = FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+        result.changelog_changes = feed.discard()
         if result.lake_changes and not immediate:
             with open_session(settings) as session:
                 tables.register_table(session, state.delta_table, state.delta_path)
@@ -167,9 +141,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     from_changelog = (
         "the changes made since the last extraction"
         if result.changelog_changes is None
-        else f"{result.changelog_changes} changes from the replication slot"
-        if slot
-        else f"{result.changelog_changes} changes from the changelog"
+        else f"{result.changelog_changes} changes from {feed.waits_in}"
     )
     if immediate:
         result.message = (

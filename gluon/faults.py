@@ -72,7 +72,7 @@ def _around(prefix: str, names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 FAULT_POINTS: tuple[str, ...] = (
-    # extraction (gluon/extract.py, gluon/feeds.py)
+    # extraction (gluon/extract.py, gluon/feeds/)
     "extract.before_delta_commit",
     "extract.after_delta_commit",
     # merge mode IMMEDIATE (gluon/extract.py): the batch staged, the merge into the base table
@@ -81,7 +81,7 @@ FAULT_POINTS: tuple[str, ...] = (
     "extract.after_merge_commit",
     "extract.before_changelog_delete",
     "extract.after_changelog_delete",
-    # PG_LOGICAL (gluon/feeds.py): the slot confirms what the lake holds
+    # PG_LOGICAL (gluon/feeds/pg_logical.py): the slot confirms what the lake holds
     "extract.before_slot_advance",
     "extract.after_slot_advance",
     "extract.before_repository_update",

@@ -690,8 +690,7 @@ def _slot_backlog(
     would lose them, as dropping a changelog would."""
     if not any(item.kind is SourceObject.REPLICATION_SLOT for item in droppable):
         return 0
-    feed = PgLogicalFeed(source, record, state, repo)
-    return feed.backlog()[0]
+    return PgLogicalFeed(source, record, state, repo).backlog() or 0
 
 
 def _disable_incremental(

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from gluon.capture import check_logical_decoding
 from gluon.errors import SourceError, StateError, UnsupportedError
-from gluon.feeds import POSITION_BITS, format_lsn, logical_sequence, parse_lsn, peek_slot
+from gluon.feeds.pg_logical import POSITION_BITS, format_lsn, logical_sequence, parse_lsn, peek_slot
 from gluon.schema import Column, TableSpec
 from gluon.source import logical
 from gluon.source.logical import (

@@ -1,0 +1,31 @@
+"""Change feeds: where an extraction reads changes, and how it marks them shipped.
+
+One feed per ``ChangeReader`` of the method registry (``FEEDS``), each in its own module:
+``changelog`` (the changelog methods), ``rowscn`` (ORA_ROWSCN) and ``pg_logical``
+(PG_LOGICAL); ``base`` holds the protocol they share.
+"""
+
+from __future__ import annotations
+
+from gluon.feeds.base import REBUILD_HINT, ChangeFeed, capture_objects, object_records
+from gluon.feeds.changelog import ChangelogFeed
+from gluon.feeds.pg_logical import PgLogicalFeed
+from gluon.feeds.rowscn import RowscnFeed
+from gluon.methods.base import ChangeReader
+
+FEEDS: dict[ChangeReader, type[ChangelogFeed] | type[RowscnFeed] | type[PgLogicalFeed]] = {
+    ChangeReader.CHANGELOG: ChangelogFeed,
+    ChangeReader.ORA_ROWSCN: RowscnFeed,
+    ChangeReader.PG_LOGICAL: PgLogicalFeed,
+}
+
+__all__ = [
+    "FEEDS",
+    "REBUILD_HINT",
+    "ChangeFeed",
+    "ChangelogFeed",
+    "PgLogicalFeed",
+    "RowscnFeed",
+    "capture_objects",
+    "object_records",
+]

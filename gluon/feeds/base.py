@@ -1,0 +1,93 @@
+"""What every change feed shares: the protocol an extraction drives, and the capture
+objects a table's incremental state records."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from gluon import capture
+from gluon.methods.base import SourceObject
+from gluon.repo import Repository
+from gluon.repo.incremental import IncrementalState, SourceObjectRecord
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+def capture_objects(state: IncrementalState) -> list[capture.SourceObjectRef]:
+    """The source objects recorded for ``state``, as ``gluon.capture`` takes them."""
+    return [
+        capture.SourceObjectRef(
+            kind=SourceObject(item.kind),
+            schema=item.schema,
+            name=item.name,
+            object_type=item.object_type,
+        )
+        for item in state.source_objects
+    ]
+
+
+def object_records(objects: list[capture.SourceObjectRef]) -> tuple[SourceObjectRecord, ...]:
+    """``objects`` as the repository stores them."""
+    return tuple(
+        SourceObjectRecord(
+            kind=item.kind.value, schema=item.schema, name=item.name, object_type=item.object_type
+        )
+        for item in objects
+    )
+
+
+REBUILD_HINT = (
+    "rebuild the lake copy from the table (docs/operations.md, 'Changelog sequence reset')"
+)
+"""The way out once changes cannot be ordered: start the lake copy again from the table."""
+
+
+class ChangeFeed(Protocol):
+    """Where an extraction reads changes from, and how it marks them done."""
+
+    repo: Repository
+    sequences_are_unique: bool
+    """Each change has its own ``gl_seq`` (so a re-shipped change can be recognised)."""
+    marks_shipped: ClassVar[str]
+    """How ``done`` marks changes shipped, in the words of an extraction's plan."""
+    waits_in: ClassVar[str]
+    """Where changes wait to be read, in a message's words."""
+    oldest_change_at: dt.datetime | None
+    """When the oldest change read so far was captured, on this host's clock, if reading
+    tells (a slot's COMMIT does); None: the extraction asks the capture objects."""
+
+    def verify(self) -> None:
+        """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
+        ...
+
+    def pending(self) -> int | None:
+        """Changes waiting (None: unknown without reading them)."""
+        ...
+
+    def read(self, limit: int) -> pa.Table:
+        """Up to ``limit`` changes, lowest ``gl_seq`` first (empty: nothing left)."""
+        ...
+
+    def shipping(self, changes: pa.Table) -> None:
+        """Record that ``changes`` are about to be committed to the lake."""
+        ...
+
+    def done(self, changes: pa.Table) -> None:
+        """Mark ``changes`` as shipped (called after their Delta commit)."""
+        ...
+
+    def backlog(self) -> int | None:
+        """Changes waiting in the source now, which a discard or a disable would drop (None:
+        the feed keeps none, it reads the table itself). Exact, however long it takes."""
+        ...
+
+    def discard_step(self, count: int | None) -> str:
+        """What :meth:`discard` does, for a plan, given ``count`` from :meth:`backlog`."""
+        ...
+
+    def discard(self) -> int | None:
+        """Drop every change waiting without shipping it; how many were dropped (None: none
+        kept, see :meth:`backlog`)."""
+        ...
