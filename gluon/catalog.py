@@ -216,7 +216,8 @@ def unavailable_error(session: LakeSession, statement: str) -> LakeError | None:
 def lake_session(
     settings: Settings, repo: Repository | None = None, *, named_in: str | None = None
 ) -> Iterator[LakeSession]:
-    """A lake session with every gluon view registered (the Python API for querying).
+    """A lake session with every gluon view registered (the Python API for querying), its
+    joins tuned for reads (:func:`tune_for_reads`).
 
     ``repo``: the command's repository, if it has one open (else the session opens it).
     ``named_in``: a statement; only the tables it may name are registered.
