@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gluon.config import Settings
+from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
 from gluon.lake import sql, storage, tables
 from gluon.lake.changes import view_sql
@@ -33,6 +33,39 @@ _NAME_PART = r"`(?:[^`]|``)*`|\w+"
 NAME_CHAIN = re.compile(rf"(?:{_NAME_PART})(?:\s*\.\s*(?:{_NAME_PART}))*")
 """A dotted Spark SQL name (``a.b``, ``a . `b c```), each part bare or back-quoted."""
 NAME_PART = re.compile(rf"{_NAME_PART}")
+
+
+READ_JOIN_OPTIONS: dict[str, int] = {
+    "datafusion.optimizer.hash_join_single_partition_threshold": 64 * 1024 * 1024,
+    "datafusion.optimizer.hash_join_single_partition_threshold_rows": 4 * 1024 * 1024,
+}
+"""The embedded engine's limits (bytes, rows: estimated from Delta statistics) under which
+a hash join builds one table from its smaller side and probes it from every partition,
+instead of hash-repartitioning both sides (DataFusion's defaults: 1 MiB, 128Ki rows).
+
+A merge view's anti-joins build on the changes and probe the base: past 1 MiB of keys
+(131k changes of a bigint key) the engine repartitioned every base row. Measured on a
+5M-row base with 500k changes (2 cores, loaded): COUNT(*) CPU 0.50-0.57 s -> 0.43-0.49 s
+and wall 0.60-0.73 -> 0.47-0.51 s, SUM 0.62 -> 0.51-0.55 s CPU, one partition 0.11 ->
+0.09 s CPU; results identical. Memory is the same (both modes hold the whole build side).
+"""
+
+
+def tune_for_reads(session: LakeSession) -> None:
+    """Let a read session's joins build from the smaller side (:data:`READ_JOIN_OPTIONS`).
+
+    The embedded engine only: Sail applies ``datafusion.*`` options given by ``SET`` (not by
+    the session's Spark configuration), for this session alone; Spark would store them as
+    unknown keys. Sent past :meth:`LakeSession.sql`: an engine option, outside gluon's
+    portable subset. A rejected option only costs speed, so it is logged, not raised.
+    """
+    if session.settings.engine != EngineKind.SAIL:
+        return
+    for key, value in READ_JOIN_OPTIONS.items():
+        try:
+            session.spark.sql(sql.set_option(key, value)).collect()
+        except Exception as exc:
+            log.info("the lake engine did not take %s: %s", key, first_line(exc))
 
 
 def internal_view_name(record: OffloadedTable, generation: int) -> str:
@@ -183,7 +216,8 @@ def unavailable_error(session: LakeSession, statement: str) -> LakeError | None:
 def lake_session(
     settings: Settings, repo: Repository | None = None, *, named_in: str | None = None
 ) -> Iterator[LakeSession]:
-    """A lake session with every gluon view registered (the Python API for querying).
+    """A lake session with every gluon view registered (the Python API for querying), its
+    joins tuned for reads (:func:`tune_for_reads`).
 
     ``repo``: the command's repository, if it has one open (else the session opens it).
     ``named_in``: a statement; only the tables it may name are registered.
@@ -191,5 +225,6 @@ def lake_session(
     if repo is None:
         repo = Repository(settings.repo_url)
     with open_session(settings) as session:
+        tune_for_reads(session)
         register_all(session, repo, named_in=named_in)
         yield session

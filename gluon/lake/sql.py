@@ -318,6 +318,11 @@ def changes_since(delta_table: str, min_partition: int, where: str) -> str:
 # --- statements ----------------------------------------------------------------------------
 
 
+def set_option(key: str, value: int | str) -> str:
+    """``SET key=value``: one session option (the embedded engine takes its own there)."""
+    return f"SET {key}={value}"
+
+
 def create_schema(schema: str) -> str:
     return f"CREATE SCHEMA IF NOT EXISTS {quote(schema)}"
 

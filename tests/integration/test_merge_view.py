@@ -4,8 +4,9 @@ Rows: a base table and a delta table written as Delta tables, merged by
 :func:`gluon.lake.sql.merged_rows` and compared with the latest state computed here
 (NULL keys, several changes per key, a delete then a re-insert, keys sharing one
 ``gl_seq`` as ORA_ROWSCN's do, changes outside the partitions read). Plan: the latest
-change per key is found without a window over every change, and a filter on the key
-reaches every scan (a point lookup reads only the files that may hold the key).
+change per key is found without a window over every change, a filter on the key
+reaches every scan (a point lookup reads only the files that may hold the key), and a
+read session probes the base against one table of the changes, not a repartitioned one.
 """
 
 from __future__ import annotations
@@ -16,9 +17,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from gluon.config import load_settings
+from gluon.catalog import lake_session
+from gluon.config import EngineKind, load_settings
 from gluon.lake import sql
 from gluon.lake.session import LakeSession, open_session
+from gluon.repo import Repository
 
 COLUMNS = ["k1", "k2", "v"]
 KEYS = ["k1", "k2"]
@@ -131,3 +134,47 @@ def test_the_latest_change_takes_an_anti_join_not_an_aggregate(tmp_path: Path) -
     assert len(joins) == 2 and all("RightAnti" in join or "LeftAnti" in join for join in joins), (
         plan
     )
+
+
+@pytest.mark.usefixtures("offload_home")
+def test_a_read_session_probes_every_base_row_against_one_table_of_the_changes(
+    tmp_path: Path,
+) -> None:
+    """Past DataFusion's default 1 MiB build side (131k bigint keys), the engine hash-
+    repartitioned every base row to probe the changes; a read session (``lake_session``)
+    builds one table of the changes and probes it where the base rows are read."""
+    settings = load_settings()
+    if settings.engine != EngineKind.SAIL:
+        pytest.skip("the join options are the embedded engine's")
+    changes, rows = 200_000, 400_000
+    key = pa.array(range(rows), pa.int64())
+    base_rows = pa.table({"k1": key, "k2": pa.repeat(pa.scalar("a"), rows), "v": key})
+    delta_rows = base_rows.slice(0, changes).append_column(
+        "gl_seq", pa.array(range(changes), pa.int64())
+    )
+    for name, value in [("gl_op", "U"), ("gl_control_partition", 1), ("gl_extraction_id", 1)]:
+        column = pa.repeat(
+            pa.scalar(value, pa.string() if name == "gl_op" else pa.int64()), changes
+        )
+        delta_rows = delta_rows.append_column(name, column)
+    with lake_session(settings, Repository(settings.repo_url, create=True)) as session:
+        relations = []
+        for name, table, by in [
+            ("base", base_rows, ()),
+            ("delta", delta_rows, ("gl_control_partition",)),
+        ]:
+            location = tmp_path / name
+            session.write(
+                session.spark.createDataFrame(table),
+                str(location),
+                mode="overwrite",
+                partition_by=by,
+            )
+            relations.append(f"delta.`{location}`")
+        explained = session.spark.sql(
+            f"EXPLAIN SELECT COUNT(*) FROM ({_merged(*relations)})"
+        ).collect()
+    plan = "\n".join(str(row[0]) for row in explained)
+    joins = [line for line in plan.splitlines() if "HashJoinExec" in line]
+    assert len(joins) == 2 and all("mode=CollectLeft" in join for join in joins), plan
+    assert "RepartitionExec: partitioning=Hash" not in plan, plan
