@@ -154,7 +154,7 @@ class ChangelogFeed:
         self.repo.incremental.record_shipping(self.state.table_key, int(highest))
 
     def done(self, changes: pa.Table) -> None:
-        seqs = changes.column("gl_seq").to_pylist()
+        seqs = changes.column("gl_seq")  # the Arrow column: the delete's runs are computed in it
         fault_point("extract.before_changelog_delete")
         capture.delete_changes(self.source, capture_objects(self.state), seqs)
         fault_point("extract.after_changelog_delete")
