@@ -74,7 +74,7 @@ class ChangelogFeed:
         self.repo.incremental.record_shipping(self.state.table_key, int(highest))
 
     def done(self, changes: pa.Table) -> None:
-        seqs = changes.column("gl_seq").to_pylist()
+        seqs = changes.column("gl_seq")  # the Arrow column: the delete's runs are computed in it
         fault_point("extract.before_changelog_delete")
         capture.delete_changes(self.source, capture_objects(self.state), seqs)
         fault_point("extract.after_changelog_delete")
@@ -88,6 +88,5 @@ class ChangelogFeed:
     def discard(self) -> int | None:
         objects = capture_objects(self.state)
         waiting = capture.read_changes(self.source, self.record.spec(), objects, limit=None)
-        seqs = waiting.column("gl_seq").to_pylist()
-        capture.delete_changes(self.source, objects, seqs)
-        return len(seqs)
+        capture.delete_changes(self.source, objects, waiting.column("gl_seq"))
+        return int(waiting.num_rows)

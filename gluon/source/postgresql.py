@@ -94,6 +94,12 @@ _LITERAL = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*(?:,|$)")
 _SNAPSHOT_NAME = re.compile(r"^[0-9A-F]+(-[0-9A-F]+)+$", re.I)
 
 
+def _is_integer(value: object) -> bool:
+    """An int that renders as its digits alone, safe anywhere a bind stood: not a bool (an
+    int that renders as a word), not negative (``-:x`` would render as a ``--`` comment)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _literals(text: str) -> list[str | None]:
     """``'a', 10, MINVALUE`` -> ``["a", "10", None]`` (None: unbounded)."""
     values: list[str | None] = []
@@ -161,13 +167,19 @@ class PostgreSQLSource(SourceDialect):
     def arrow_batches(
         self, spec: TableSpec, statement: sa.TextClause, params: dict[str, Any]
     ) -> Iterator[pa.RecordBatch]:
-        # ``:name`` binds become ``$n`` parameters, except strings: ADBC binds a str as
-        # ``text``, which PostgreSQL will not compare with a uuid, enum or inet column (psycopg
-        # sends it untyped). A quoted literal is untyped like psycopg's parameter; SQLAlchemy
-        # quotes it for standard_conforming_strings, which the connection sets.
+        # ``:name`` binds become ``$n`` parameters, except strings and integers. ADBC binds a
+        # str as ``text``, which PostgreSQL will not compare with a uuid, enum or inet column
+        # (psycopg sends it untyped). A quoted literal is untyped like psycopg's parameter;
+        # SQLAlchemy quotes it for standard_conforming_strings, which the connection sets.
+        # A query without parameters streams through COPY; with any, ADBC runs it with
+        # PQexecPrepared and holds the whole result in libpq before the first batch (a
+        # changelog batch's LIMIT: 0.2-0.3 s more per 100k rows). A non-negative integer's
+        # digits are exact as a literal.
         binds = [
             sa.bindparam(name, value, type_=sa.String(), literal_execute=True)
             if isinstance(value, str)
+            else sa.bindparam(name, value, type_=sa.BigInteger(), literal_execute=True)
+            if _is_integer(value)
             else sa.bindparam(name, value, type_=sa.types.NULLTYPE)
             for name, value in params.items()
             if name in statement._bindparams

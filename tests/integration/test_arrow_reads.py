@@ -2,7 +2,8 @@
 
 The type round trips are in test_offload_postgres.py; these tests pin what the
 Arrow path adds: no value passes through a Python converter, bind values travel
-as parameters (``:name`` compiled to ``$n``), the driver's batches are re-cut to
+as parameters (``:name`` compiled to ``$n``; strings and non-negative integers as
+literals), the driver's batches are re-cut to
 the caller's row count, and the ADBC connection carries the source timeouts.
 """
 
@@ -92,6 +93,37 @@ def test_postgres_bind_values_travel_as_parameters(items_url: str) -> None:
     ids = sorted(pa.Table.from_batches(batches, schema=ITEMS.arrow_schema)["id"].to_pylist())
     assert ids == [2410, 9000]
     assert source.count_matching(ITEMS, where, params) == 2
+
+
+def test_postgres_integer_binds_leave_the_read_on_copy(
+    items_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADBC streams a query without parameters through COPY; with any, it runs it prepared and
+    holds the whole result before the first batch. A changelog batch binds only integers
+    (its LIMIT): they go as literals, so the read sends no parameter at all."""
+    from gluon.source.postgresql import PostgreSQLSource
+
+    sent: list[tuple[str, list[object]]] = []
+    stream = PostgreSQLSource._stream
+
+    def spy(self: PostgreSQLSource, spec: TableSpec, sql: str, values: list[object]) -> object:
+        sent.append((sql, values))
+        return stream(self, spec, sql, values)
+
+    monkeypatch.setattr(PostgreSQLSource, "_stream", spy)
+    source = sources.connect(items_url)
+    where = "id > :above AND id <= :below AND label <> :label"
+    params = {"above": 2400, "below": 9000, "label": "item 2401"}
+    batches = list(source.read_batches(ITEMS, batch_rows=50, where=where, params=params))
+    ids = pa.Table.from_batches(batches, schema=ITEMS.arrow_schema)["id"].to_pylist()
+    # Every seventh label is NULL, which <> leaves out.
+    assert sorted(ids) == [*(g for g in range(2402, 2501) if g % 7), 9000]
+    assert [values for _, values in sent] == [[]]
+    assert "2400" in sent[0][0] and "9000" in sent[0][0]
+    # Negative integers and booleans stay parameters (a literal -1 after a minus is a comment).
+    sent.clear()
+    list(source.read_batches(ITEMS, batch_rows=50, where="id > :low", params={"low": -1}))
+    assert [values for _, values in sent] == [[-1]]
 
 
 def test_postgres_arrow_reads_carry_the_timeouts_and_the_url_options(pg_url: str) -> None:

@@ -40,3 +40,13 @@ def test_a_batch_of_consecutive_values_is_one_run() -> None:
     assert sequence_runs([7, 3, 4, 4, 9, 8]) == [(3, 4), (7, 9)]
     assert sequence_runs([0, 2]) == [(0, 0), (2, 2)]  # the value between was not read
     assert sequence_runs([]) == []
+
+
+def test_an_arrow_column_gives_the_runs_of_its_values() -> None:
+    """An extraction passes the batch's ``gl_seq`` column as it is (chunked, maybe int32)."""
+    import pyarrow as pa
+
+    chunked = pa.chunked_array([[5, 6, 7], [9, 10], []], pa.int64())
+    assert sequence_runs(chunked) == [(5, 7), (9, 10)]
+    assert sequence_runs(pa.array([3, 1, 2, 2], pa.int32())) == [(1, 3)]
+    assert sequence_runs(pa.chunked_array([], pa.int64())) == []
