@@ -4,12 +4,14 @@ objects a table's incremental state records."""
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from gluon import capture
 from gluon.methods.base import SourceObject
-from gluon.repo import Repository
+from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
+from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -91,3 +93,16 @@ class ChangeFeed(Protocol):
         """Drop every change waiting without shipping it; how many were dropped (None: none
         kept, see :meth:`backlog`)."""
         ...
+
+
+@dataclass(slots=True)
+class TableFeed:
+    """What every feed holds: the table's source, its record and incremental state, and the
+    repository (a feed is made as ``FEEDS[reader](source, record, state, repo)``)."""
+
+    source: SourceDialect
+    record: OffloadedTable
+    state: IncrementalState
+    repo: Repository
+    oldest_change_at: dt.datetime | None = None
+    """See :attr:`ChangeFeed.oldest_change_at` (None until a read tells)."""

@@ -3,17 +3,14 @@ rows are deleted by their exact ``gl_seq`` values."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from gluon import capture
 from gluon.errors import StateError
 from gluon.faults import fault_point
-from gluon.feeds.base import REBUILD_HINT, capture_objects
+from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects
 from gluon.methods.base import SourceObject
-from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import IncrementalState
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -21,15 +18,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class ChangelogFeed:
+class ChangelogFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the changelog rows read are deleted"
     waits_in: ClassVar[str] = "the changelog"
-    source: SourceDialect
-    record: OffloadedTable
-    state: IncrementalState
-    repo: Repository
     sequences_are_unique: bool = True
-    oldest_change_at: dt.datetime | None = None
 
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:

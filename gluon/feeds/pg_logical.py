@@ -17,10 +17,8 @@ import sqlalchemy as sa
 from gluon import capture
 from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
-from gluon.feeds.base import REBUILD_HINT, capture_objects
+from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects
 from gluon.methods.base import SourceObject
-from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import IncrementalState
 from gluon.source import logical
 from gluon.source.base import SourceDialect
 
@@ -90,19 +88,12 @@ def peek_slot(
 
 
 @dataclass(slots=True)
-class PgLogicalFeed:
+class PgLogicalFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the replication slot is advanced past the transactions read"
     waits_in: ClassVar[str] = "the replication slot"
-    source: SourceDialect
-    record: OffloadedTable
-    state: IncrementalState
-    repo: Repository
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
-    oldest_change_at: dt.datetime | None = None
-    """When the first transaction read with a change of the table committed, on this host's
-    clock (None: none read yet): the extraction records it for the source-to-lake latency."""
     _label: str = field(default="", init=False)
 
     @staticmethod

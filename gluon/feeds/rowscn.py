@@ -4,15 +4,13 @@ re-reads the same row images, which the merging view applies idempotently."""
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import sqlalchemy as sa
 
 from gluon import capture
-from gluon.repo import OffloadedTable, Repository
-from gluon.repo.incremental import IncrementalState
+from gluon.feeds.base import TableFeed
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -20,15 +18,10 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class RowscnFeed:
+class RowscnFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the highest ORA_ROWSCN read is recorded in the repository"
     waits_in: ClassVar[str] = "the table (rows changed since the SCN recorded)"
-    source: SourceDialect
-    record: OffloadedTable
-    state: IncrementalState
-    repo: Repository
     sequences_are_unique: bool = False
-    oldest_change_at: dt.datetime | None = None
     _upto: int | None = None
     _finished: bool = False
 
