@@ -106,3 +106,15 @@ class TableFeed:
     repo: Repository
     oldest_change_at: dt.datetime | None = None
     """See :attr:`ChangeFeed.oldest_change_at` (None until a read tells)."""
+
+    def shipping(self, changes: pa.Table) -> None:
+        """Raise the repository's ``shipped_seq`` to the batch's highest ``gl_seq``, before the
+        Delta commit: a crash right after it must not leave the mark behind."""
+        self.repo.incremental.record_shipping(self.state.table_key, highest_seq(changes))
+
+
+def highest_seq(changes: pa.Table) -> int:
+    """The highest ``gl_seq`` of a non-empty batch, computed in Arrow."""
+    import pyarrow.compute as pc
+
+    return int(pc.max(changes.column("gl_seq")).as_py())

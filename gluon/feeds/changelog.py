@@ -58,13 +58,6 @@ class ChangelogFeed(TableFeed):
         objects = capture_objects(self.state)
         return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
 
-    def shipping(self, changes: pa.Table) -> None:
-        # Before the Delta commit: a crash right after it must not leave the mark behind.
-        import pyarrow.compute as pc
-
-        highest = pc.max(changes.column("gl_seq")).as_py()
-        self.repo.incremental.record_shipping(self.state.table_key, int(highest))
-
     def done(self, changes: pa.Table) -> None:
         seqs = changes.column("gl_seq")  # the Arrow column: the delete's runs are computed in it
         fault_point("extract.before_changelog_delete")

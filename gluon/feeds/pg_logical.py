@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from gluon import capture
 from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
-from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects
+from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects, highest_seq
 from gluon.methods.base import SourceObject
 from gluon.source import logical
 from gluon.source.base import SourceDialect
@@ -242,15 +242,10 @@ class PgLogicalFeed(TableFeed):
         )
         return pa.Table.from_batches(list(batches), schema=schema)
 
-    def shipping(self, changes: pa.Table) -> None:
-        highest = max(changes.column("gl_seq").to_pylist())
-        self.repo.incremental.record_shipping(self.state.table_key, int(highest))
-
     def done(self, changes: pa.Table) -> None:
         if self._confirm is None:
             # A batch a dead run staged (merge mode IMMEDIATE): its last change's commit.
-            highest = max(changes.column("gl_seq").to_pylist())
-            self._confirm = int(highest) >> POSITION_BITS
+            self._confirm = highest_seq(changes) >> POSITION_BITS
         fault_point("extract.before_slot_advance")
         self._advance(self._confirm)
         fault_point("extract.after_slot_advance")

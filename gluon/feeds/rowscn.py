@@ -59,7 +59,7 @@ class RowscnFeed(TableFeed):
         return pa.Table.from_batches(list(batches), schema=schema)
 
     def shipping(self, changes: pa.Table) -> None:
-        return None
+        return None  # row images carry no unique gl_seq to skip a re-read by: nothing to mark
 
     def done(self, changes: pa.Table) -> None:
         self.repo.incremental.update_state(self.state.table_key, last_scn=self._upto)
