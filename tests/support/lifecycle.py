@@ -2,7 +2,7 @@
 
 ``LifecycleSource`` runs DML on the application table or the updatable view
 of a real SQLite or PostgreSQL database and keeps three plain dicts keyed by
-``id`` (``None`` is a key too, for the nullable key column):
+``id`` (``None`` is a key too, for PostgreSQL's nullable ``UNIQUE NULLS NOT DISTINCT`` key):
 
 * ``app``: the application table;
 * ``pending``: what the lake's user view must show once every captured change is
@@ -74,9 +74,20 @@ class LifecycleSource:
     def table(self) -> str:
         return f"{self.schema}.items"
 
+    @property
+    def null_keys(self) -> bool:
+        """Whether a row may have a NULL key (a nullable key gluon accepts: PostgreSQL's)."""
+        return self.nullable_key and self.dialect == "postgresql"
+
     def create(self, rows: int = 12) -> None:
         """The table with ids 1..rows (offloaded first) and, when partial, the later chunks."""
-        key = "INTEGER UNIQUE" if self.nullable_key else "INTEGER PRIMARY KEY"
+        key = "INTEGER PRIMARY KEY"
+        if self.nullable_key:
+            # gluon refuses a key column that allows NULL unless the source keeps NULL one key
+            # value (PostgreSQL 15+); on SQLite the key is a NOT NULL unique column instead.
+            key = (
+                "INTEGER UNIQUE NULLS NOT DISTINCT" if self.null_keys else "INTEGER NOT NULL UNIQUE"
+            )
         with self.engine.begin() as db:
             if self.dialect == "postgresql":
                 db.execute(sa.text(f"CREATE SCHEMA IF NOT EXISTS {self.schema}"))
