@@ -7,8 +7,8 @@ the IMMEDIATE base table) and compared with the source value for value.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from gluon.config import load_settings
 from gluon.lake import storage
 from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
+from gluon.source import logical
 
 METHOD = "PG_LOGICAL"
 IMMEDIATE = "--incremental-merge-mode=IMMEDIATE"
@@ -232,3 +233,92 @@ def test_a_range_table_with_a_hash_level_and_keys_moving_between_partitions(
     _check_lake(run_cli, engine, mode)
     _run(engine, "UPDATE app.items SET id = 3, region = 'back' WHERE id = 1501")
     _check_lake(run_cli, engine, mode)
+
+
+def _shipped(schema: str) -> list[tuple[str, object]]:
+    """The delta table's changes in ``gl_seq`` order: operation and id."""
+    rows = lake_rows(f"SELECT gl_op, id FROM {schema}_load.items_changes ORDER BY gl_seq")
+    return [(str(row["gl_op"]), row["id"]) for row in rows]
+
+
+def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    _run(engine, *RANGE_HASH_TABLE)
+    _run(engine, "CREATE TABLE app.other (id int PRIMARY KEY)")
+    _enable(run_cli, "app.items")
+    _run(engine, "INSERT INTO app.items VALUES (200, 'a', 1)")
+    with engine.begin() as db:  # TRUNCATE and INSERTs in one transaction, in this order
+        db.execute(sa.text("INSERT INTO app.items VALUES (201, 'b', 1)"))
+        db.execute(sa.text("TRUNCATE app.items RESTART IDENTITY"))  # names every partition
+        db.execute(sa.text("INSERT INTO app.items VALUES (1, 'c', 1), (150, 'd', 1)"))
+    # Another table first in a TRUNCATE naming several; then a table of no concern.
+    _run(
+        engine, "TRUNCATE app.other, app.items CASCADE", "INSERT INTO app.items VALUES (2, 'e', 1)"
+    )
+    _run(engine, "TRUNCATE app.other", "INSERT INTO app.other VALUES (1)")
+    _offload(run_cli, "app.items", "--incremental-run-extraction")
+    assert _shipped("app") == [
+        ("I", 200),
+        ("I", 201),
+        ("T", None),
+        ("I", 1),
+        ("I", 150),
+        ("T", None),
+        ("I", 2),
+    ]
+    confirmed = _confirmed(engine, "app", "items")
+    again = _offload(run_cli, "app.items", "--incremental-run-extraction")
+    assert "Extracted 0 changes" in again.stdout, again.stdout
+    assert _confirmed(engine, "app", "items") == confirmed
+    # A TRUNCATE of one partition empties part of the table only: refused, not skipped.
+    _run(engine, "TRUNCATE app.items_high")
+    line = _failed_extraction(run_cli, "app.items")
+    assert "app.items_high" in line and "some partitions" in line, line
+    assert _confirmed(engine, "app", "items") == confirmed
+
+
+def test_a_truncate_of_a_plain_table_ships_in_order(engine: sa.Engine, run_cli: RunCli) -> None:
+    _run(engine, "CREATE TABLE app.items (id int PRIMARY KEY, region text, amount int)")
+    _enable(run_cli, "app.items")
+    with engine.begin() as db:
+        db.execute(sa.text("INSERT INTO app.items VALUES (1, 'a', 1)"))
+        db.execute(sa.text("TRUNCATE app.items"))
+        db.execute(sa.text("INSERT INTO app.items VALUES (2, 'b', 2)"))
+    _offload(run_cli, "app.items", "--incremental-run-extraction")
+    assert _shipped("app") == [("I", 1), ("T", None), ("I", 2)]
+
+
+def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
+    engine: sa.Engine, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defence in depth: were gluon's labels ever spelled unlike test_decoding's (as when it
+    left keywords unquoted), the table's changes would look like another table's and the
+    slot would advance past them. A row naming the table in another spelling stops the
+    extraction instead."""
+    _run(
+        engine,
+        'CREATE SCHEMA "select"',
+        f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
+    )
+    _enable(run_cli, KEYWORD_TABLE)
+    _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')")
+    real = logical.relation_labels
+
+    def unquoted(source: object, schema: str, table: str) -> logical.RelationLabels | None:
+        labels = real(source, schema, table)  # type: ignore[arg-type]
+        assert labels is not None
+        wrong = tuple(
+            dataclasses.replace(r, label=f"{r.schema}.{r.name}") for r in labels.relations
+        )
+        return dataclasses.replace(labels, root=wrong[0], relations=wrong)
+
+    monkeypatch.setattr(logical, "relation_labels", unquoted)
+    before = _confirmed(engine, "select", "user")
+    line = _failed_extraction(run_cli, KEYWORD_TABLE)
+    assert 'labelled "select"."user"' in line, line
+    assert _confirmed(engine, "select", "user") == before
+    monkeypatch.setattr(logical, "relation_labels", real)
+    extracted = _offload(run_cli, KEYWORD_TABLE, "--incremental-run-extraction")
+    assert "Extracted 1 change" in extracted.stdout, extracted.stdout
+    assert _confirmed(engine, "select", "user") != before
