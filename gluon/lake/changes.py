@@ -1,7 +1,7 @@
 """The delta table (``SCHEMA_LOAD.TABLE_CHANGES``) and the delta views over it.
 
 The delta table holds the table's columns plus ``gl_seq`` (change order),
-``gl_op`` (I/U/D), ``gl_extraction_id`` and ``gl_control_partition`` (its
+``gl_op`` (I/U/D, T for a TRUNCATE), ``gl_extraction_id`` and ``gl_control_partition`` (its
 Delta partition column, the change ingestion location).
 """
 
@@ -31,6 +31,16 @@ CHANGE_COLUMNS: tuple[Column, ...] = (
     Column("gl_control_partition", "gluon", "int"),
 )
 PARTITION_COLUMN = sql.CONTROL_PARTITION
+TRUNCATE = "T"
+"""``gl_op`` of a TRUNCATE: every table column NULL; every row as of just before its
+``gl_seq`` is gone (base rows and earlier changes), later changes apply to an empty table."""
+
+
+def holds_truncate(changes: pa.Table) -> bool:
+    """Whether a batch (with ``gl_op``) holds a TRUNCATE."""
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.equal(changes.column("gl_op"), TRUNCATE)).as_py())
 
 
 def delta_columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
@@ -209,10 +219,12 @@ def view_sql(
     delta: str,
     min_partition: int,
     max_partition: int | None = None,
+    truncated: bool = False,
 ) -> str:
     """The SELECT that merges a base relation with changes (see :func:`sql.merged_rows`).
 
-    ``keys`` are source names; ``columns`` the table's columns.
+    ``keys`` are source names; ``columns`` the table's columns; ``truncated``: the changes
+    read may hold a TRUNCATE (``IncrementalState.truncates_from``).
     """
     return sql.merged_rows(
         kind,
@@ -222,4 +234,5 @@ def view_sql(
         delta=delta,
         low=min_partition,
         high=max_partition,
+        truncated=truncated,
     )

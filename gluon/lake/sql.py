@@ -174,6 +174,7 @@ def merged_rows(
     delta: str,
     low: int,
     high: int | None,
+    truncated: bool = False,
 ) -> str:
     """The SELECT that merges a base relation with changes (a delta view, or a compaction).
 
@@ -185,9 +186,13 @@ def merged_rows(
         delta: the delta table relation, already rendered.
         low: the lowest control partition applied.
         high: the highest one applied (None: every newer partition).
+        truncated: the changes in range may hold a TRUNCATE (``gl_op`` 'T'): render the
+            SELECT that applies it (it reads the changes for one; a plain one does not).
     """
     return render(
         f"{kind}_view",
+        truncated=truncated,
+        truncate_in_range=partition_range("gl_truncate.", low, high),
         columns=[quote_part(column) for column in columns],
         keys=[quote_part(key) for key in keys],
         base=base,
