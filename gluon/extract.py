@@ -349,6 +349,7 @@ class _MergeImmediately:
         else:
             keys = [lake_column(key) for key in self.state.key_columns]
             applied = merge.latest_per_key(changes, keys)
+        applied = merge.after_truncate(changes, applied)
         staged = merge.stage_batch(
             session,
             self.state.delta_path,

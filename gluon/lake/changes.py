@@ -178,9 +178,14 @@ def keys_in_lake(
     min_partition: int,
     keys: list[str],
     inserts: pa.Table,
+    *,
+    truncated: bool = False,
 ) -> set[tuple[Any, ...]]:
     """The ``keys`` values of ``inserts`` the user view already shows (NULL-safe, like the
     views), as tuples in the order of ``keys`` (lake names of some of the table's ``columns``).
+
+    ``truncated``: the delta table's partitions from ``min_partition`` may hold a TRUNCATE;
+    then only inserts after the last one count (the view shows nothing from before it).
     """
     if inserts.num_rows == 0:
         return set()
@@ -196,9 +201,13 @@ def keys_in_lake(
         spark.read.format("delta")
         .load(delta_path)
         .where(sql.inserted_since(min_partition))
-        .select(*quoted)
+        .select(*quoted, "gl_seq")
     )
-    lake = base.unionByName(delta).alias("gl_lake")
+    last_truncate = _last_truncate(session, delta_path, min_partition) if truncated else None
+    if last_truncate is not None:
+        lake = delta.where(F.col("gl_seq") > last_truncate).select(*quoted).alias("gl_lake")
+    else:
+        lake = base.unionByName(delta.select(*quoted)).alias("gl_lake")
     condition = reduce(
         lambda left, right: left & right,
         [
@@ -208,6 +217,20 @@ def keys_in_lake(
     )
     found = wanted.alias("gl_new").join(lake, condition, "left_semi").toArrow()
     return {tuple(row[name] for name in keys) for row in found.to_pylist()}
+
+
+def _last_truncate(session: LakeSession, delta_path: str, min_partition: int) -> int | None:
+    """The highest ``gl_seq`` of a TRUNCATE in the delta table from ``min_partition``."""
+    from pyspark.sql import functions as F
+
+    found = (
+        session.spark.read.format("delta")
+        .load(delta_path)
+        .where(sql.truncates_since(min_partition))
+        .agg(F.max("gl_seq"))
+        .collect()
+    )
+    return None if found[0][0] is None else int(found[0][0])
 
 
 def view_sql(

@@ -314,6 +314,12 @@ def inserted_since(min_partition: int) -> str:
     return f"{partition_range('', min_partition, None)} AND gl_op = 'I'"
 
 
+def truncates_since(min_partition: int) -> str:
+    """The delta table's TRUNCATEs (``gl_op`` 'T') in control partitions from
+    ``min_partition`` (a filter)."""
+    return f"{partition_range('', min_partition, None)} AND gl_op = 'T'"
+
+
 def changes_since(delta_table: str, min_partition: int, where: str) -> str:
     """Count the changes in control partitions from ``min_partition`` matching ``where``."""
     since = partition_range("", min_partition, None)
