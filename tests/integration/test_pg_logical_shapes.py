@@ -267,6 +267,7 @@ def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
         ("T", None),
         ("I", 2),
     ]
+    assert _query(run_cli, "app.items", COLUMNS) == _source(engine, "app.items", ", ".join(COLUMNS))
     confirmed = _confirmed(engine, "app", "items")
     again = _offload(run_cli, "app.items", "--incremental-run-extraction")
     assert "Extracted 0 changes" in again.stdout, again.stdout
@@ -278,15 +279,38 @@ def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
     assert _confirmed(engine, "app", "items") == confirmed
 
 
-def test_a_truncate_of_a_plain_table_ships_in_order(engine: sa.Engine, run_cli: RunCli) -> None:
-    _run(engine, "CREATE TABLE app.items (id int PRIMARY KEY, region text, amount int)")
-    _enable(run_cli, "app.items")
+@pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
+def test_a_truncate_and_inserts_in_one_transaction_leave_the_lake_equal_to_the_source(
+    engine: sa.Engine, run_cli: RunCli, mode: str
+) -> None:
+    _run(
+        engine,
+        "CREATE TABLE app.items (id int PRIMARY KEY, region text, amount int)",
+        "INSERT INTO app.items SELECT g, 'r', g FROM generate_series(1, 10) g",
+    )
+    _enable(run_cli, "app.items", f"--incremental-merge-mode={mode}")
     with engine.begin() as db:
-        db.execute(sa.text("INSERT INTO app.items VALUES (1, 'a', 1)"))
+        db.execute(sa.text("INSERT INTO app.items VALUES (11, 'a', 1)"))
+        db.execute(sa.text("UPDATE app.items SET amount = 0 WHERE id = 3"))
         db.execute(sa.text("TRUNCATE app.items"))
-        db.execute(sa.text("INSERT INTO app.items VALUES (2, 'b', 2)"))
-    _offload(run_cli, "app.items", "--incremental-run-extraction")
-    assert _shipped("app") == [("I", 1), ("T", None), ("I", 2)]
+        db.execute(sa.text("INSERT INTO app.items VALUES (2, 'b', 2), (12, 'c', 3)"))
+        db.execute(sa.text("UPDATE app.items SET amount = 5 WHERE id = 2"))
+    _check_lake(run_cli, engine, mode)
+    if mode == "DEFERRED":
+        assert _shipped("app") == [
+            ("I", 11),
+            ("U", 3),
+            ("T", None),
+            ("I", 2),
+            ("I", 12),
+            ("U", 2),
+        ]
+        _offload(run_cli, "app.items", "--incremental-run-compaction", "--incremental-wait-time=0")
+        assert _lake(run_cli, mode, "app.items", "APP.ITEMS", COLUMNS) == _source(
+            engine, "app.items", ", ".join(COLUMNS)
+        )
+    _run(engine, "TRUNCATE app.items", "INSERT INTO app.items VALUES (7, 'd', 7)")
+    _check_lake(run_cli, engine, mode)
 
 
 def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
