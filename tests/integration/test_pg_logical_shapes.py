@@ -189,6 +189,11 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
         "UPDATE app.items SET region = 'us', amount = -id WHERE id IN (2, 4, 6)",
         "DELETE FROM app.items WHERE id = 5",
     )
+    # Status counts the partitions' change rows: 6 updates, 3 moves (a DELETE from one
+    # partition and an INSERT into the other each), 1 delete.
+    status = run_cli("display_incremental_status", "-t", "app.items", "--json")
+    assert status.exit_code == 0, status.stderr
+    assert json.loads(status.stdout)["changelog"]["rows"] == 13, status.stdout
     _check_lake(run_cli, engine, mode)
     # A partition created after enable, without the replica identity the others have.
     _run(
