@@ -13,6 +13,7 @@ asks the server for the same quoting (:func:`relation_labels`), never guesses it
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -106,6 +107,7 @@ class RelationLabels:
         return None
 
 
+@functools.lru_cache(maxsize=1024)
 def split_label(label: str) -> tuple[str, ...]:
     """The names in a printed ``schema.table`` label, unquoted.
 
