@@ -242,8 +242,14 @@ class PgLogicalFeed(TableFeed):
                 pending.append(("D", self._in_order(names, change.old)))  # the old key goes
                 pending.append(("I", self._in_order(names, self._complete(new, change.old))))
                 continue
+            op = _OPS.get(change.op)
+            if op is None:
+                raise StateError(
+                    f"slot of {self.state.table_key}: a {change.op} change of {change.table} "
+                    "gluon cannot apply: not advancing past it"
+                )
             completed = self._complete(new, change.old)
-            pending.append((_OPS[change.op], self._in_order(names, completed)))
+            pending.append((op, self._in_order(names, completed)))
         return out, last_commit
 
     def _truncates(self, data: str, labels: logical.RelationLabels, *, strict: bool) -> bool:

@@ -109,36 +109,43 @@ def _failed_extraction(run_cli: RunCli, typed: str) -> str:
 KEYWORD_TABLE = '"select"."user"'
 KEYWORD_COLUMNS = ['"order"', '"table"', '"Mixed Case"', '"größe"', '"a""b"', '"user id"']
 LAKE_COLUMNS = ["order", "table", "mixed case", "größe", 'a"b', "user id"]
+ODD_TABLES = {
+    "keywords": (KEYWORD_TABLE, "select", "user"),
+    "mixed_case_space_unicode": ('"Läger Nord"."Order Items"', "Läger Nord", "Order Items"),
+}
+"""How a user types the table, its schema and its name."""
 
 
 @pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
+@pytest.mark.parametrize("kind", sorted(ODD_TABLES))
 def test_keyword_mixed_case_and_quoted_names_reach_the_lake(
-    engine: sa.Engine, run_cli: RunCli, mode: str
+    engine: sa.Engine, run_cli: RunCli, mode: str, kind: str
 ) -> None:
+    table, schema, name = ODD_TABLES[kind]
     _run(
         engine,
-        'CREATE SCHEMA "select"',
-        f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text, '
+        f'CREATE SCHEMA "{schema}"',
+        f'CREATE TABLE {table} ("order" int PRIMARY KEY, "table" text, '
         '"Mixed Case" int, "größe" text, "a""b" text, "user id" int)',
-        f"INSERT INTO {KEYWORD_TABLE} SELECT g, 't' || g, g * 2, 'g' || g, 'q' || g, g "
+        f"INSERT INTO {table} SELECT g, 't' || g, g * 2, 'g' || g, 'q' || g, g "
         "FROM generate_series(1, 10) g",
     )
-    _enable(run_cli, KEYWORD_TABLE, f"--incremental-merge-mode={mode}")
+    _enable(run_cli, table, f"--incremental-merge-mode={mode}")
     _run(
         engine,
-        f"INSERT INTO {KEYWORD_TABLE} VALUES (11, 'new', 1, 'ü', 'x\"y', 7)",
-        f'UPDATE {KEYWORD_TABLE} SET "table" = "table" || \'!\', "größe" = NULL '
-        'WHERE "order" % 3 = 0',
-        f'UPDATE {KEYWORD_TABLE} SET "order" = 100 WHERE "order" = 1',  # a key change
-        f'DELETE FROM {KEYWORD_TABLE} WHERE "order" = 2',
+        f"INSERT INTO {table} VALUES (11, 'new', 1, 'ü', 'x\"y', 7)",
+        f'UPDATE {table} SET "table" = "table" || \'!\', "größe" = NULL WHERE "order" % 3 = 0',
+        f'UPDATE {table} SET "order" = 100 WHERE "order" = 1',  # a key change
+        f'DELETE FROM {table} WHERE "order" = 2',
     )
-    before = _confirmed(engine, "select", "user")
-    extracted = _offload(run_cli, KEYWORD_TABLE, "--incremental-run-extraction")
+    before = _confirmed(engine, schema, name)
+    extracted = _offload(run_cli, table, "--incremental-run-extraction")
     assert "Extracted 0 changes" not in extracted.stdout, extracted.stdout
-    source = _source(engine, KEYWORD_TABLE, ", ".join(KEYWORD_COLUMNS))
-    lake = _lake(run_cli, mode, "`select`.`user`", "SELECT.USER", LAKE_COLUMNS)
+    source = _source(engine, table, ", ".join(KEYWORD_COLUMNS))
+    view = f"`{schema.lower()}`.`{name.lower()}`"
+    lake = _lake(run_cli, mode, view, f"{schema}.{name}".upper(), LAKE_COLUMNS)
     assert lake == source
-    assert _confirmed(engine, "select", "user") != before
+    assert _confirmed(engine, schema, name) != before
 
 
 COLUMNS = ["id", "region", "amount"]
