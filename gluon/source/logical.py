@@ -83,11 +83,6 @@ class RelationLabels:
         """The labels a row change of the table carries (its leaves')."""
         return frozenset(r.label for r in self.relations if r.is_leaf)
 
-    @property
-    def prefixes(self) -> tuple[str, ...]:
-        """How the table's change rows start."""
-        return tuple(sorted(f"table {label}: " for label in self.labels))
-
     def names_ours(self, label: str) -> bool:
         """``label`` names one of the table's relations, however it is quoted."""
         try:
@@ -279,11 +274,12 @@ _RAW_VALUE = f"({_QUOTED}|{_BARE_TOKEN})"
 
 
 def plain_row_pattern(labels: Iterable[str], columns: Sequence[str]) -> re.Pattern[str]:
-    """A pattern reading a plain change row of a relation labelled one of ``labels`` in one
-    match: the operation, then each of ``columns`` (column labels, in this order, each
-    optional: a DELETE logs the key only) as its raw printed value, for :func:`plain_values`.
-    Rows it does not match (an old key, another column order, a ``B'...'`` bit string) are
-    for :func:`parse_change`: one match per row instead of ``findall`` and a dict (the
+    """A pattern reading a plain change row of a relation labelled one of ``labels`` (none:
+    matched from the end of the label) in one match: the
+    operation, then each of ``columns`` (column labels, in this order, each optional: a
+    DELETE logs the key only) as its raw printed value, for :func:`plain_values`. Rows it
+    does not match (an old key, another column order, a ``B'...'`` bit string) are for
+    :func:`parse_change`: one match per row instead of ``findall`` and a dict (the
     extraction's hot loop).
     """
     items = "".join(f"(?: {re.escape(column)}{_TYPE}:{_RAW_VALUE})?" for column in columns)
@@ -291,13 +287,16 @@ def plain_row_pattern(labels: Iterable[str], columns: Sequence[str]) -> re.Patte
     return re.compile(f"(?:{tables}): (INSERT|UPDATE|DELETE):{items}\\Z")
 
 
-def plain_values(data: str, pattern: re.Pattern[str]) -> tuple[str, list[str | None]] | None:
+def plain_values(
+    data: str, pattern: re.Pattern[str], start: int = 6
+) -> tuple[str, list[str | None]] | None:
     """The operation and the column values (None: SQL NULL or not logged) of change row
-    ``data`` (after its ``table `` prefix: ``pattern`` matches from position 6), read by
-    ``pattern`` from :func:`plain_row_pattern`; None where the row is not plain (the careful
-    reader decides), among them an UPDATE that left a large value out of the WAL.
+    ``data``, read by ``pattern`` from :func:`plain_row_pattern` from ``start`` (6: after
+    ``table ``, for a pattern naming labels; the label's end for one naming none); None
+    where the row is not plain (the careful reader decides), among them an UPDATE that left
+    a large value out of the WAL.
     """
-    match = pattern.match(data, 6)
+    match = pattern.match(data, start)
     if match is None or _UNCHANGED_TOAST_TEXT in data:
         return None
     op, *raw = match.groups()

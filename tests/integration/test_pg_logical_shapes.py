@@ -112,6 +112,7 @@ LAKE_COLUMNS = ["order", "table", "mixed case", "größe", 'a"b', "user id"]
 ODD_TABLES = {
     "keywords": (KEYWORD_TABLE, "select", "user"),
     "mixed_case_space_unicode": ('"Läger Nord"."Order Items"', "Läger Nord", "Order Items"),
+    "punctuation": ('"we: ird"."a, b: c"', "we: ird", "a, b: c"),  # test_decoding's separators
 }
 """How a user types the table, its schema and its name."""
 
