@@ -359,3 +359,26 @@ def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
     extracted = _offload(run_cli, KEYWORD_TABLE, "--incremental-run-extraction")
     assert "Extracted 1 change" in extracted.stdout, extracted.stdout
     assert _confirmed(engine, "select", "user") != before
+
+
+def test_enable_refuses_a_partition_that_logs_no_key_in_one_line(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    _run(engine, *LIST_TABLE, "ALTER TABLE app.items_us REPLICA IDENTITY DEFAULT")
+    result = run_cli(
+        "offload",
+        "-t",
+        "app.items",
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+        "--incremental-key-columns=id",
+    )
+    assert result.exit_code != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "app.items_us (a partition of app.items)" in lines[0], lines[0]
+    assert "ALTER TABLE app.items_us REPLICA IDENTITY FULL" in lines[0], lines[0]
+    with engine.connect() as db:
+        slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar_one()
+    assert slots == 0, "nothing was created"
