@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import RunCli, lake_rows, postgres_source
+from support.incremental import RunCli, lake_rows, postgres_source, run_offload_process
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.lake import storage
 from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
@@ -382,3 +383,32 @@ def test_enable_refuses_a_partition_that_logs_no_key_in_one_line(
     with engine.connect() as db:
         slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar_one()
     assert slots == 0, "nothing was created"
+
+
+@pytest.mark.parametrize(
+    ("mode", "point"),
+    [
+        ("DEFERRED", "extract.after_delta_commit"),
+        ("DEFERRED", "extract.before_slot_advance"),
+        ("IMMEDIATE", "extract.after_merge_commit"),
+        ("IMMEDIATE", "extract.before_slot_advance"),
+    ],
+)
+def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
+    engine: sa.Engine, run_cli: RunCli, mode: str, point: str
+) -> None:
+    _run(engine, *RANGE_HASH_TABLE)
+    _enable(run_cli, "app.items", f"--incremental-merge-mode={mode}")
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE app.items SET amount = 0 WHERE id < 5"))
+        db.execute(sa.text("TRUNCATE app.items"))
+        db.execute(sa.text("INSERT INTO app.items VALUES (1, 'a', 1), (500, 'b', 2)"))
+    crashed = run_offload_process(
+        "-t", "app.items", "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    _run(engine, "INSERT INTO app.items VALUES (2, 'c', 3)")
+    _check_lake(run_cli, engine, mode)
+    if mode == "DEFERRED":
+        assert _shipped("app")[-4:] == [("T", None), ("I", 1), ("I", 500), ("I", 2)]
+        assert len(_shipped("app")) == 8  # 4 updates, the T, 3 inserts: each once
