@@ -412,3 +412,25 @@ def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
     if mode == "DEFERRED":
         assert _shipped("app")[-4:] == [("T", None), ("I", 1), ("I", 500), ("I", 2)]
         assert len(_shipped("app")) == 8  # 4 updates, the T, 3 inserts: each once
+
+
+def test_a_table_dropped_with_changes_in_its_slot_can_be_disabled(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    _run(
+        engine,
+        'CREATE SCHEMA "select"',
+        f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
+    )
+    _enable(run_cli, KEYWORD_TABLE)
+    _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')", f"DROP TABLE {KEYWORD_TABLE}")
+    line = _failed_extraction(run_cli, KEYWORD_TABLE)
+    assert "gone" in line or "does not exist" in line or "not found" in line, line
+    refused = run_cli("offload", "-t", KEYWORD_TABLE, "-x", "--incremental-updates-disabled")
+    assert refused.exit_code != 0
+    assert "1 change" in refused.stderr, refused.stderr  # counted under the dropped name
+    _offload(run_cli, KEYWORD_TABLE, "--incremental-discard-changes")
+    _offload(run_cli, KEYWORD_TABLE, "--incremental-updates-disabled")
+    with engine.connect() as db:
+        slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar_one()
+    assert slots == 0
