@@ -226,6 +226,11 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
         "UPDATE app.items SET amount = 0 WHERE id = 32",
     )
     _check_lake(run_cli, engine, mode)
+    if mode == "DEFERRED":
+        _offload(run_cli, "app.items", "--incremental-run-compaction", "--incremental-wait-time=0")
+        assert _query(run_cli, "app.items", COLUMNS) == _source(
+            engine, "app.items", ", ".join(COLUMNS)
+        )
 
 
 @pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
