@@ -31,7 +31,13 @@ from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
 from gluon.lake import merge, tables
-from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
+from gluon.lake.changes import (
+    BatchRange,
+    append_changes,
+    holds_truncate,
+    shipped_by_run,
+    without_shipped,
+)
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.lake.storage import missing_delta_table_error
 from gluon.locks import extraction_lock
@@ -45,6 +51,7 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import lake_column
 from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus, MergeMode
+from gluon.truncation import RowCounts, count_rows, counts_rows, last_lake_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -87,6 +94,8 @@ class ExtractionResult:
     seconds: float = 0.0
     screen: Screen | None = None
     """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
+    row_counts: RowCounts | None = None
+    """Where the capture cannot see a TRUNCATE: the rows compared at the run's end."""
     lake_versions: list[int] = field(default_factory=list)
     """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
     oldest_change_at: dt.datetime | None = None
@@ -156,6 +165,15 @@ def run_extraction(
                     stopping or _never,
                 )
                 shipping.detail = f"{result.rows_read} changes read, {result.rows_written} written"
+            if counts_rows(source, state):
+                with timed_step("count_rows") as counting:
+                    result.row_counts = _count_rows(repo, source, record, state, result)
+                    counts = result.row_counts
+                    counting.detail = (
+                        "nothing to compare with yet"
+                        if counts is None
+                        else f"source {counts.source_rows}, lake at least {counts.lake_rows}"
+                    )
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
@@ -188,6 +206,8 @@ def run_extraction(
             max_seq=result.max_seq,
             control_partition=partition,
             oldest_change_at=result.oldest_change_at if result.rows_read else None,
+            source_rows=result.row_counts.source_rows if result.row_counts else None,
+            lake_rows=result.row_counts.lake_rows if result.row_counts else None,
         )
     result.seconds = time.monotonic() - started
     if problems:
@@ -270,6 +290,27 @@ def _ship(
                 break
 
 
+def _count_rows(
+    repo: Repository,
+    source: SourceDialect,
+    record: OffloadedTable,
+    state: IncrementalState,
+    result: ExtractionResult,
+) -> RowCounts | None:
+    """The rows a run compares where the capture cannot see a TRUNCATE (``gluon.truncation``).
+
+    A run that shipped nothing reuses the lake bound of the last counted run of this
+    enablement (none yet: nothing is compared); it reads no Delta log.
+    """
+    lake_rows = None
+    if not result.rows_read:
+        runs = repo.incremental.extraction_runs(record.table_key, enablement_id=state.enablement_id)
+        lake_rows = last_lake_rows(runs)
+        if lake_rows is None:
+            return None
+    return count_rows(source, record, state, lake_rows=lake_rows)
+
+
 def _never() -> bool:
     return False
 
@@ -343,6 +384,7 @@ class _MergeImmediately:
         else:
             keys = [lake_column(key) for key in self.state.key_columns]
             applied = merge.latest_per_key(changes, keys)
+        applied = merge.after_truncate(changes, applied)
         staged = merge.stage_batch(
             session,
             self.state.delta_path,
@@ -403,6 +445,10 @@ def _append(
             skip = None
         changes = result.screen(session, changes)
         fresh = changes.num_rows
+    if fresh and holds_truncate(changes):
+        # Before the commit: views and compactions of this partition must apply the 'T' as
+        # soon as a session can see it (a commit that never lands only costs them a scan).
+        feed.repo.incremental.record_truncate(state.table_key, result.control_partition)
     fault_point("extract.before_delta_commit")
     if fresh:
         append_changes(

@@ -52,6 +52,7 @@ from gluon.status.model import (
     SchemaDrift,
     TableStatus,
 )
+from gluon.truncation import truncation_note
 
 PARTITION_COLUMN = "gl_control_partition"
 SEQUENCE_COLUMN = "gl_seq"
@@ -283,6 +284,9 @@ def collect_status(
         attention=_insert_only_notes(repo, record, state, compaction),
         nullable_keys=counter.nullable_keys(record, state),
         lag=counter.lag(repo, state, backlog),
+        truncation=truncation_note(
+            extraction.recent_runs, f"{record.source_schema}.{record.source_table}"
+        ),
     )
 
 

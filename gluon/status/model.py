@@ -271,6 +271,9 @@ class TableStatus:
     nullable_keys: tuple[str, ...] = ()
     """Key columns that allow NULL, which enable refuses now (a table enabled before that):
     the lake shows every row with a NULL key as one row."""
+    truncation: str | None = None
+    """The source may have been truncated: its last counted extraction found fewer rows in
+    it than the lake shows (``gluon.truncation``; None: not found, or not counted)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------

@@ -138,7 +138,7 @@ def render_status(
     lines = [f"Incremental update status of {status.table_key} at {when(status.collected_at)}", ""]
     if status.message:
         lines += [status.message[:1].upper() + status.message[1:], ""]
-    notes = list(status.attention)
+    notes = [*([status.truncation] if status.truncation else []), *status.attention]
     if status.nullable_keys:
         notes.append(nullable_key_message(status.nullable_keys))
     if notes:

@@ -45,6 +45,7 @@ TOP_LEVEL_KEYS = [
     "attention",
     "lag",
     "nullable_keys",
+    "truncation",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",
