@@ -37,6 +37,10 @@ dropped); WITH LOCAL TIME ZONE values go through the session's zone, exactly. Te
 the text-minimum format: canonical (Oracle stores no trailing zeros), '.' as
 the separator, scientific notation only past 64 characters (still exact).
 Nanosecond timestamps are text because Arrow's ``us`` unit would drop digits.
+Fixed-point ("decimal") columns are read as ``CAST(c AS NUMBER(p,s))`` at their lake
+precision (``exact_number.sql.j2``): python-oracledb's Arrow fetch gives decimal128 only
+for a described precision of 1..38 and DOUBLE for a plain NUMBER, which is what the
+changelog stores (see :func:`fetched_arrow_type`).
 
 Driver values: SQLAlchemy's oracledb dialect installs a connection-level
 outputtypehandler that, for plain-text statements (``coerce_to_decimal=True``),
@@ -64,7 +68,7 @@ import sqlalchemy as sa
 from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UsageError
 from gluon.naming import TableRef
-from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
+from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
 from gluon.source.base import SourceDialect, _first_line
 
 if TYPE_CHECKING:
@@ -229,6 +233,23 @@ def table_spec_from_dictionary(
         # ORA_ROWSCN is per row only with ROWDEPENDENCIES; otherwise per block.
         options={"rowdependencies": found.get("dependencies") or "DISABLED"},
     )
+
+
+def fetched_arrow_type(precision: int, scale: int) -> pa.DataType:
+    """The Arrow type python-oracledb's data frame fetch with ``fetch_decimals=True`` gives a
+    NUMBER column described with ``precision`` and ``scale``.
+
+    python-oracledb >= 3.4 (``OracleMetadata`` arrow type): decimal128(p,s) when the
+    precision is 1..38, binary DOUBLE otherwise: a plain NUMBER describes as precision 0
+    (scale -127), so a changelog column widened to NUMBER would arrive as DOUBLE, which
+    :func:`gluon.source.arrow.cast_exactly` refuses; :meth:`OracleSource.select_list` casts
+    every fixed-point column to its lake precision so the described precision is never 0.
+    """
+    import pyarrow as pa
+
+    if 0 < precision <= MAX_DECIMAL_PRECISION:
+        return pa.decimal128(precision, scale)
+    return pa.float64()
 
 
 Handler = Callable[..., Any]
@@ -463,15 +484,22 @@ class OracleSource(SourceDialect):
             connection.close()
 
     def select_list(self, spec: TableSpec) -> list[str]:
-        """Column expressions; text columns cast with their declared type, zoned ones in UTC."""
+        """Column expressions; text columns cast with their declared type, zoned ones in UTC,
+        fixed-point ones to their lake precision (see :func:`fetched_arrow_type`)."""
         expressions = []
         for column in spec.columns:
+            exact = decimal_parts(column.lake_type)
             if column.read_as_text:
                 sql = self.render(
                     "cast_to_text", column=column.name, source_type=column.source_type
                 )
             elif column.lake_type == "timestamp":
                 sql = self.render("extract_utc", column=column.name)
+            elif exact is not None:
+                precision, scale = exact
+                sql = self.render(
+                    "exact_number", column=column.name, precision=precision, scale=scale
+                )
             else:
                 sql = self.quote(column.name)
             expressions.append(sql.strip())
@@ -482,6 +510,7 @@ __all__ = [
     "OracleSource",
     "column_from_dictionary",
     "declared_type",
+    "fetched_arrow_type",
     "output_type_handler",
     "table_spec_from_dictionary",
 ]

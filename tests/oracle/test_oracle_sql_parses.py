@@ -129,6 +129,10 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "extract_utc": {"zoned": {"column": "ZONED_AT"}},
+    "exact_number": {
+        "fixed point": {"column": "AMOUNT", "precision": 12, "scale": 2},
+        "quoted name": {"column": "lower_case", "precision": 38, "scale": 0},
+    },
     "object_exists": {"object_exists": {}},
     "object_marker": {"object_marker": {}},
     "object_columns": {"object_columns": {}},
@@ -201,7 +205,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         "no declared type": {"column": "lower_case"},
     },
 }
-EXPRESSIONS = frozenset({"cast_to_text", "extract_utc"})
+EXPRESSIONS = frozenset({"cast_to_text", "exact_number", "extract_utc"})
 
 
 def template_names() -> list[str]:
