@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from gluon.errors import UnsupportedError, UsageError
+from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.faults import fault_point
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, shorten, slot_name, source_object_names
@@ -359,8 +359,43 @@ def create_source_objects(
             continue
         log.info("creating %s %s", item.object_type.lower(), item.display_name)
         fault_point("capture.before_create_object")
-        source.execute_script(f"create_{item.kind.value}", object=item, **context)
+        if item.kind in REPLACED_ON_CREATE:
+            _create_code_object(source, item, context)
+        else:
+            source.execute_script(f"create_{item.kind.value}", object=item, **context)
         fault_point("capture.after_create_object")
+
+
+def _create_code_object(source: SourceDialect, item: SourceObjectRef, context: Any) -> None:
+    """Create a trigger or view and check it compiled; one that did not is dropped at once.
+
+    Oracle creates a trigger that does not compile INVALID and ENABLED (a warning, not an
+    error), and every application DML on its table then fails with ORA-04098.
+
+    Raises:
+        SourceError: the object was refused or did not compile (then it is gone).
+    """
+    try:
+        source.execute_script(f"create_{item.kind.value}", object=item, **context)
+    except SourceError as refused:
+        problem = source.compile_problem(item.schema, item.name, item.object_type)
+        if problem is None:
+            raise
+        _drop_invalid(source, item, problem, refused)
+    problem = source.compile_problem(item.schema, item.name, item.object_type)
+    if problem is not None:
+        _drop_invalid(source, item, problem, None)
+
+
+def _drop_invalid(
+    source: SourceDialect, item: SourceObjectRef, problem: str, cause: Exception | None
+) -> None:
+    source.execute_script(f"drop_{item.kind.value}", object=item)
+    raise SourceError(
+        f"{item.object_type.lower()} {item.display_name} did not compile and was dropped "
+        f"(application DML on the table keeps working): {problem}; check the grants of "
+        f"{item.schema} on the objects it names (see docs/operations.md, Oracle prerequisites)"
+    ) from cause
 
 
 def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -> None:
@@ -624,9 +659,17 @@ def capture_problems(
     }
     rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
     fires = [bool(row[0]) for row in rows]
+    # A second column, where a dialect's triggers can exist without compiling (Oracle).
+    compiles = [bool(row[1]) if len(row) > 1 else True for row in rows]
     label = f"capture trigger {trigger.schema}.{trigger.name} on {table.schema}.{table.name}"
     if not fires:
         problems.append(f"{label} is missing: {recreate}")
+    elif not all(compiles):
+        drop = " ".join(source.render("drop_changelog_trigger", object=trigger).split())
+        problems.append(
+            f"{label} is INVALID (it does not compile, so every insert, update and delete on "
+            f"the table fails): drop it at once ({drop}), then {recreate}"
+        )
     elif not all(fires):
         enable = (
             f"ALTER TRIGGER {trigger.schema}.{trigger.name} ENABLE"

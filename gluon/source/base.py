@@ -35,6 +35,12 @@ class PartitionBound:
     values: tuple[str, ...] = ()
 
 
+class StatementRefused(Exception):
+    """A script statement failed in the driver, before SQLAlchemy saw it: refused, or
+    accepted with a warning that means it did not do its job (Oracle's "creation
+    succeeded with compilation errors"). Its text is one line."""
+
+
 def registered_dialects() -> dict[str, type[SourceDialect]]:
     """Dialect classes by name."""
     return dict(_REGISTRY)
@@ -147,9 +153,30 @@ class SourceDialect:
                 self.begin_script(connection)
                 raw = connection.execution_options(no_parameters=True)
                 for statement in statements:
-                    raw.exec_driver_sql(statement)
+                    self.execute_statement(raw, statement)
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} script {template} failed: {_first_line(exc)}") from exc
+        except StatementRefused as warned:
+            raise SourceError(f"{self.name} script {template} failed: {warned}") from warned
+
+    def execute_statement(self, connection: sa.Connection, statement: str) -> None:
+        """Send one statement of a script as it is (hook: a dialect reads driver warnings).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the database refused it.
+            StatementRefused: the database accepted it with a warning that means failure.
+        """
+        connection.exec_driver_sql(statement)
+
+    def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
+        """Why the code object (trigger, view) ``schema.name`` does not compile, in one line;
+        None when it does. Databases that refuse a broken object at CREATE (PostgreSQL,
+        SQLite) keep this default; Oracle creates it INVALID and says so only as a warning.
+
+        Raises:
+            SourceError: the catalog cannot be read.
+        """
+        return None
 
     def execute_in_transaction(
         self, statements: Sequence[tuple[str, dict[str, Any]]], *, what: str
@@ -375,4 +402,4 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(original).__name__
 
 
-__all__ = ["PartitionBound", "SourceDialect", "registered_dialects"]
+__all__ = ["PartitionBound", "SourceDialect", "StatementRefused", "registered_dialects"]

@@ -69,7 +69,7 @@ from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
-from gluon.source.base import SourceDialect, _first_line
+from gluon.source.base import SourceDialect, StatementRefused, _first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -123,7 +123,17 @@ SELECT SESSION SET SHARE SIZE SMALLINT START SUCCESSFUL SYNONYM SYSDATE TABLE TH
 TRIGGER UID UNION UNIQUE UPDATE USER VALIDATE VALUES VARCHAR VARCHAR2 VIEW WHENEVER WHERE
 WITH
 """
-RESERVED_WORDS: frozenset[str] = frozenset(_RESERVED_TEXT.split())
+# PL/SQL reserved words (PL/SQL Language Reference, appendix D, table D-1): a column named
+# so must be quoted in a trigger body (":NEW.END" does not compile) even where SQL takes it.
+_PLSQL_RESERVED_TEXT = """
+ALL ALTER AND ANY AS ASC AT BEGIN BETWEEN BY CASE CHECK CLUSTER CLUSTERS COLAUTH COLUMNS
+COMPRESS CONNECT CRASH CREATE CURSOR DECLARE DEFAULT DESC DISTINCT DROP ELSE END EXCEPTION
+EXCLUSIVE FETCH FOR FROM FUNCTION GOTO GRANT GROUP HAVING IDENTIFIED IF IN INDEX INDEXES
+INSERT INTERSECT INTO IS LIKE LOCK MINUS MODE NOCOMPRESS NOT NOWAIT NULL OF ON OPTION OR
+ORDER OVERLAPS PROCEDURE PUBLIC RESOURCE REVOKE SELECT SHARE SIZE SQL START SUBTYPE TABAUTH
+TABLE THEN TO TYPE UNION UNIQUE UPDATE VALUES VIEW VIEWS WHEN WHERE WITH
+"""
+RESERVED_WORDS: frozenset[str] = frozenset(_RESERVED_TEXT.split() + _PLSQL_RESERVED_TEXT.split())
 
 Row = Mapping[str, Any]
 
@@ -233,6 +243,27 @@ def table_spec_from_dictionary(
         # ORA_ROWSCN is per row only with ROWDEPENDENCIES; otherwise per block.
         options={"rowdependencies": found.get("dependencies") or "DISABLED"},
     )
+
+
+COMPILATION_WARNING = "DPY-7000"
+"""python-oracledb's warning for ORA-24344 (success with compilation error): a CREATE
+TRIGGER / VIEW / PROCEDURE that left the object INVALID. Not an exception: it is only
+on ``cursor.warning``."""
+
+
+def compile_problem_from_rows(rows: Iterable[Row]) -> str | None:
+    """One line saying why an object does not compile, from ``compile_errors`` rows
+    (ALL_OBJECTS.STATUS joined with its ALL_ERRORS lines); None when it is VALID or gone."""
+    found = [_lower_keys(row) for row in rows]
+    if not found or all(row["status"] == "VALID" for row in found):
+        return None
+    errors = [row for row in found if row.get("text")]
+    if not errors:
+        return "it is INVALID (no error recorded: it depends on an invalid or missing object)"
+    first = errors[0]
+    text = " ".join(str(first["text"]).split())
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"line {first['line']}, column {first['position']}: {text}{more}"
 
 
 def fetched_arrow_type(precision: int, scale: int) -> pa.DataType:
@@ -414,6 +445,24 @@ class OracleSource(SourceDialect):
         self.check_connection()
         return int(self.engine.dialect.max_identifier_length)
 
+    def execute_statement(self, connection: sa.Connection, statement: str) -> None:
+        """Send one script statement on the DBAPI cursor, whose ``warning`` (DPY-7000: the
+        object was created INVALID) SQLAlchemy never shows: it closes a DDL's cursor."""
+        cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(statement)
+            warning = cursor.warning
+        except oracledb.Error as exc:
+            raise StatementRefused(_first_line(exc)) from exc
+        finally:
+            cursor.close()
+        if warning is not None:
+            raise StatementRefused(_first_line(Exception(warning.message)))
+
+    def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
+        params = {"schema": schema, "name": name, "object_type": object_type}
+        return compile_problem_from_rows(self._dictionary("compile_errors", params))
+
     def quote(self, identifier: str) -> str:
         """Quote ``identifier``, an exact-case name, unless it is a plain upper-case word.
 
@@ -507,8 +556,10 @@ class OracleSource(SourceDialect):
 
 
 __all__ = [
+    "COMPILATION_WARNING",
     "OracleSource",
     "column_from_dictionary",
+    "compile_problem_from_rows",
     "declared_type",
     "fetched_arrow_type",
     "output_type_handler",

@@ -137,6 +137,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "object_marker": {"object_marker": {}},
     "object_columns": {"object_columns": {}},
     "capture_trigger_state": {"capture_trigger_state": {}},
+    "compile_errors": {"compile_errors": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
