@@ -66,7 +66,7 @@ import oracledb
 import sqlalchemy as sa
 
 from gluon.config import SourceTimeouts
-from gluon.errors import SourceError, UsageError
+from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
 from gluon.source.base import SourceDialect, StatementRefused, _first_line
@@ -245,6 +245,24 @@ def table_spec_from_dictionary(
     )
 
 
+MIN_DRIVER_VERSION = (3, 4)
+"""python-oracledb's first release with ``fetch_df_batches(fetch_decimals=...)`` (3.0 brought
+``fetch_df_batches``, 3.4 its ``fetch_decimals``)."""
+
+
+def driver_version_problem(version: str) -> str | None:
+    """One line when python-oracledb ``version`` is too old for gluon; None when it will do."""
+    parts = re.findall(r"\d+", version)[:2]
+    found = tuple(int(part) for part in parts) if len(parts) == 2 else (0, 0)
+    if found >= MIN_DRIVER_VERSION:
+        return None
+    needed = ".".join(map(str, MIN_DRIVER_VERSION))
+    return (
+        f"python-oracledb {version} is too old: gluon reads Oracle through fetch_df_batches "
+        f"with fetch_decimals, new in {needed}: run pip install 'oracledb>={needed}'"
+    )
+
+
 COMPILATION_WARNING = "DPY-7000"
 """python-oracledb's warning for ORA-24344 (success with compilation error): a CREATE
 TRIGGER / VIEW / PROCEDURE that left the object INVALID. Not an exception: it is only
@@ -381,6 +399,9 @@ class OracleSource(SourceDialect):
         return {"arraysize": cls.fetch_arraysize, "coerce_to_decimal": True}
 
     def __init__(self, engine: sa.Engine) -> None:
+        problem = driver_version_problem(oracledb.__version__)
+        if problem is not None:
+            raise UnsupportedError(problem)
         super().__init__(engine)
         if not sa.event.contains(engine, "connect", _install_output_type_handler):
             sa.event.listen(engine, "connect", _install_output_type_handler)
@@ -561,6 +582,7 @@ __all__ = [
     "column_from_dictionary",
     "compile_problem_from_rows",
     "declared_type",
+    "driver_version_problem",
     "fetched_arrow_type",
     "output_type_handler",
     "table_spec_from_dictionary",
