@@ -197,11 +197,12 @@ def named_source_objects(
     """
     names = source_object_names(
         ref,
-        max_length=source.max_identifier_length,
+        max_length=source.identifier_length,
         has_schemas=source.has_schemas,
         fold=source.name_case,
         changelog_table=changelog_table,
         database=source.engine.url.database,
+        in_bytes=source.identifier_length_in_bytes,
     )
     return [
         SourceObjectRef(kind, name.schema, name.name, OBJECT_TYPES[kind])
@@ -220,9 +221,10 @@ def plan_source_objects(
 ) -> list[SourceObjectRef]:
     """The objects ``method`` needs in ``source`` for ``ref``, in creation order.
 
-    Only the kinds the method declares, less those the dialect provides
-    implicitly; a schema the objects go to that does not exist yet comes first,
-    so it is created (and dropped again on disable).
+    Names fit the connected server's identifier limit (read first). Only the kinds the
+    method declares, less those the dialect provides implicitly; a schema the objects go
+    to that does not exist yet comes first, so it is created (and dropped again on
+    disable).
 
     Args:
         source: the source dialect (queried only to see which schemas exist).
@@ -233,6 +235,7 @@ def plan_source_objects(
     Raises:
         SourceError: the source database cannot be queried.
     """
+    source.read_identifier_length()  # e.g. 30 bytes on Oracle with COMPATIBLE below 12.2
     planned = named_source_objects(source, ref, method, changelog_table=changelog_table)
     schemas: list[SourceObjectRef] = []
     if source.has_schemas:
@@ -320,7 +323,9 @@ def changelog_type(dialect: str, source_type: str) -> str:
 
 def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:
     """The name of the key index of ``table`` (same schema), within the dialect's limit."""
-    name = shorten(f"{table.name}_ix", source.max_identifier_length)
+    name = shorten(
+        f"{table.name}_ix", source.identifier_length, in_bytes=source.identifier_length_in_bytes
+    )
     return name.upper() if source.name_case == "upper" else name.lower()
 
 

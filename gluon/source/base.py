@@ -53,7 +53,11 @@ class SourceDialect:
     """Registry key; also the templates folder and SQLAlchemy's backend name."""
 
     max_identifier_length: ClassVar[int | None] = None
-    """Longest object name the database accepts (None: no practical limit)."""
+    """Longest object name the database accepts (None: no practical limit); the connected
+    server's may be lower (:meth:`read_identifier_length`)."""
+
+    identifier_length_in_bytes: ClassVar[bool] = False
+    """Whether the limit counts bytes (Oracle: of the database character set) or characters."""
 
     has_schemas: ClassVar[bool] = True
     """Whether incremental objects go to a separate hybrid schema ``SCHEMA_H``."""
@@ -98,6 +102,16 @@ class SourceDialect:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self._preparer = engine.dialect.identifier_preparer
+        self.identifier_length: int | None = self.max_identifier_length
+        """The limit names are made to fit: the class's until :meth:`read_identifier_length`."""
+
+    def read_identifier_length(self) -> None:
+        """Set :attr:`identifier_length` to the connected server's limit, before names of
+        objects to create are chosen (hook: a fixed limit needs no query).
+
+        Raises:
+            SourceError: the database cannot be reached.
+        """
 
     # -- helpers ---------------------------------------------------------------------------
 

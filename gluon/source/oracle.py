@@ -379,6 +379,8 @@ class OracleSource(SourceDialect):
     """128 when the server's COMPATIBLE is 12.2 or later, else
     :attr:`legacy_identifier_length`; :meth:`server_identifier_length` tells which."""
 
+    identifier_length_in_bytes: ClassVar[bool] = True
+
     legacy_identifier_length: ClassVar[int] = 30
     """The limit before Oracle 12.2 (or with COMPATIBLE below 12.2)."""
 
@@ -447,6 +449,9 @@ class OracleSource(SourceDialect):
             return current
         level = (int(parts[0]), int(parts[1]))
         return cls.legacy_identifier_length if level < cls.long_identifiers_since else current
+
+    def read_identifier_length(self) -> None:
+        self.identifier_length = self.server_identifier_length()
 
     def server_identifier_length(self) -> int:
         """The identifier limit of the connected server (reads COMPATIBLE from V$PARAMETER).
