@@ -132,6 +132,18 @@ WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
 varchar(50), int to bigint, a larger numeric precision) never makes the capture
 trigger, and with it the application's DML, fail. SQLite does not enforce types."""
 
+EXTENDED_WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    "oracle": (
+        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(32767)"),
+        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(16383)"),
+        (re.compile(r"^RAW\(\d+\)$"), "RAW(32767)"),
+    ),
+}
+"""Where the server allows extended strings (Oracle MAX_STRING_SIZE=EXTENDED, the default
+on Autonomous Database: VARCHAR2 and RAW up to 32767 bytes), the wide types are the
+extended maxima, ahead of :data:`WIDE_TYPES`: VARCHAR2(4000) would refuse a longer value
+and fail the application's DML."""
+
 ARRAY_DELETE_CHUNK = 100_000
 """Runs of sequence values per DELETE where the dialect binds arrays (see ``sequence_runs``)."""
 
@@ -235,7 +247,7 @@ def plan_source_objects(
     Raises:
         SourceError: the source database cannot be queried.
     """
-    source.read_identifier_length()  # e.g. 30 bytes on Oracle with COMPATIBLE below 12.2
+    source.read_server_limits()  # e.g. 30-byte names on Oracle with COMPATIBLE below 12.2
     planned = named_source_objects(source, ref, method, changelog_table=changelog_table)
     schemas: list[SourceObjectRef] = []
     if source.has_schemas:
@@ -305,17 +317,25 @@ def script_context(
         "staging_index": _index_name(source, staging) if staging else None,
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
         "log_types": {
-            column.name: changelog_type(source.name, column.source_type) for column in spec.columns
+            column.name: changelog_type(
+                source.name, column.source_type, extended_strings=source.extended_strings
+            )
+            for column in spec.columns
         },
         "marker_literal": (marker or NO_INSTALLATION).sql_literal,
         "marker_comment": (marker or NO_INSTALLATION).sql_comment,
     }
 
 
-def changelog_type(dialect: str, source_type: str) -> str:
-    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES)."""
+def changelog_type(dialect: str, source_type: str, *, extended_strings: bool = False) -> str:
+    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES;
+    ``extended_strings``: the server allows longer strings, see EXTENDED_WIDE_TYPES)."""
     declared = source_type.strip()
-    for pattern, wide in WIDE_TYPES.get(dialect, ()):
+    rules = (
+        *(EXTENDED_WIDE_TYPES.get(dialect, ()) if extended_strings else ()),
+        *WIDE_TYPES.get(dialect, ()),
+    )
+    for pattern, wide in rules:
         if pattern.match(declared if dialect == "oracle" else declared.lower()):
             return wide
     return declared

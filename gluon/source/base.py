@@ -54,7 +54,7 @@ class SourceDialect:
 
     max_identifier_length: ClassVar[int | None] = None
     """Longest object name the database accepts (None: no practical limit); the connected
-    server's may be lower (:meth:`read_identifier_length`)."""
+    server's may be lower (:meth:`read_server_limits`)."""
 
     identifier_length_in_bytes: ClassVar[bool] = False
     """Whether the limit counts bytes (Oracle: of the database character set) or characters."""
@@ -103,11 +103,15 @@ class SourceDialect:
         self.engine = engine
         self._preparer = engine.dialect.identifier_preparer
         self.identifier_length: int | None = self.max_identifier_length
-        """The limit names are made to fit: the class's until :meth:`read_identifier_length`."""
+        """The limit names are made to fit: the class's until :meth:`read_server_limits`."""
+        self.extended_strings = False
+        """The server takes strings past the usual maximum (Oracle MAX_STRING_SIZE=EXTENDED):
+        changelog columns are typed wider (``gluon.capture.EXTENDED_WIDE_TYPES``)."""
 
-    def read_identifier_length(self) -> None:
-        """Set :attr:`identifier_length` to the connected server's limit, before names of
-        objects to create are chosen (hook: a fixed limit needs no query).
+    def read_server_limits(self) -> None:
+        """Set :attr:`identifier_length` and :attr:`extended_strings` from the connected
+        server, before objects to create are named and typed (hook: fixed limits need no
+        query).
 
         Raises:
             SourceError: the database cannot be reached.

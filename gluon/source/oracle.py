@@ -450,8 +450,22 @@ class OracleSource(SourceDialect):
         level = (int(parts[0]), int(parts[1]))
         return cls.legacy_identifier_length if level < cls.long_identifiers_since else current
 
-    def read_identifier_length(self) -> None:
+    def read_server_limits(self) -> None:
         self.identifier_length = self.server_identifier_length()
+        self.extended_strings = self.server_max_string_size() == "EXTENDED"
+
+    def server_max_string_size(self) -> str:
+        """MAX_STRING_SIZE (``STANDARD`` or ``EXTENDED``) from V$PARAMETER; ``STANDARD``
+        when it cannot be read (the preflight names the grant that lets gluon read it).
+
+        Raises:
+            SourceError: the database cannot be reached.
+        """
+        try:
+            rows = self.run_query("max_string_size")
+        except SourceError:
+            rows = []
+        return str(rows[0][0]).upper() if rows and rows[0][0] else "STANDARD"
 
     def server_identifier_length(self) -> int:
         """The identifier limit of the connected server (reads COMPATIBLE from V$PARAMETER).

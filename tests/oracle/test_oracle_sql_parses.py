@@ -143,12 +143,22 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
     # Source schema changes carried to the capture objects (gluon.schema_changes).
+    # column_type: the changelog's wide type (gluon.schema_changes._capture_column_type).
     "alter_add_column": {
-        "changelog": {"object": CHANGELOG, "column": Column("NEW_COL", "VARCHAR2(20)", "string")}
+        "changelog": {
+            "object": CHANGELOG,
+            "column": Column("NEW_COL", "VARCHAR2(20)", "string"),
+            "column_type": "VARCHAR2(4000)",
+        }
     },
     "alter_column_type": {
-        "changelog": {"object": CHANGELOG, "column": Column("AMOUNT", "NUMBER(20,2)", "string")}
+        "changelog": {
+            "object": CHANGELOG,
+            "column": Column("NOTE", "VARCHAR2(8000)", "string"),
+            "column_type": "VARCHAR2(32767)",
+        }
     },
+    "max_string_size": {"max_string_size": {}},
     "read_changes": {
         "all rows": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": None},
         "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},
