@@ -177,6 +177,30 @@ class _EnablePlan:
     """Existing objects to drop and re-create as ours (``--incremental-take-over-objects``)."""
 
 
+def _preflight(
+    source: SourceDialect,
+    spec: TableSpec,
+    method: type[ExtractionMethod],
+    objects: list[capture.SourceObjectRef],
+) -> None:
+    """Refuse before anything is created when the source lacks what enabling needs: one
+    line per missing item, each with the statement that gives it (Oracle's privileges,
+    quota, readable parameters; other dialects say so in their own statements).
+
+    Raises:
+        UnsupportedError: something is missing.
+    """
+    hybrid = next((o.schema for o in objects if o.object_type != "SCHEMA"), None)
+    create_schema = any(o.kind is SourceObject.HYBRID_SCHEMA for o in objects)
+    problems = source.preflight(spec, method, hybrid, create_schema=create_schema)
+    if problems:
+        raise UnsupportedError(
+            f"enabling {method.name} on {spec.schema}.{spec.name} needs what the {source.name} "
+            f"source does not give yet ({len(problems)}; nothing was created):\n"
+            + "\n".join(f"- {problem}" for problem in problems)
+        )
+
+
 def _plan_enable(
     settings: Settings,
     options: EnableOptions,
@@ -246,6 +270,7 @@ def _plan_enable(
             source, ref, method, changelog_table=options.changelog_table
         )
     )
+    _preflight(source, spec, method, objects)
     marker = ownership.Marker(repo.installation_id, ref.key)
     taken_over = _check_existing_objects(
         source,

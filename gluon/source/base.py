@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from gluon import templates
 from gluon.config import SourceTimeouts
 from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
+from gluon.methods.base import ExtractionMethod
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
 
@@ -185,6 +186,27 @@ class SourceDialect:
             StatementRefused: the database accepted it with a warning that means failure.
         """
         connection.exec_driver_sql(statement)
+
+    def preflight(
+        self,
+        spec: TableSpec,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        *,
+        create_schema: bool,
+    ) -> list[str]:
+        """What the source lacks for enabling ``method`` on ``spec``, one line each with the
+        statement that gives it; checked before anything is created (hook: a dialect whose
+        statements say what is missing themselves returns nothing).
+
+        Args:
+            hybrid_schema: the schema the capture objects go to (None: the table's own).
+            create_schema: it does not exist yet, so gluon creates it.
+
+        Raises:
+            SourceError: the database cannot be reached.
+        """
+        return []
 
     def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
         """Why the code object (trigger, view) ``schema.name`` does not compile, in one line;

@@ -67,6 +67,7 @@ import sqlalchemy as sa
 
 from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UnsupportedError, UsageError
+from gluon.methods.base import ChangeReader, ExtractionMethod
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
 from gluon.source.base import SourceDialect, StatementRefused, _first_line
@@ -498,6 +499,57 @@ class OracleSource(SourceDialect):
             cursor.close()
         if warning is not None:
             raise StatementRefused(_first_line(Exception(warning.message)))
+
+    def preflight(
+        self,
+        spec: TableSpec,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        *,
+        create_schema: bool,
+    ) -> list[str]:
+        from gluon.source.oracle_preflight import PreflightFacts, preflight_problems, requirements
+
+        schema = hybrid_schema or spec.schema
+        facts = PreflightFacts(
+            user=str(self._optional("session_user")[0][0]),
+            hybrid_schema=schema,
+            hybrid_schema_exists=not create_schema,
+            system_privileges=frozenset(
+                str(row[0]) for row in self._optional("session_privileges")
+            ),
+            schema_privileges=frozenset(
+                (str(row[0]), str(row[1])) for row in self._optional("session_schema_privileges")
+            ),
+            hybrid_quota=self._hybrid_quota(schema) if not create_schema else None,
+            compatible=self._parameter("compatible"),
+            max_string_size=self._parameter("max_string_size"),
+            reads_current_scn=bool(self._optional("current_scn")),
+            driver_problem=driver_version_problem(oracledb.__version__),
+        )
+        needs_scn = method.change_reader is ChangeReader.ORA_ROWSCN
+        return preflight_problems(
+            facts, requirements(method, create_schema=create_schema), needs_scn=needs_scn
+        )
+
+    def _optional(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """A dictionary query's rows; none when the view is missing (before 23ai) or not
+        granted: the preflight then names the grant."""
+        try:
+            return self.run_query(template, params)
+        except SourceError:
+            return []
+
+    def _parameter(self, template: str) -> str | None:
+        rows = self._optional(template)
+        return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def _hybrid_quota(self, schema: str) -> bool | None:
+        try:
+            rows = self.run_query("hybrid_quota", {"schema": schema})
+        except SourceError:
+            return None  # DBA_TS_QUOTAS is not readable: nothing to say
+        return bool(rows and int(rows[0][0]))
 
     def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
         params = {"schema": schema, "name": name, "object_type": object_type}

@@ -138,6 +138,11 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "object_columns": {"object_columns": {}},
     "capture_trigger_state": {"capture_trigger_state": {}},
     "compile_errors": {"compile_errors": {}},
+    # The enable preflight's dictionary queries (gluon.source.oracle_preflight).
+    "session_user": {"session_user": {}},
+    "session_privileges": {"session_privileges": {}},
+    "session_schema_privileges": {"session_schema_privileges": {}},
+    "hybrid_quota": {"hybrid_quota": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
