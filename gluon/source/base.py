@@ -208,6 +208,14 @@ class SourceDialect:
         """
         return []
 
+    def grant_scripts(
+        self, table: TableRef, method: type[ExtractionMethod], hybrid_schema: str | None
+    ) -> dict[str, list[str]]:
+        """The statements a DBA runs so gluon's user can enable ``method`` on ``table``, by
+        server release (title -> statements); empty where docs/operations.md section 13
+        says it in a sentence. No database access."""
+        return {}
+
     def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
         """Why the code object (trigger, view) ``schema.name`` does not compile, in one line;
         None when it does. Databases that refuse a broken object at CREATE (PostgreSQL,

@@ -532,6 +532,25 @@ class OracleSource(SourceDialect):
             facts, requirements(method, create_schema=create_schema), needs_scn=needs_scn
         )
 
+    def grant_scripts(
+        self, table: TableRef, method: type[ExtractionMethod], hybrid_schema: str | None
+    ) -> dict[str, list[str]]:
+        from gluon.source.oracle_preflight import grant_script, requirements
+
+        user = (self.engine.url.username or "GLUON").upper()
+        schema = hybrid_schema or table.schema
+        needed = requirements(method, create_schema=True)
+        target = f"{self.quote(table.schema)}.{self.quote(table.table)}"
+        needs_scn = method.change_reader is ChangeReader.ORA_ROWSCN
+        return {
+            f"Oracle 19c (system privileges), as a DBA, for {user}": grant_script(
+                user, schema, target, needed, schema_level=False, needs_scn=needs_scn
+            ),
+            f"Oracle 23ai (privileges on schema {schema} only), as a DBA, for {user}": (
+                grant_script(user, schema, target, needed, schema_level=True, needs_scn=needs_scn)
+            ),
+        }
+
     def _optional(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
         """A dictionary query's rows; none when the view is missing (before 23ai) or not
         granted: the preflight then names the grant."""

@@ -216,3 +216,41 @@ def test_enable_refuses_listing_every_missing_item(
     }
     assert len(lines) == 1 + len(missing)
     assert all(line.startswith("- GLUON lacks ") and " GRANT " in line for line in lines[1:])
+
+
+# -- offload --incremental-print-grants ----------------------------------------------------
+
+
+def test_print_grants_prints_both_scripts_and_sends_nothing(
+    offload_home: Any, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Port 9 (discard) on localhost: a connection attempt would fail, so none is made.
+    monkeypatch.setenv(
+        "GLUON_SOURCE_URL", "oracle+oracledb://gluon:secret@127.0.0.1:9/?service_name=X"
+    )
+    result = run_cli(
+        "offload",
+        "-t",
+        "APP.ORDERS",
+        "--incremental-print-grants",
+        "--incremental-extraction-method=UPDATABLE_CHANGELOG",
+    )
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert "-- Oracle 19c (system privileges), as a DBA, for GLUON" in out
+    assert "-- Oracle 23ai (privileges on schema APP_H only), as a DBA, for GLUON" in out
+    assert "GRANT SELECT ON APP.ORDERS TO GLUON;" in out
+    assert "GRANT CREATE ANY TRIGGER TO GLUON;" in out
+    assert "GRANT CREATE ANY TRIGGER ON SCHEMA APP_H TO GLUON;" in out
+    assert "GRANT CREATE ANY VIEW ON SCHEMA APP_H TO GLUON;" in out
+
+
+def test_print_grants_needs_a_method(
+    offload_home: Any, run_cli: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(
+        "GLUON_SOURCE_URL", "oracle+oracledb://gluon:secret@127.0.0.1:9/?service_name=X"
+    )
+    result = run_cli("offload", "-t", "APP.ORDERS", "--incremental-print-grants")
+    assert result.exit_code == 2
+    assert "needs --incremental-extraction-method" in result.stderr
