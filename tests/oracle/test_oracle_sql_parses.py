@@ -12,8 +12,9 @@ they go to the driver without bind processing (``:NEW`` in a trigger body is
 not a bind). Partials (``_*.sql.j2``) are checked through the templates that
 import them.
 
-Golden files: ``golden/<template>.sql`` hold the rendered text of every case.
-Rewrite them with ``GLUON_UPDATE_GOLDEN=1 pytest tests/oracle``.
+Golden files: ``golden/<template>.sql`` hold the rendered text of every case. A mismatch
+fails and says how to regenerate; ``GLUON_UPDATE_GOLDEN=1 pytest tests/oracle`` rewrites
+the differing files and still fails, naming each, so a regeneration is always seen.
 """
 
 from __future__ import annotations
@@ -326,13 +327,22 @@ def test_template_parses_as_oracle(source: OracleSource, linter: Linter, templat
 def test_template_matches_golden_file(source: OracleSource, template: str) -> None:
     path = GOLDEN / f"{template}.sql"
     text = golden_text(source, template)
-    if UPDATE_GOLDEN:
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text)
+    check_golden(path, text, what=template)
+
+
+def check_golden(path: Path, text: str, *, what: str) -> None:
+    """``text`` must be ``path``'s content. With GLUON_UPDATE_GOLDEN=1 a differing file is
+    rewritten and the test still fails, naming it: regeneration is never silent."""
+    old = path.read_text() if path.exists() else None
+    if text == old:
         return
-    assert path.exists(), f"{path.name} is missing: run with GLUON_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), (
-        f"{template} renders differently from {path.name}; if intended, rerun with "
+    if UPDATE_GOLDEN:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        pytest.fail(f"rewrote {path.name} ({what}): review it with git diff before committing")
+    assert old is not None, f"{path.name} is missing: run with GLUON_UPDATE_GOLDEN=1"
+    pytest.fail(
+        f"{what} renders differently from {path.name}; if intended, rerun with "
         "GLUON_UPDATE_GOLDEN=1 and review the diff"
     )
 
