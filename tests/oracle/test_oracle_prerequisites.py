@@ -102,3 +102,16 @@ def test_the_installed_driver_and_the_requirement_agree() -> None:
     pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
     needed = ".".join(map(str, MIN_DRIVER_VERSION))
     assert f'"oracledb>={needed}"' in pyproject
+
+
+def test_a_quote_in_a_name_is_doubled_inside_literals(source: OracleSource) -> None:
+    """Issue 32 item 12: a ' in a quoted name ended the EXECUTE IMMEDIATE literal early."""
+    schema = capture.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "O'BRIEN_H", "O'BRIEN_H", "SCHEMA")
+    text = source.render("create_hybrid_schema", object=schema)
+    assert "'CREATE USER \"O''BRIEN_H\" NO AUTHENTICATION'" in text
+    spec = TableSpec("O'BRIEN", "T", TABLE.columns, TABLE.primary_key)
+    method = registered_methods()["CHANGELOG"]
+    objects = capture.named_source_objects(source, TableRef("O'BRIEN", "T"), method)
+    context = capture.script_context(source, spec, method, objects, ("ORDER_ID",))
+    images = source.render("record_table_images", **context, where="")
+    assert "'LOCK TABLE \"O''BRIEN\".T IN SHARE MODE'" in images
