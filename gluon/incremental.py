@@ -225,9 +225,18 @@ def _preflight(
     Raises:
         UnsupportedError: something is missing.
     """
-    hybrid = next((o.schema for o in objects if o.object_type != "SCHEMA"), None)
-    create_schema = any(o.kind is SourceObject.HYBRID_SCHEMA for o in objects)
-    problems = source.preflight(spec, method, hybrid, create_schema=create_schema)
+    schemas = {o.kind: o.schema for o in objects}
+    hybrid = schemas.get(SourceObject.CHANGELOG_TRIGGER) or next(
+        (o.schema for o in objects if o.object_type != "SCHEMA"), None
+    )
+    create_schema = SourceObject.HYBRID_SCHEMA in schemas
+    problems = source.preflight(
+        spec,
+        method,
+        hybrid,
+        create_schema=create_schema,
+        changelog_schema=schemas.get(SourceObject.CHANGELOG_TABLE),
+    )
     if problems:
         raise UnsupportedError(
             f"enabling {method.name} on {spec.schema}.{spec.name} needs what the {source.name} "

@@ -194,6 +194,7 @@ class SourceDialect:
         hybrid_schema: str | None,
         *,
         create_schema: bool,
+        changelog_schema: str | None = None,
     ) -> list[str]:
         """What the source lacks for enabling ``method`` on ``spec``, one line each with the
         statement that gives it; checked before anything is created (hook: a dialect whose
@@ -202,6 +203,8 @@ class SourceDialect:
         Args:
             hybrid_schema: the schema the capture objects go to (None: the table's own).
             create_schema: it does not exist yet, so gluon creates it.
+            changelog_schema: the changelog's schema (``--incremental-changelog-table`` may
+                put it elsewhere); None without a changelog.
 
         Raises:
             SourceError: the database cannot be reached.

@@ -507,6 +507,7 @@ class OracleSource(SourceDialect):
         hybrid_schema: str | None,
         *,
         create_schema: bool,
+        changelog_schema: str | None = None,
     ) -> list[str]:
         from gluon.source.oracle_preflight import PreflightFacts, preflight_problems, requirements
 
@@ -528,9 +529,9 @@ class OracleSource(SourceDialect):
             driver_problem=driver_version_problem(oracledb.__version__),
         )
         needs_scn = method.change_reader is ChangeReader.ORA_ROWSCN
-        return preflight_problems(
-            facts, requirements(method, create_schema=create_schema), needs_scn=needs_scn
-        )
+        elsewhere = changelog_schema is not None and changelog_schema != schema
+        needed = requirements(method, create_schema=create_schema, changelog_elsewhere=elsewhere)
+        return preflight_problems(facts, needed, needs_scn=needs_scn)
 
     def grant_scripts(
         self, table: TableRef, method: type[ExtractionMethod], hybrid_schema: str | None

@@ -78,14 +78,24 @@ _SCHEMA_REQUIREMENTS = (
 )
 
 
-def requirements(method: type[ExtractionMethod], *, create_schema: bool) -> list[Requirement]:
+def requirements(
+    method: type[ExtractionMethod], *, create_schema: bool, changelog_elsewhere: bool = False
+) -> list[Requirement]:
     """The privileges ``method`` needs, each once, in a stable order.
 
     Args:
         method: the extraction method (its objects).
         create_schema: the hybrid schema does not exist yet, so gluon creates it.
+        changelog_elsewhere: ``--incremental-changelog-table`` puts the changelog in another
+            schema than the triggers: gluon grants their owner INSERT on it.
     """
     found: dict[str, Requirement] = {}
+    if changelog_elsewhere and method.has_object(SourceObject.CHANGELOG_TABLE):
+        found["GRANT ANY OBJECT PRIVILEGE"] = Requirement(
+            "GRANT ANY OBJECT PRIVILEGE",
+            "let the capture trigger's owner write a changelog in another schema",
+            False,
+        )
     if create_schema:
         for requirement in _SCHEMA_REQUIREMENTS:
             found.setdefault(requirement.privilege, requirement)

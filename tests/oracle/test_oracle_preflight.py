@@ -254,3 +254,33 @@ def test_print_grants_needs_a_method(
     result = run_cli("offload", "-t", "APP.ORDERS", "--incremental-print-grants")
     assert result.exit_code == 2
     assert "needs --incremental-extraction-method" in result.stderr
+
+
+def test_a_changelog_in_another_schema_is_granted_to_the_triggers_owner(
+    source: OracleSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32 item 3: with --incremental-changelog-table OTHER.T the trigger's owner had no
+    INSERT on the changelog: the trigger never compiled."""
+    objects = capture.named_source_objects(
+        source, TableRef("APP", "ORDERS"), CHANGELOG, changelog_table="OTHER.ORDERS_LOG"
+    )
+    context = capture.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
+    log = next(o for o in objects if o.kind.value == "changelog_table")
+    script = source.render("create_changelog_table", object=log, **context)
+    assert "GRANT INSERT ON OTHER.ORDERS_LOG TO APP_H" in source.split_script(script)
+    _server(source, monkeypatch, EVERYTHING - {"GRANT ANY OBJECT PRIVILEGE"})
+    problems = source.preflight(
+        TABLE, CHANGELOG, "APP_H", create_schema=False, changelog_schema="OTHER"
+    )
+    assert problems == [
+        "GLUON lacks GRANT ANY OBJECT PRIVILEGE (to let the capture trigger's owner write a "
+        "changelog in another schema): GRANT GRANT ANY OBJECT PRIVILEGE TO GLUON"
+    ]
+    assert source.preflight(TABLE, CHANGELOG, "APP_H", create_schema=False) == []
+
+
+def test_the_usual_changelog_script_grants_nothing(source: OracleSource) -> None:
+    objects = capture.named_source_objects(source, TableRef("APP", "ORDERS"), CHANGELOG)
+    context = capture.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
+    log = next(o for o in objects if o.kind.value == "changelog_table")
+    assert "GRANT" not in source.render("create_changelog_table", object=log, **context)
