@@ -378,6 +378,7 @@ def create_source_objects(
     if not objects:
         return
     _refuse_reserved_columns(spec)
+    source.read_server_limits()  # a resumed enable or a repair did not plan: same types, names
     context = script_context(source, spec, method, objects, key_columns, marker)
     for item in sorted(objects, key=_rank):
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):

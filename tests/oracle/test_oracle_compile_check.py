@@ -159,6 +159,7 @@ def test_an_invalid_trigger_is_dropped_and_the_error_is_one_line(
     monkeypatch.setattr(source, "execute_script", execute_script)
     monkeypatch.setattr(source, "compile_problem", compile_problem)
     monkeypatch.setattr(capture, "_exists", lambda *_: False)
+    monkeypatch.setattr(source, "read_server_limits", lambda: None)  # a 19c server
     with pytest.raises(SourceError) as failed:
         capture.create_source_objects(
             source, TABLE, registered_methods()["CHANGELOG"], objects, ("ORDER_ID",)
@@ -182,6 +183,7 @@ def test_a_trigger_left_invalid_without_a_warning_is_dropped_too(
         lambda schema, name, object_type: "it is INVALID" if object_type == "TRIGGER" else None,
     )
     monkeypatch.setattr(capture, "_exists", lambda *_: False)
+    monkeypatch.setattr(source, "read_server_limits", lambda: None)  # a 19c server
     with pytest.raises(SourceError, match="did not compile and was dropped"):
         capture.create_source_objects(
             source, TABLE, registered_methods()["CHANGELOG"], objects, ("ORDER_ID",)
@@ -201,6 +203,7 @@ def test_a_refusal_that_left_nothing_invalid_is_reported_as_it_is(
     monkeypatch.setattr(source, "execute_script", execute_script)
     monkeypatch.setattr(source, "compile_problem", lambda *_: None)
     monkeypatch.setattr(capture, "_exists", lambda *_: False)
+    monkeypatch.setattr(source, "read_server_limits", lambda: None)  # a 19c server
     with pytest.raises(SourceError, match=r"failed: ORA-01031$"):
         capture.create_source_objects(
             source, TABLE, registered_methods()["CHANGELOG"], objects, ("ORDER_ID",)
