@@ -195,8 +195,13 @@ def grant_scripts(
                 f"extraction method {method.name} does not work on {source.name} sources"
             )
         objects = capture.named_source_objects(source, ref, method, changelog_table=changelog_table)
-        hybrid = next((o.schema for o in objects if o.object_type != "SCHEMA"), None)
-        scripts = source.grant_scripts(ref, method, hybrid)
+        schemas = {o.kind: o.schema for o in objects}
+        hybrid = schemas.get(SourceObject.CHANGELOG_TRIGGER) or next(
+            (o.schema for o in objects if o.object_type != "SCHEMA"), None
+        )
+        scripts = source.grant_scripts(
+            ref, method, hybrid, schemas.get(SourceObject.CHANGELOG_TABLE)
+        )
     finally:
         source.engine.dispose()
     if not scripts:

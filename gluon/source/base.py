@@ -212,7 +212,11 @@ class SourceDialect:
         return []
 
     def grant_scripts(
-        self, table: TableRef, method: type[ExtractionMethod], hybrid_schema: str | None
+        self,
+        table: TableRef,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        changelog_schema: str | None = None,
     ) -> dict[str, list[str]]:
         """The statements a DBA runs so gluon's user can enable ``method`` on ``table``, by
         server release (title -> statements); empty where docs/operations.md section 13

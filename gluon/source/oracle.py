@@ -534,13 +534,18 @@ class OracleSource(SourceDialect):
         return preflight_problems(facts, needed, needs_scn=needs_scn)
 
     def grant_scripts(
-        self, table: TableRef, method: type[ExtractionMethod], hybrid_schema: str | None
+        self,
+        table: TableRef,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        changelog_schema: str | None = None,
     ) -> dict[str, list[str]]:
         from gluon.source.oracle_preflight import grant_script, requirements
 
         user = (self.engine.url.username or "GLUON").upper()
         schema = hybrid_schema or table.schema
-        needed = requirements(method, create_schema=True)
+        elsewhere = changelog_schema is not None and changelog_schema != schema
+        needed = requirements(method, create_schema=True, changelog_elsewhere=elsewhere)
         target = f"{self.quote(table.schema)}.{self.quote(table.table)}"
         needs_scn = method.change_reader is ChangeReader.ORA_ROWSCN
         return {

@@ -284,3 +284,10 @@ def test_the_usual_changelog_script_grants_nothing(source: OracleSource) -> None
     context = capture.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
     log = next(o for o in objects if o.kind.value == "changelog_table")
     assert "GRANT" not in source.render("create_changelog_table", object=log, **context)
+
+
+def test_print_grants_for_a_changelog_in_another_schema(source: OracleSource) -> None:
+    scripts = source.grant_scripts(TableRef("APP", "ORDERS"), CHANGELOG, "APP_H", "OTHER")
+    assert all("GRANT GRANT ANY OBJECT PRIVILEGE TO GLUON" in s for s in scripts.values())
+    plain = source.grant_scripts(TableRef("APP", "ORDERS"), CHANGELOG, "APP_H", "APP_H")
+    assert not any("GRANT ANY OBJECT" in " ".join(s) for s in plain.values())
