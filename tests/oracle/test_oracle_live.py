@@ -674,3 +674,28 @@ def test_item_11_the_repository_upsert_is_atomic_on_oracle(source: OracleSource)
             assert connection.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 1
     finally:
         metadata.drop_all(source.engine)
+
+
+def test_item_12_a_bc_nanosecond_timestamp_keeps_its_sign(
+    source: OracleSource, schema: str
+) -> None:
+    table = f"GLUON_B_{uuid.uuid4().hex[:8].upper()}"
+    with source.engine.begin() as connection:
+        connection.execute(
+            sa.text(f"CREATE TABLE {table} (ID NUMBER(10) PRIMARY KEY, AT TIMESTAMP(9))")
+        )
+        connection.execute(
+            sa.text(
+                f"INSERT INTO {table} VALUES (1, TO_TIMESTAMP('-0044-03-15 12:00:00.123456789', "
+                "'SYYYY-MM-DD HH24:MI:SS.FF9')), (2, TIMESTAMP '2024-03-01 00:00:00.5')"
+            )
+        )
+    try:
+        spec = source.describe_table(TableRef(schema, table))
+        rows = pa.Table.from_batches(list(source.read_batches(spec, batch_rows=10))).to_pylist()
+        assert sorted(row["at"] for row in rows) == [
+            "-0044-03-15T12:00:00.123456789",
+            "2024-03-01T00:00:00.500000000",
+        ]
+    finally:
+        _drop(source, table)
