@@ -687,8 +687,11 @@ def test_item_12_a_bc_nanosecond_timestamp_keeps_its_sign(
         connection.execute(
             sa.text(
                 f"INSERT INTO {table} VALUES (1, TO_TIMESTAMP('-0044-03-15 12:00:00.123456789', "
-                "'SYYYY-MM-DD HH24:MI:SS.FF9')), (2, TIMESTAMP '2024-03-01 00:00:00.5')"
+                "'SYYYY-MM-DD HH24:MI:SS.FF9'))"
             )
+        )
+        connection.execute(
+            sa.text(f"INSERT INTO {table} VALUES (2, TIMESTAMP '2024-03-01 00:00:00.5')")
         )
     try:
         spec = source.describe_table(TableRef(schema, table))
