@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from gluon.errors import UnsupportedError, UsageError
+from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.faults import fault_point
 from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, shorten, slot_name, source_object_names
@@ -133,6 +133,18 @@ WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
 varchar(50), int to bigint, a larger numeric precision) never makes the capture
 trigger, and with it the application's DML, fail. SQLite does not enforce types."""
 
+EXTENDED_WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
+    "oracle": (
+        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(32767)"),
+        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(16383)"),
+        (re.compile(r"^RAW\(\d+\)$"), "RAW(32767)"),
+    ),
+}
+"""Where the server allows extended strings (Oracle MAX_STRING_SIZE=EXTENDED, the default
+on Autonomous Database: VARCHAR2 and RAW up to 32767 bytes), the wide types are the
+extended maxima, ahead of :data:`WIDE_TYPES`: VARCHAR2(4000) would refuse a longer value
+and fail the application's DML."""
+
 ARRAY_DELETE_CHUNK = 100_000
 """Runs of sequence values per DELETE where the dialect binds arrays (see ``sequence_runs``)."""
 
@@ -198,11 +210,12 @@ def named_source_objects(
     """
     names = source_object_names(
         ref,
-        max_length=source.max_identifier_length,
+        max_length=source.identifier_length,
         has_schemas=source.has_schemas,
         fold=source.name_case,
         changelog_table=changelog_table,
         database=source.engine.url.database,
+        in_bytes=source.identifier_length_in_bytes,
     )
     return [
         SourceObjectRef(kind, name.schema, name.name, OBJECT_TYPES[kind])
@@ -221,9 +234,10 @@ def plan_source_objects(
 ) -> list[SourceObjectRef]:
     """The objects ``method`` needs in ``source`` for ``ref``, in creation order.
 
-    Only the kinds the method declares, less those the dialect provides
-    implicitly; a schema the objects go to that does not exist yet comes first,
-    so it is created (and dropped again on disable).
+    Names fit the connected server's identifier limit (read first). Only the kinds the
+    method declares, less those the dialect provides implicitly; a schema the objects go
+    to that does not exist yet comes first, so it is created (and dropped again on
+    disable).
 
     Args:
         source: the source dialect (queried only to see which schemas exist).
@@ -234,6 +248,7 @@ def plan_source_objects(
     Raises:
         SourceError: the source database cannot be queried.
     """
+    source.read_server_limits()  # e.g. 30-byte names on Oracle with COMPATIBLE below 12.2
     planned = named_source_objects(source, ref, method, changelog_table=changelog_table)
     schemas: list[SourceObjectRef] = []
     if source.has_schemas:
@@ -303,17 +318,25 @@ def script_context(
         "staging_index": _index_name(source, staging) if staging else None,
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
         "log_types": {
-            column.name: changelog_type(source.name, column.source_type) for column in spec.columns
+            column.name: changelog_type(
+                source.name, column.source_type, extended_strings=source.extended_strings
+            )
+            for column in spec.columns
         },
         "marker_literal": (marker or NO_INSTALLATION).sql_literal,
         "marker_comment": (marker or NO_INSTALLATION).sql_comment,
     }
 
 
-def changelog_type(dialect: str, source_type: str) -> str:
-    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES)."""
+def changelog_type(dialect: str, source_type: str, *, extended_strings: bool = False) -> str:
+    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES;
+    ``extended_strings``: the server allows longer strings, see EXTENDED_WIDE_TYPES)."""
     declared = source_type.strip()
-    for pattern, wide in WIDE_TYPES.get(dialect, ()):
+    rules = (
+        *(EXTENDED_WIDE_TYPES.get(dialect, ()) if extended_strings else ()),
+        *WIDE_TYPES.get(dialect, ()),
+    )
+    for pattern, wide in rules:
         if pattern.match(declared if dialect == "oracle" else declared.lower()):
             return wide
     return declared
@@ -321,7 +344,9 @@ def changelog_type(dialect: str, source_type: str) -> str:
 
 def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:
     """The name of the key index of ``table`` (same schema), within the dialect's limit."""
-    name = shorten(f"{table.name}_ix", source.max_identifier_length)
+    name = shorten(
+        f"{table.name}_ix", source.identifier_length, in_bytes=source.identifier_length_in_bytes
+    )
     return name.upper() if source.name_case == "upper" else name.lower()
 
 
@@ -354,14 +379,50 @@ def create_source_objects(
     if not objects:
         return
     _refuse_reserved_columns(spec)
+    source.read_server_limits()  # a resumed enable or a repair did not plan: same types, names
     context = script_context(source, spec, method, objects, key_columns, marker)
     for item in sorted(objects, key=_rank):
         if item.kind not in REPLACED_ON_CREATE and _exists(source, item):
             continue
         log.info("creating %s %s", item.object_type.lower(), item.display_name)
         fault_point("capture.before_create_object")
-        source.execute_script(f"create_{item.kind.value}", object=item, **context)
+        if item.kind in REPLACED_ON_CREATE:
+            _create_code_object(source, item, context)
+        else:
+            source.execute_script(f"create_{item.kind.value}", object=item, **context)
         fault_point("capture.after_create_object")
+
+
+def _create_code_object(source: SourceDialect, item: SourceObjectRef, context: Any) -> None:
+    """Create a trigger or view and check it compiled; one that did not is dropped at once.
+
+    Oracle creates a trigger that does not compile INVALID and ENABLED (a warning, not an
+    error), and every application DML on its table then fails with ORA-04098.
+
+    Raises:
+        SourceError: the object was refused or did not compile (then it is gone).
+    """
+    try:
+        source.execute_script(f"create_{item.kind.value}", object=item, **context)
+    except SourceError as refused:
+        problem = source.compile_problem(item.schema, item.name, item.object_type)
+        if problem is None:
+            raise
+        _drop_invalid(source, item, problem, refused)
+    problem = source.compile_problem(item.schema, item.name, item.object_type)
+    if problem is not None:
+        _drop_invalid(source, item, problem, None)
+
+
+def _drop_invalid(
+    source: SourceDialect, item: SourceObjectRef, problem: str, cause: Exception | None
+) -> None:
+    source.execute_script(f"drop_{item.kind.value}", object=item)
+    raise SourceError(
+        f"{item.object_type.lower()} {item.display_name} did not compile and was dropped "
+        f"(application DML on the table keeps working): {problem}; check the grants of "
+        f"{item.schema} on the objects it names (see docs/operations.md, Oracle prerequisites)"
+    ) from cause
 
 
 def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -> None:
@@ -627,9 +688,17 @@ def capture_problems(
     }
     rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
     fires = [bool(row[0]) for row in rows]
+    # A second column, where a dialect's triggers can exist without compiling (Oracle).
+    compiles = [bool(row[1]) if len(row) > 1 else True for row in rows]
     label = f"capture trigger {trigger.schema}.{trigger.name} on {table.schema}.{table.name}"
     if not fires:
         problems.append(f"{label} is missing: {recreate}")
+    elif not all(compiles):
+        drop = " ".join(source.render("drop_changelog_trigger", object=trigger).split())
+        problems.append(
+            f"{label} is INVALID (it does not compile, so every insert, update and delete on "
+            f"the table fails): drop it at once ({drop}), then {recreate}"
+        )
     elif not all(fires):
         enable = (
             f"ALTER TRIGGER {trigger.schema}.{trigger.name} ENABLE"

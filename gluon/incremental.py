@@ -194,6 +194,79 @@ class _EnablePlan:
     """Existing objects to drop and re-create as ours (``--incremental-take-over-objects``)."""
 
 
+def grant_scripts(
+    settings: Settings, ref: TableRef, method_name: str, changelog_table: str | None
+) -> IncrementalResult:
+    """The grant scripts a DBA runs so gluon's user can enable ``method_name`` on ``ref``
+    (``--incremental-print-grants``); nothing is read from or sent to the source.
+
+    Raises:
+        UsageError: an unknown method.
+        UnsupportedError: the source needs no script, or the method does not work on it.
+    """
+    method = get_method(method_name)
+    source = sources.connect_configured(settings)
+    try:
+        if not method.supports_dialect(source.name):
+            raise UnsupportedError(
+                f"extraction method {method.name} does not work on {source.name} sources"
+            )
+        objects = capture.named_source_objects(source, ref, method, changelog_table=changelog_table)
+        schemas = {o.kind: o.schema for o in objects}
+        hybrid = schemas.get(SourceObject.CHANGELOG_TRIGGER) or next(
+            (o.schema for o in objects if o.object_type != "SCHEMA"), None
+        )
+        scripts = source.grant_scripts(
+            ref, method, hybrid, schemas.get(SourceObject.CHANGELOG_TABLE)
+        )
+    finally:
+        source.engine.dispose()
+    if not scripts:
+        raise UnsupportedError(
+            f"{source.name} sources need no grant script: docs/operations.md section 13 says "
+            "which privileges gluon's user needs"
+        )
+    parts = [
+        f"-- {title}\n" + "\n".join(f"{statement};" for statement in statements)
+        for title, statements in scripts.items()
+    ]
+    message = f"Grants for {method.name} on {ref.key}:\n" + "\n\n".join(parts)
+    return IncrementalResult(table_key=ref.key, steps=[], executed=True, message=message)
+
+
+def _preflight(
+    source: SourceDialect,
+    spec: TableSpec,
+    method: type[ExtractionMethod],
+    objects: list[capture.SourceObjectRef],
+) -> None:
+    """Refuse before anything is created when the source lacks what enabling needs: one
+    line per missing item, each with the statement that gives it (Oracle's privileges,
+    quota, readable parameters; other dialects say so in their own statements).
+
+    Raises:
+        UnsupportedError: something is missing.
+    """
+    schemas = {o.kind: o.schema for o in objects}
+    hybrid = schemas.get(SourceObject.CHANGELOG_TRIGGER) or next(
+        (o.schema for o in objects if o.object_type != "SCHEMA"), None
+    )
+    create_schema = SourceObject.HYBRID_SCHEMA in schemas
+    problems = source.preflight(
+        spec,
+        method,
+        hybrid,
+        create_schema=create_schema,
+        changelog_schema=schemas.get(SourceObject.CHANGELOG_TABLE),
+    )
+    if problems:
+        raise UnsupportedError(
+            f"enabling {method.name} on {spec.schema}.{spec.name} needs what the {source.name} "
+            f"source does not give yet ({len(problems)}; nothing was created):\n"
+            + "\n".join(f"- {problem}" for problem in problems)
+        )
+
+
 def _plan_enable(
     settings: Settings,
     options: EnableOptions,
@@ -264,6 +337,7 @@ def _plan_enable(
             source, ref, method, changelog_table=options.changelog_table
         )
     )
+    _preflight(source, spec, method, objects)
     marker = ownership.Marker(repo.installation_id, ref.key)
     taken_over = _check_existing_objects(
         source,

@@ -92,12 +92,22 @@ class TableRef:
         return self.key
 
 
-def shorten(name: str, limit: int | None) -> str:
-    """Return ``name`` or, past ``limit`` characters, a prefix plus a stable hash."""
-    if limit is None or len(name) <= limit:
+def name_size(name: str, *, in_bytes: bool = False) -> int:
+    """The length a database counts: characters, or UTF-8 bytes (Oracle's limit is in bytes
+    of the database character set, AL32UTF8 by default: a CJK character takes 3)."""
+    return len(name.encode("utf-8")) if in_bytes else len(name)
+
+
+def shorten(name: str, limit: int | None, *, in_bytes: bool = False) -> str:
+    """Return ``name`` or, past ``limit`` characters (or bytes), a prefix plus a stable hash."""
+    if limit is None or name_size(name, in_bytes=in_bytes) <= limit:
         return name
     digest = hashlib.sha1(name.upper().encode("utf-8")).hexdigest()[:HASH_LENGTH]
-    return f"{name[: limit - HASH_LENGTH - 1]}_{digest}"
+    room = limit - HASH_LENGTH - 1
+    prefix = name[:room]
+    while name_size(prefix, in_bytes=in_bytes) > room:
+        prefix = prefix[:-1]  # a multi-byte character does not fit whole
+    return f"{prefix}_{digest}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +145,7 @@ def source_object_names(
     fold: str = "upper",
     changelog_table: str | None = None,
     database: str | None = None,
+    in_bytes: bool = False,
 ) -> SourceObjectNames:
     """Names of the source-side objects for ``ref``.
 
@@ -147,6 +158,7 @@ def source_object_names(
         fold: ``upper`` or ``lower``, the dialect's case for unquoted names.
         changelog_table: the ``--incremental-changelog-table`` override.
         database: the source database, part of the slot's name (slots are cluster-wide).
+        in_bytes: ``max_length`` counts UTF-8 bytes, not characters (Oracle).
     """
 
     def folded(text: str) -> str:
@@ -154,12 +166,13 @@ def source_object_names(
 
     hybrid = f"{ref.schema}_H"
 
+    def fit(text: str) -> str:
+        return shorten(text, max_length, in_bytes=in_bytes)
+
     def name(suffix: str) -> QualifiedName:
         if has_schemas:
-            return QualifiedName(
-                folded(hybrid), folded(shorten(f"{ref.table}{suffix}", max_length))
-            )
-        plain = shorten(f"{hybrid}_{ref.table}{suffix}", max_length)
+            return QualifiedName(folded(fit(hybrid)), folded(fit(f"{ref.table}{suffix}")))
+        plain = fit(f"{hybrid}_{ref.table}{suffix}")
         return QualifiedName(folded(ref.schema), folded(plain))
 
     log = name("_LOG")
@@ -170,11 +183,16 @@ def source_object_names(
                 "--incremental-changelog-table expects TABLE or SCHEMA.TABLE (plain "
                 f"identifiers), found {changelog_table!r}"
             )
-        too_long = [part for part in override if max_length and len(part) > max_length]
+        too_long = [
+            part
+            for part in override
+            if max_length and name_size(part, in_bytes=in_bytes) > max_length
+        ]
         if too_long:
+            unit = "bytes" if in_bytes else "characters"
             raise UsageError(
                 f"--incremental-changelog-table: {too_long[0]!r} is longer than the "
-                f"{max_length} characters this database allows"
+                f"{max_length} {unit} this database allows"
             )
         log = (
             QualifiedName(folded(override[0]), folded(override[1]))

@@ -66,6 +66,12 @@ def decimal_type(precision: int, scale: int) -> str:
     return f"decimal({precision},{scale})"
 
 
+def decimal_parts(lake_type: str) -> tuple[int, int] | None:
+    """(precision, scale) of a ``decimal(p,s)`` lake type; None for any other type."""
+    match = _DECIMAL.match(lake_type)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def arrow_type(lake_type: str) -> pa.DataType:
     """The Arrow type that carries values of ``lake_type``."""
     import pyarrow as pa

@@ -292,16 +292,37 @@ def _record_table_images(
 def _alter_capture_tables(
     source: SourceDialect, objects: list[capture.SourceObjectRef], changes: SchemaChanges
 ) -> None:
+    source.read_server_limits()  # the changelog's wide types depend on them (Oracle)
     for item in objects:
         if item.kind not in CAPTURE_TABLES:
             continue
         present = source.describe_table(TableRef(item.schema, item.name))
         for column in changes.added:
             if not present.has_column(column.name):
-                source.execute_script("alter_add_column", object=item, column=column)
+                column_type = _capture_column_type(source, item, column)
+                source.execute_script(
+                    "alter_add_column", object=item, column=column, column_type=column_type
+                )
         for column in (*changes.widened, *changes.retyped):
-            if present.column(column.name).source_type != column.source_type:
-                source.execute_script("alter_column_type", object=item, column=column)
+            column_type = _capture_column_type(source, item, column)
+            if present.column(column.name).source_type != column_type:
+                source.execute_script(
+                    "alter_column_type", object=item, column=column, column_type=column_type
+                )
+
+
+def _capture_column_type(
+    source: SourceDialect, item: capture.SourceObjectRef, column: Column
+) -> str:
+    """The type ``column`` gets in capture table ``item``: the changelog's wide type, never
+    the application's declared one (NUMBER to NUMBER(20,2) would fail with ORA-01440 on a
+    changelog holding rows, a narrowed VARCHAR2 would fail the trigger on the next
+    widening); the lake-rows table mirrors the application table."""
+    if item.kind is SourceObject.CHANGELOG_TABLE:
+        return capture.changelog_type(
+            source.name, column.source_type, extended_strings=source.extended_strings
+        )
+    return column.source_type
 
 
 def evolve_delta_table(

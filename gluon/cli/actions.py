@@ -80,6 +80,7 @@ class Action(StrEnum):
     STAGE_LAKE_ROWS = "--incremental-stage-lake-rows"
     ABANDON_COMPACTION = "--incremental-abandon-compaction"
     DISCARD_CHANGES = "--incremental-discard-changes"
+    PRINT_GRANTS = "--incremental-print-grants"
 
 
 ACCEPTED: dict[Action, frozenset[str]] = {
@@ -92,6 +93,7 @@ ACCEPTED: dict[Action, frozenset[str]] = {
     Action.STAGE_LAKE_ROWS: frozenset({"stage_lake_rows_predicate"}),
     Action.ABANDON_COMPACTION: frozenset({"abandon_compaction_flag"}),
     Action.DISCARD_CHANGES: frozenset({"discard_changes_flag"}),
+    Action.PRINT_GRANTS: frozenset({"print_grants", "extraction_method", "changelog_table"}),
 }
 """The options each action takes, besides ``COMMON``."""
 
@@ -103,13 +105,15 @@ ACTION_FLAGS: dict[str, Action] = {
     "run_compaction_flag": Action.COMPACTION,
     "abandon_compaction_flag": Action.ABANDON_COMPACTION,
     "discard_changes_flag": Action.DISCARD_CHANGES,
+    "print_grants": Action.PRINT_GRANTS,
 }
 """The flags that name an action (at most one per command); none names an offload."""
 
 ONE_ACTION = (
     "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
     "--incremental-run-extraction, --incremental-run-compaction, "
-    "--incremental-abandon-compaction, --incremental-discard-changes"
+    "--incremental-abandon-compaction, --incremental-discard-changes, "
+    "--incremental-print-grants"
 )
 
 
@@ -156,6 +160,8 @@ class OffloadArguments:
     -> the flag that names it in messages."""
     merge_mode: str | None = None
     """``--incremental-merge-mode`` (None: not given, the default mode)."""
+    print_grants: bool = False
+    """``--incremental-print-grants``."""
 
     def chosen_actions(self) -> list[Action]:
         """The actions the command line names with a flag (an offload has none)."""

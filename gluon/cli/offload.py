@@ -321,6 +321,14 @@ def offload(
             "view shows them for patching; 'none' empties it. See docs/patching.md.",
         ),
     ] = None,
+    print_grants: Annotated[
+        bool,
+        typer.Option(
+            "--incremental-print-grants",
+            help="Oracle: print the GRANT statements a DBA runs so gluon's user can enable "
+            "--incremental-extraction-method on the table (19c and 23ai); sends nothing.",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -360,6 +368,7 @@ def offload(
         abandon_compaction_flag=abandon_compaction_flag,
         discard_changes_flag=discard_changes_flag,
         stage_lake_rows_predicate=stage_lake_rows_predicate,
+        print_grants=print_grants,
         given=given_flags(ctx),
     )
     result, log_path = run_command(

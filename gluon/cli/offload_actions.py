@@ -263,6 +263,21 @@ def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
     return discard_changes(settings, TableRef.parse(arguments.table), execute=arguments.execute)
 
 
+def print_grants(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
+    """Print the grant scripts a DBA runs before enabling (nothing is sent to the source)."""
+    from gluon.incremental import grant_scripts
+
+    refuse_ignored_options(arguments, Action.PRINT_GRANTS)
+    if not arguments.extraction_method:
+        raise UsageError("--incremental-print-grants needs --incremental-extraction-method=METHOD")
+    return grant_scripts(
+        settings,
+        TableRef.parse(arguments.table),
+        arguments.extraction_method,
+        arguments.changelog_table,
+    )
+
+
 HANDLERS: dict[Action, Handler] = {
     Action.OFFLOAD: offload,
     Action.ENABLE_WITH_OFFLOAD: enable,
@@ -273,6 +288,7 @@ HANDLERS: dict[Action, Handler] = {
     Action.STAGE_LAKE_ROWS: stage,
     Action.ABANDON_COMPACTION: abandon,
     Action.DISCARD_CHANGES: discard,
+    Action.PRINT_GRANTS: print_grants,
 }
 """The function that runs each action (``enable`` tells its two actions apart)."""
 

@@ -25,28 +25,57 @@ KEY = "table_key"
 def upsert(engine: sa.Engine, table: sa.Table, key: str, values: dict[str, Any]) -> None:
     """Insert ``values``, or replace the row whose ``table_key`` is ``key``.
 
-    One statement in the dialect's native form, so two nodes sharing the repository that
-    save the same new key at once both succeed (the later one wins) instead of one failing
-    on the unique key.
+    Two nodes sharing the repository that save the same new key at once both succeed (the
+    later one wins) instead of one failing on the unique key: one native statement where
+    the dialect has one, else :func:`insert_or_update`.
     """
     row = {**values, KEY: key}
+    statement = upsert_statement(engine.dialect, table, row)
+    if statement is None:
+        insert_or_update(engine, table, key, row)
+        return
     with engine.begin() as connection:
-        statement = upsert_statement(connection.dialect, table, row)
-        if statement is not None:
-            connection.execute(statement)
+        connection.execute(statement)
+
+
+UPSERT_ATTEMPTS = 5
+"""Insert/update rounds before giving up: each round fails only when another node deleted
+the row between our failed insert and our update."""
+
+
+def insert_or_update(engine: sa.Engine, table: sa.Table, key: str, row: dict[str, Any]) -> None:
+    """Insert ``row``; when the unique key refuses it, update the row that holds ``key``.
+
+    For a dialect without an atomic upsert: Oracle's ``MERGE`` is not one (two sessions
+    both take WHEN NOT MATCHED and one gets ORA-00001), and update-then-insert loses the
+    same race. An insert waits for a concurrent uncommitted insert of the key and fails
+    once it commits: the update then finds the row.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: the row breaks another constraint.
+    """
+    refused: sa.exc.IntegrityError | None = None
+    for _ in range(UPSERT_ATTEMPTS):
+        try:
+            with engine.begin() as connection:
+                connection.execute(table.insert().values(**row))
             return
-        # Another dialect: update, then insert what was not there.
-        updated = connection.execute(table.update().where(table.c[KEY] == key).values(**row))
-        if updated.rowcount == 0:
-            connection.execute(table.insert().values(**row))
+        except sa.exc.IntegrityError as exc:
+            refused = exc
+        with engine.begin() as connection:
+            updated = connection.execute(table.update().where(table.c[KEY] == key).values(**row))
+            if updated.rowcount:
+                return
+    assert refused is not None
+    raise refused
 
 
 def upsert_statement(
     dialect: sa.Dialect, table: sa.Table, row: dict[str, Any]
 ) -> sa.Executable | None:
     """The native upsert of ``row`` into ``table`` keyed by ``table_key`` on ``dialect``:
-    ``INSERT ... ON CONFLICT DO UPDATE`` (SQLite, PostgreSQL), ``MERGE`` (Oracle); None for
-    a dialect without one."""
+    ``INSERT ... ON CONFLICT DO UPDATE`` (SQLite, PostgreSQL); None for a dialect without an
+    atomic one (Oracle: see :func:`insert_or_update`)."""
     changed = [name for name in row if name != KEY]
     if dialect.name in ("sqlite", "postgresql"):
         # Imported here: the PostgreSQL dialect module is a start-up cost for a SQLite repository.
@@ -58,37 +87,7 @@ def upsert_statement(
             index_elements=[table.c[KEY]],
             set_={name: insert.excluded[name] for name in changed},
         )
-    if dialect.name == "oracle":
-        return _merge(dialect, table, row, changed)
     return None
-
-
-def _merge(
-    dialect: sa.Dialect, table: sa.Table, row: dict[str, Any], changed: list[str]
-) -> sa.TextClause:
-    """Oracle's ``MERGE``. Values are bound straight into ``SET`` and ``VALUES`` (not selected
-    from ``dual``) so text columns bind as CLOBs; the key column, which the ``ON`` clause
-    names, cannot be updated."""
-    quote = dialect.identifier_preparer.quote
-
-    def bind(name: str) -> str:
-        return f":v_{name}"
-
-    names = list(row)
-    sql = (
-        f"MERGE INTO {quote(table.name)} target USING dual"
-        f" ON (target.{quote(KEY)} = {bind(KEY)})"
-        " WHEN MATCHED THEN UPDATE SET "
-        + ", ".join(f"target.{quote(name)} = {bind(name)}" for name in changed)
-        + " WHEN NOT MATCHED THEN INSERT ("
-        + ", ".join(quote(name) for name in names)
-        + ") VALUES ("
-        + ", ".join(bind(name) for name in names)
-        + ")"
-    )
-    return sa.text(sql).bindparams(
-        *(sa.bindparam(f"v_{name}", row[name], type_=table.c[name].type) for name in names)
-    )
 
 
 # --- mapped records ----------------------------------------------------------------------

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from gluon import templates
 from gluon.config import SourceTimeouts
 from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
+from gluon.methods.base import ExtractionMethod
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
 
@@ -35,6 +36,12 @@ class PartitionBound:
     values: tuple[str, ...] = ()
 
 
+class StatementRefused(Exception):
+    """A script statement failed in the driver, before SQLAlchemy saw it: refused, or
+    accepted with a warning that means it did not do its job (Oracle's "creation
+    succeeded with compilation errors"). Its text is one line."""
+
+
 def registered_dialects() -> dict[str, type[SourceDialect]]:
     """Dialect classes by name."""
     return dict(_REGISTRY)
@@ -47,7 +54,11 @@ class SourceDialect:
     """Registry key; also the templates folder and SQLAlchemy's backend name."""
 
     max_identifier_length: ClassVar[int | None] = None
-    """Longest object name the database accepts (None: no practical limit)."""
+    """Longest object name the database accepts (None: no practical limit); the connected
+    server's may be lower (:meth:`read_server_limits`)."""
+
+    identifier_length_in_bytes: ClassVar[bool] = False
+    """Whether the limit counts bytes (Oracle: of the database character set) or characters."""
 
     has_schemas: ClassVar[bool] = True
     """Whether incremental objects go to a separate hybrid schema ``SCHEMA_H``."""
@@ -100,6 +111,20 @@ class SourceDialect:
     def __init__(self, engine: sa.Engine) -> None:
         self.engine = engine
         self._preparer = engine.dialect.identifier_preparer
+        self.identifier_length: int | None = self.max_identifier_length
+        """The limit names are made to fit: the class's until :meth:`read_server_limits`."""
+        self.extended_strings = False
+        """The server takes strings past the usual maximum (Oracle MAX_STRING_SIZE=EXTENDED):
+        changelog columns are typed wider (``gluon.capture.EXTENDED_WIDE_TYPES``)."""
+
+    def read_server_limits(self) -> None:
+        """Set :attr:`identifier_length` and :attr:`extended_strings` from the connected
+        server, before objects to create are named and typed (hook: fixed limits need no
+        query).
+
+        Raises:
+            SourceError: the database cannot be reached.
+        """
 
     # -- helpers ---------------------------------------------------------------------------
 
@@ -155,9 +180,66 @@ class SourceDialect:
                 self.begin_script(connection)
                 raw = connection.execution_options(no_parameters=True)
                 for statement in statements:
-                    raw.exec_driver_sql(statement)
+                    self.execute_statement(raw, statement)
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} script {template} failed: {_first_line(exc)}") from exc
+        except StatementRefused as warned:
+            raise SourceError(f"{self.name} script {template} failed: {warned}") from warned
+
+    def execute_statement(self, connection: sa.Connection, statement: str) -> None:
+        """Send one statement of a script as it is (hook: a dialect reads driver warnings).
+
+        Raises:
+            sqlalchemy.exc.DBAPIError: the database refused it.
+            StatementRefused: the database accepted it with a warning that means failure.
+        """
+        connection.exec_driver_sql(statement)
+
+    def preflight(
+        self,
+        spec: TableSpec,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        *,
+        create_schema: bool,
+        changelog_schema: str | None = None,
+    ) -> list[str]:
+        """What the source lacks for enabling ``method`` on ``spec``, one line each with the
+        statement that gives it; checked before anything is created (hook: a dialect whose
+        statements say what is missing themselves returns nothing).
+
+        Args:
+            hybrid_schema: the schema the capture objects go to (None: the table's own).
+            create_schema: it does not exist yet, so gluon creates it.
+            changelog_schema: the changelog's schema (``--incremental-changelog-table`` may
+                put it elsewhere); None without a changelog.
+
+        Raises:
+            SourceError: the database cannot be reached.
+        """
+        return []
+
+    def grant_scripts(
+        self,
+        table: TableRef,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        changelog_schema: str | None = None,
+    ) -> dict[str, list[str]]:
+        """The statements a DBA runs so gluon's user can enable ``method`` on ``table``, by
+        server release (title -> statements); empty where docs/operations.md section 13
+        says it in a sentence. No database access."""
+        return {}
+
+    def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
+        """Why the code object (trigger, view) ``schema.name`` does not compile, in one line;
+        None when it does. Databases that refuse a broken object at CREATE (PostgreSQL,
+        SQLite) keep this default; Oracle creates it INVALID and says so only as a warning.
+
+        Raises:
+            SourceError: the catalog cannot be read.
+        """
+        return None
 
     def execute_in_transaction(
         self, statements: Sequence[tuple[str, dict[str, Any]]], *, what: str
@@ -411,4 +493,4 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(original).__name__
 
 
-__all__ = ["PartitionBound", "SourceDialect", "registered_dialects"]
+__all__ = ["PartitionBound", "SourceDialect", "StatementRefused", "registered_dialects"]

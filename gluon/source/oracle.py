@@ -37,6 +37,10 @@ dropped); WITH LOCAL TIME ZONE values go through the session's zone, exactly. Te
 the text-minimum format: canonical (Oracle stores no trailing zeros), '.' as
 the separator, scientific notation only past 64 characters (still exact).
 Nanosecond timestamps are text because Arrow's ``us`` unit would drop digits.
+Fixed-point ("decimal") columns are read as ``CAST(c AS NUMBER(p,s))`` at their lake
+precision (``exact_number.sql.j2``): python-oracledb's Arrow fetch gives decimal128 only
+for a described precision of 1..38 and DOUBLE for a plain NUMBER, which is what the
+changelog stores (see :func:`fetched_arrow_type`).
 
 Driver values: SQLAlchemy's oracledb dialect installs a connection-level
 outputtypehandler that, for plain-text statements (``coerce_to_decimal=True``),
@@ -62,10 +66,11 @@ import oracledb
 import sqlalchemy as sa
 
 from gluon.config import SourceTimeouts
-from gluon.errors import SourceError, UsageError
+from gluon.errors import SourceError, UnsupportedError, UsageError
+from gluon.methods.base import ChangeReader, ExtractionMethod
 from gluon.naming import TableRef
-from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
-from gluon.source.base import SourceDialect, _first_line
+from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
+from gluon.source.base import SourceDialect, StatementRefused, _first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -119,7 +124,17 @@ SELECT SESSION SET SHARE SIZE SMALLINT START SUCCESSFUL SYNONYM SYSDATE TABLE TH
 TRIGGER UID UNION UNIQUE UPDATE USER VALIDATE VALUES VARCHAR VARCHAR2 VIEW WHENEVER WHERE
 WITH
 """
-RESERVED_WORDS: frozenset[str] = frozenset(_RESERVED_TEXT.split())
+# PL/SQL reserved words (PL/SQL Language Reference, appendix D, table D-1): a column named
+# so must be quoted in a trigger body (":NEW.END" does not compile) even where SQL takes it.
+_PLSQL_RESERVED_TEXT = """
+ALL ALTER AND ANY AS ASC AT BEGIN BETWEEN BY CASE CHECK CLUSTER CLUSTERS COLAUTH COLUMNS
+COMPRESS CONNECT CRASH CREATE CURSOR DECLARE DEFAULT DESC DISTINCT DROP ELSE END EXCEPTION
+EXCLUSIVE FETCH FOR FROM FUNCTION GOTO GRANT GROUP HAVING IDENTIFIED IF IN INDEX INDEXES
+INSERT INTERSECT INTO IS LIKE LOCK MINUS MODE NOCOMPRESS NOT NOWAIT NULL OF ON OPTION OR
+ORDER OVERLAPS PROCEDURE PUBLIC RESOURCE REVOKE SELECT SHARE SIZE SQL START SUBTYPE TABAUTH
+TABLE THEN TO TYPE UNION UNIQUE UPDATE VALUES VIEW VIEWS WHEN WHERE WITH
+"""
+RESERVED_WORDS: frozenset[str] = frozenset(_RESERVED_TEXT.split() + _PLSQL_RESERVED_TEXT.split())
 
 Row = Mapping[str, Any]
 
@@ -231,6 +246,62 @@ def table_spec_from_dictionary(
     )
 
 
+MIN_DRIVER_VERSION = (3, 4)
+"""python-oracledb's first release with ``fetch_df_batches(fetch_decimals=...)`` (3.0 brought
+``fetch_df_batches``, 3.4 its ``fetch_decimals``)."""
+
+
+def driver_version_problem(version: str) -> str | None:
+    """One line when python-oracledb ``version`` is too old for gluon; None when it will do."""
+    parts = re.findall(r"\d+", version)[:2]
+    found = tuple(int(part) for part in parts) if len(parts) == 2 else (0, 0)
+    if found >= MIN_DRIVER_VERSION:
+        return None
+    needed = ".".join(map(str, MIN_DRIVER_VERSION))
+    return (
+        f"python-oracledb {version} is too old: gluon reads Oracle through fetch_df_batches "
+        f"with fetch_decimals, new in {needed}: run pip install 'oracledb>={needed}'"
+    )
+
+
+COMPILATION_WARNING = "DPY-7000"
+"""python-oracledb's warning for ORA-24344 (success with compilation error): a CREATE
+TRIGGER / VIEW / PROCEDURE that left the object INVALID. Not an exception: it is only
+on ``cursor.warning``."""
+
+
+def compile_problem_from_rows(rows: Iterable[Row]) -> str | None:
+    """One line saying why an object does not compile, from ``compile_errors`` rows
+    (ALL_OBJECTS.STATUS joined with its ALL_ERRORS lines); None when it is VALID or gone."""
+    found = [_lower_keys(row) for row in rows]
+    if not found or all(row["status"] == "VALID" for row in found):
+        return None
+    errors = [row for row in found if row.get("text")]
+    if not errors:
+        return "it is INVALID (no error recorded: it depends on an invalid or missing object)"
+    first = errors[0]
+    text = " ".join(str(first["text"]).split())
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"line {first['line']}, column {first['position']}: {text}{more}"
+
+
+def fetched_arrow_type(precision: int, scale: int) -> pa.DataType:
+    """The Arrow type python-oracledb's data frame fetch with ``fetch_decimals=True`` gives a
+    NUMBER column described with ``precision`` and ``scale``.
+
+    python-oracledb >= 3.4 (``OracleMetadata`` arrow type): decimal128(p,s) when the
+    precision is 1..38, binary DOUBLE otherwise: a plain NUMBER describes as precision 0
+    (scale -127), so a changelog column widened to NUMBER would arrive as DOUBLE, which
+    :func:`gluon.source.arrow.cast_exactly` refuses; :meth:`OracleSource.select_list` casts
+    every fixed-point column to its lake precision so the described precision is never 0.
+    """
+    import pyarrow as pa
+
+    if 0 < precision <= MAX_DECIMAL_PRECISION:
+        return pa.decimal128(precision, scale)
+    return pa.float64()
+
+
 Handler = Callable[..., Any]
 
 # LOB columns fetched inline as str / bytes (python-oracledb's documented handler), not
@@ -309,6 +380,8 @@ class OracleSource(SourceDialect):
     """128 when the server's COMPATIBLE is 12.2 or later, else
     :attr:`legacy_identifier_length`; :meth:`server_identifier_length` tells which."""
 
+    identifier_length_in_bytes: ClassVar[bool] = True
+
     legacy_identifier_length: ClassVar[int] = 30
     """The limit before Oracle 12.2 (or with COMPATIBLE below 12.2)."""
 
@@ -329,6 +402,9 @@ class OracleSource(SourceDialect):
         return {"arraysize": cls.fetch_arraysize, "coerce_to_decimal": True}
 
     def __init__(self, engine: sa.Engine) -> None:
+        problem = driver_version_problem(oracledb.__version__)
+        if problem is not None:
+            raise UnsupportedError(problem)
         super().__init__(engine)
         if not sa.event.contains(engine, "connect", _install_output_type_handler):
             sa.event.listen(engine, "connect", _install_output_type_handler)
@@ -375,6 +451,23 @@ class OracleSource(SourceDialect):
         level = (int(parts[0]), int(parts[1]))
         return cls.legacy_identifier_length if level < cls.long_identifiers_since else current
 
+    def read_server_limits(self) -> None:
+        self.identifier_length = self.server_identifier_length()
+        self.extended_strings = self.server_max_string_size() == "EXTENDED"
+
+    def server_max_string_size(self) -> str:
+        """MAX_STRING_SIZE (``STANDARD`` or ``EXTENDED``) from V$PARAMETER; ``STANDARD``
+        when it cannot be read (the preflight names the grant that lets gluon read it).
+
+        Raises:
+            SourceError: the database cannot be reached.
+        """
+        try:
+            rows = self.run_query("max_string_size")
+        except SourceError:
+            rows = []
+        return str(rows[0][0]).upper() if rows and rows[0][0] else "STANDARD"
+
     def server_identifier_length(self) -> int:
         """The identifier limit of the connected server (reads COMPATIBLE from V$PARAMETER).
 
@@ -392,6 +485,100 @@ class OracleSource(SourceDialect):
             return self.identifier_length_for(rows[0][0])
         self.check_connection()
         return int(self.engine.dialect.max_identifier_length)
+
+    def execute_statement(self, connection: sa.Connection, statement: str) -> None:
+        """Send one script statement on the DBAPI cursor, whose ``warning`` (DPY-7000: the
+        object was created INVALID) SQLAlchemy never shows: it closes a DDL's cursor."""
+        cursor = connection.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(statement)
+            warning = cursor.warning
+        except oracledb.Error as exc:
+            raise StatementRefused(_first_line(exc)) from exc
+        finally:
+            cursor.close()
+        if warning is not None:
+            raise StatementRefused(_first_line(Exception(warning.message)))
+
+    def preflight(
+        self,
+        spec: TableSpec,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        *,
+        create_schema: bool,
+        changelog_schema: str | None = None,
+    ) -> list[str]:
+        from gluon.source.oracle_preflight import PreflightFacts, preflight_problems, requirements
+
+        schema = hybrid_schema or spec.schema
+        facts = PreflightFacts(
+            user=str(self._optional("session_user")[0][0]),
+            hybrid_schema=schema,
+            hybrid_schema_exists=not create_schema,
+            system_privileges=frozenset(
+                str(row[0]) for row in self._optional("session_privileges")
+            ),
+            schema_privileges=frozenset(
+                (str(row[0]), str(row[1])) for row in self._optional("session_schema_privileges")
+            ),
+            hybrid_quota=self._hybrid_quota(schema) if not create_schema else None,
+            compatible=self._parameter("compatible"),
+            max_string_size=self._parameter("max_string_size"),
+            reads_current_scn=bool(self._optional("current_scn")),
+            driver_problem=driver_version_problem(oracledb.__version__),
+        )
+        needs_scn = method.change_reader is ChangeReader.ORA_ROWSCN
+        elsewhere = changelog_schema is not None and changelog_schema != schema
+        needed = requirements(method, create_schema=create_schema, changelog_elsewhere=elsewhere)
+        return preflight_problems(facts, needed, needs_scn=needs_scn)
+
+    def grant_scripts(
+        self,
+        table: TableRef,
+        method: type[ExtractionMethod],
+        hybrid_schema: str | None,
+        changelog_schema: str | None = None,
+    ) -> dict[str, list[str]]:
+        from gluon.source.oracle_preflight import grant_script, requirements
+
+        user = (self.engine.url.username or "GLUON").upper()
+        schema = hybrid_schema or table.schema
+        elsewhere = changelog_schema is not None and changelog_schema != schema
+        needed = requirements(method, create_schema=True, changelog_elsewhere=elsewhere)
+        target = f"{self.quote(table.schema)}.{self.quote(table.table)}"
+        needs_scn = method.change_reader is ChangeReader.ORA_ROWSCN
+        return {
+            f"Oracle 19c (system privileges), as a DBA, for {user}": grant_script(
+                user, schema, target, needed, schema_level=False, needs_scn=needs_scn
+            ),
+            f"Oracle 23ai (privileges on schema {schema} only), as a DBA, for {user}": (
+                grant_script(user, schema, target, needed, schema_level=True, needs_scn=needs_scn)
+            ),
+        }
+
+    def _optional(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
+        """A dictionary query's rows; none when the view is missing (before 23ai) or not
+        granted: the preflight then names the grant."""
+        try:
+            return self.run_query(template, params)
+        except SourceError:
+            return []
+
+    def _parameter(self, template: str) -> str | None:
+        rows = self._optional(template)
+        return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+    def _hybrid_quota(self, schema: str) -> bool | None:
+        try:
+            rows = self.run_query("hybrid_quota", {"schema": schema})
+        except SourceError:
+            return None  # DBA_TS_QUOTAS is not readable: nothing to say
+        return bool(rows and int(rows[0][0]))
+
+    def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
+        params = {"schema": schema, "name": name, "object_type": object_type}
+        return compile_problem_from_rows(self._dictionary("compile_errors", params))
 
     def quote(self, identifier: str) -> str:
         """Quote ``identifier``, an exact-case name, unless it is a plain upper-case word.
@@ -463,15 +650,22 @@ class OracleSource(SourceDialect):
             connection.close()
 
     def select_list(self, spec: TableSpec) -> list[str]:
-        """Column expressions; text columns cast with their declared type, zoned ones in UTC."""
+        """Column expressions; text columns cast with their declared type, zoned ones in UTC,
+        fixed-point ones to their lake precision (see :func:`fetched_arrow_type`)."""
         expressions = []
         for column in spec.columns:
+            exact = decimal_parts(column.lake_type)
             if column.read_as_text:
                 sql = self.render(
                     "cast_to_text", column=column.name, source_type=column.source_type
                 )
             elif column.lake_type == "timestamp":
                 sql = self.render("extract_utc", column=column.name)
+            elif exact is not None:
+                precision, scale = exact
+                sql = self.render(
+                    "exact_number", column=column.name, precision=precision, scale=scale
+                )
             else:
                 sql = self.quote(column.name)
             expressions.append(sql.strip())
@@ -479,9 +673,13 @@ class OracleSource(SourceDialect):
 
 
 __all__ = [
+    "COMPILATION_WARNING",
     "OracleSource",
     "column_from_dictionary",
+    "compile_problem_from_rows",
     "declared_type",
+    "driver_version_problem",
+    "fetched_arrow_type",
     "output_type_handler",
     "table_spec_from_dictionary",
 ]

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import oracle
 
 from gluon.repo import OffloadedTable, Repository, _to_row, models
-from gluon.repo.common import upsert_statement
+from gluon.repo.common import insert_or_update, upsert_statement
 from gluon.repo.incremental import IncrementalState
 from gluon.schema import Column
 
@@ -121,14 +121,54 @@ def test_two_nodes_saving_a_new_key_at_once_both_succeed(pg_url: str) -> None:
     other_node.engine.dispose()
 
 
-def test_oracle_upserts_with_merge() -> None:
+def test_oracle_has_no_single_statement_upsert() -> None:
+    """Oracle's MERGE is not atomic (two sessions both take WHEN NOT MATCHED, one gets
+    ORA-00001): the repository inserts and updates on a unique violation instead."""
     # SQLAlchemy's Oracle dialect has an unannotated constructor.
     dialect = oracle.dialect()  # type: ignore[no-untyped-call]
     row = {"table_key": KEY, "method": "CHANGELOG", "status": "enabled"}
-    statement = upsert_statement(dialect, models.incremental_state, row)
-    assert isinstance(statement, sa.TextClause)
-    sql = str(statement.compile(dialect=dialect))
-    assert sql.startswith("MERGE INTO incremental_state target USING dual ON (target.table_key")
-    assert "UPDATE SET target.method = :v_method, target.status = :v_status" in sql
-    assert "target.table_key =" not in sql.split("UPDATE SET")[1]  # the key is never updated
-    assert "INSERT (table_key, method, status) VALUES (:v_table_key, :v_method" in sql
+    assert upsert_statement(dialect, models.incremental_state, row) is None
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_insert_or_update_replaces_the_row(
+    backend: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    repo = Repository(_url(backend, request, tmp_path), create=True)
+    table = models.offloaded_tables
+    insert_or_update(repo.engine, table, KEY, _to_row(RECORD))
+    [first_id] = _ids(repo)
+    offloaded = replace(RECORD, status="offloaded", row_count=12)
+    insert_or_update(repo.engine, table, KEY, _to_row(offloaded))
+    assert repo.get_table(KEY) == offloaded
+    assert _ids(repo) == [first_id]
+    repo.engine.dispose()
+
+
+def test_insert_or_update_wins_the_race_for_a_new_key(pg_url: str) -> None:
+    """The path Oracle takes, raced on PostgreSQL: the second node's insert waits for the
+    first node's uncommitted insert of the key, fails on the unique key once it commits,
+    and updates the row instead of failing."""
+    repo = Repository(pg_url, create=True)
+    other_node = Repository(pg_url)
+    errors: list[BaseException] = []
+    offloaded = replace(RECORD, status="offloaded", row_count=12)
+
+    def save() -> None:
+        try:
+            insert_or_update(other_node.engine, models.offloaded_tables, KEY, _to_row(offloaded))
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    with repo.engine.begin() as first:  # the first node's save, not yet committed
+        first.execute(models.offloaded_tables.insert().values(**_to_row(RECORD)))
+        racing = threading.Thread(target=save)
+        racing.start()
+        _wait_for_a_lock_wait(repo.engine)
+    racing.join()
+
+    assert errors == []
+    assert repo.get_table(KEY) == offloaded
+    assert len(_ids(repo)) == 1
+    repo.engine.dispose()
+    other_node.engine.dispose()

@@ -217,6 +217,21 @@ def test_widened_types_reach_the_lake(
     )
     extract(run_cli, source)
     assert _lake_view(source) == _source_rows(source)
+    # The changelog keeps its wide types: the application's declared ones would narrow it.
+    with source.engine.connect() as db:
+        logged: dict[str, str] = dict(
+            db.execute(
+                sa.text(
+                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod)"
+                    " FROM pg_catalog.pg_attribute a"
+                    " JOIN pg_catalog.pg_class c ON c.oid = a.attrelid"
+                    " JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE n.nspname = 'app_h' AND c.relname = 'items_log'"
+                    " AND a.attname IN ('id', 'name', 'amount')"
+                )
+            ).all()
+        )
+    assert logged == {"id": "bigint", "name": "text", "amount": "numeric"}
 
     _run(
         source,

@@ -12,6 +12,7 @@ import decimal
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -261,11 +262,9 @@ def test_rowdependencies_off_and_range_partitioning(source: OracleSource, schema
 
 # -- capture (gluon.capture) ---------------------------------------------------------------------
 #
-# The user needs to create the hybrid schema <USER>_H and objects in it: CREATE USER, DROP USER,
-# CREATE ANY TABLE/SEQUENCE/TRIGGER/VIEW, DROP ANY ..., GRANT ANY PRIVILEGE (for UNLIMITED
-# TABLESPACE), INSERT/UPDATE/DELETE ANY TABLE (DML on the view in the hybrid schema) and
-# SELECT ANY DICTIONARY (to see the hybrid schema's objects). Without them the
-# capture tests skip, saying so.
+# The user needs what docs/operations.md section 13 lists (offload --incremental-print-grants
+# prints it); gluon's own preflight checks it first, and a missing privilege FAILS the test,
+# naming the privilege and its GRANT, instead of skipping it.
 
 CAPTURE_METHODS = sorted(
     name
@@ -373,14 +372,19 @@ def captured_table(source: OracleSource) -> Iterator[str]:
         _drop(source, table)
 
 
-def _create_or_skip(source: OracleSource, spec: Any, method: Any, objects: Any) -> None:
-    try:
-        capture.create_source_objects(source, spec, method, objects, ("ID",))
-    except SourceError as exc:
-        if "ORA-01031" in str(exc) or "ORA-01950" in str(exc):
-            capture.drop_source_objects(source, objects)
-            pytest.skip(f"the test user lacks a privilege capture needs: {exc}")
-        raise
+def _require_privileges(
+    source: OracleSource, spec: Any, method: Any, objects: list[capture.SourceObjectRef]
+) -> None:
+    """Fail naming each missing privilege (with its GRANT) before anything is created."""
+    hybrid = next((o.schema for o in objects if o.object_type != "SCHEMA"), None)
+    create_schema = any(o.kind is SourceObject.HYBRID_SCHEMA for o in objects)
+    problems = source.preflight(spec, method, hybrid, create_schema=create_schema)
+    assert problems == [], "the test user lacks what enable needs:\n" + "\n".join(problems)
+
+
+def _create_checked(source: OracleSource, spec: Any, method: Any, objects: Any) -> None:
+    _require_privileges(source, spec, method, objects)
+    capture.create_source_objects(source, spec, method, objects, ("ID",))
 
 
 @pytest.mark.parametrize("name", CAPTURE_METHODS)
@@ -392,7 +396,7 @@ def test_capture_round_trip(
     spec = source.describe_table(ref)
     before = _oracle_objects(source, [schema, f"{schema}_H"])
     objects = capture.plan_source_objects(source, ref, method)
-    _create_or_skip(source, spec, method, objects)
+    _create_checked(source, spec, method, objects)
     try:
         capture.create_source_objects(source, spec, method, objects, ("ID",))  # idempotent
         found = {item.kind: item for item in objects}
@@ -461,3 +465,240 @@ def test_ora_rowscn_needs_no_capture_objects(
     ref = TableRef(schema, captured_table)
     method.validate(source.describe_table(ref))
     assert capture.plan_source_objects(source, ref, method) == []
+
+
+# -- issue 32: each item against the server -------------------------------------------------------
+
+
+def _fetched_types(source: OracleSource, sql: str) -> list[pa.DataType]:
+    """The Arrow types python-oracledb's data frame fetch gives ``sql``'s columns."""
+    connection = source.engine.raw_connection()
+    try:
+        driver: Any = connection.driver_connection
+        frames = list(driver.fetch_df_batches(statement=sql, size=10, fetch_decimals=True))
+        return list(pa.table(frames[0]).schema.types)
+    finally:
+        connection.close()
+
+
+def test_item_1_the_driver_types_numbers_as_gluon_expects(source: OracleSource) -> None:
+    from gluon.source.oracle import fetched_arrow_type
+
+    types = _fetched_types(
+        source, "SELECT CAST(1.5 AS NUMBER(12,2)), CAST(1.5 AS NUMBER), 7 FROM DUAL"
+    )
+    assert types[0] == fetched_arrow_type(12, 2) == pa.decimal128(12, 2)
+    assert types[1] == fetched_arrow_type(0, -127) == pa.float64()
+
+
+def test_item_1_a_number_12_2_change_round_trips_exactly(
+    source: OracleSource, schema: str, captured_table: str
+) -> None:
+    method = get_method("CHANGELOG")
+    ref = TableRef(schema, captured_table)
+    spec = source.describe_table(ref)
+    objects = capture.plan_source_objects(source, ref, method)
+    _create_checked(source, spec, method, objects)
+    try:
+        with source.engine.begin() as connection:
+            connection.execute(
+                sa.text(f"UPDATE {captured_table} SET AMOUNT = 9999999999.99 WHERE ID = 1")
+            )
+        changes = capture.read_changes(source, spec, objects, limit=None)
+        assert changes.schema.field("amount").type == pa.decimal128(12, 2)
+        assert changes.column("amount").to_pylist() == [D("9999999999.99")]
+    finally:
+        capture.drop_source_objects(source, objects)
+
+
+def test_item_3_a_trigger_that_does_not_compile_is_dropped(
+    source: OracleSource, schema: str, captured_table: str
+) -> None:
+    method = get_method("CHANGELOG")
+    ref = TableRef(schema, captured_table)
+    spec = source.describe_table(ref)
+    objects = capture.plan_source_objects(source, ref, method)
+    _require_privileges(source, spec, method, objects)
+    # A column the table does not have: the trigger body's :NEW.GHOST cannot compile.
+    from gluon.schema import Column
+
+    ghost = replace(spec, columns=(*spec.columns, Column("GHOST", "NUMBER(5)", "decimal(5,0)")))
+    trigger = next(o for o in objects if o.kind is SourceObject.CHANGELOG_TRIGGER)
+    try:
+        with pytest.raises(SourceError) as failed:
+            capture.create_source_objects(source, ghost, method, objects, ("ID",))
+        assert "did not compile and was dropped" in str(failed.value)
+        assert "\n" not in str(failed.value)
+        assert not capture.object_exists(source, trigger)
+        with source.engine.begin() as connection:  # the application's DML still works
+            connection.execute(sa.text(f"UPDATE {captured_table} SET NAME = 'z' WHERE ID = 1"))
+    finally:
+        capture.drop_source_objects(source, objects)
+
+
+def test_item_3_status_reports_a_trigger_a_dropped_column_invalidated(
+    source: OracleSource, schema: str, captured_table: str
+) -> None:
+    method = get_method("CHANGELOG")
+    ref = TableRef(schema, captured_table)
+    spec = source.describe_table(ref)
+    objects = capture.plan_source_objects(source, ref, method)
+    _create_checked(source, spec, method, objects)
+    try:
+        assert capture.capture_problems(source, spec, objects) == []
+        with source.engine.begin() as connection:
+            connection.execute(sa.text(f"ALTER TABLE {captured_table} DROP COLUMN NAME"))
+        (problem,) = capture.capture_problems(source, spec, objects)
+        assert "is INVALID" in problem and "DROP TRIGGER" in problem
+    finally:
+        capture.drop_source_objects(source, objects)
+
+
+def test_item_3_plsql_reserved_word_columns_are_captured(source: OracleSource, schema: str) -> None:
+    table = f"GLUON_R_{uuid.uuid4().hex[:8].upper()}"
+    with source.engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                f'CREATE TABLE {table} (ID NUMBER(10) PRIMARY KEY, "END" VARCHAR2(5), '
+                '"CASE" NUMBER(3), "EXCEPTION" VARCHAR2(5))'
+            )
+        )
+    method = get_method("UPDATABLE_CHANGELOG")
+    ref = TableRef(schema, table)
+    try:
+        spec = source.describe_table(ref)
+        objects = capture.plan_source_objects(source, ref, method)
+        _create_checked(source, spec, method, objects)
+        try:
+            with source.engine.begin() as connection:
+                connection.execute(sa.text(f"INSERT INTO {table} VALUES (1, 'e', 2, 'x')"))
+            changes = capture.read_changes(source, spec, objects, limit=None).to_pylist()
+            assert [(c["end"], c["case"], c["gl_op"]) for c in changes] == [("e", D(2), "I")]
+        finally:
+            capture.drop_source_objects(source, objects)
+    finally:
+        _drop(source, table)
+
+
+def test_items_2_5_7_the_preflight_passes_and_the_current_scn_reads(
+    source: OracleSource, schema: str, captured_table: str
+) -> None:
+    from gluon.feeds.rowscn import RowscnFeed
+
+    for name in CAPTURE_METHODS:
+        method = get_method(name)
+        ref = TableRef(schema, captured_table)
+        objects = capture.plan_source_objects(source, ref, method)
+        _require_privileges(source, source.describe_table(ref), method, objects)
+    assert RowscnFeed.initial_position(source) is not None  # V$DATABASE, no DBMS_FLASHBACK
+
+
+def test_item_4_a_27_character_table_fits_the_servers_limit(
+    source: OracleSource, schema: str
+) -> None:
+    table = "GLUON_" + uuid.uuid4().hex[:21].upper()  # 27 characters
+    with source.engine.begin() as connection:
+        connection.execute(sa.text(CAPTURE_TABLE.format(table=table)))
+    method = get_method("UPDATABLE_CHANGELOG")
+    ref = TableRef(schema, table)
+    try:
+        spec = source.describe_table(ref)
+        objects = capture.plan_source_objects(source, ref, method)
+        limit = source.server_identifier_length()
+        assert all(len(o.name.encode()) <= limit for o in objects)
+        _create_checked(source, spec, method, objects)
+        capture.drop_source_objects(source, objects)
+    finally:
+        _drop(source, table)
+
+
+def test_item_9_strings_as_wide_as_the_server_allows(source: OracleSource, schema: str) -> None:
+    extended = source.server_max_string_size() == "EXTENDED"
+    width = 8000 if extended else 4000
+    table = f"GLUON_S_{uuid.uuid4().hex[:8].upper()}"
+    with source.engine.begin() as connection:
+        connection.execute(
+            sa.text(f"CREATE TABLE {table} (ID NUMBER(10) PRIMARY KEY, NOTE VARCHAR2(20))")
+        )
+    method = get_method("CHANGELOG")
+    ref = TableRef(schema, table)
+    try:
+        spec = source.describe_table(ref)
+        objects = capture.plan_source_objects(source, ref, method)
+        _create_checked(source, spec, method, objects)
+        try:
+            with source.engine.begin() as connection:  # widened after enable
+                connection.execute(sa.text(f"ALTER TABLE {table} MODIFY (NOTE VARCHAR2({width}))"))
+                connection.execute(
+                    sa.text(f"INSERT INTO {table} VALUES (1, RPAD('x', {width}, 'x'))")
+                )
+            assert capture.count_changes(source, objects) == 1
+        finally:
+            capture.drop_source_objects(source, objects)
+    finally:
+        _drop(source, table)
+
+
+def test_item_11_the_repository_upsert_is_atomic_on_oracle(source: OracleSource) -> None:
+    import threading
+
+    from gluon.repo.common import insert_or_update
+
+    name = f"GLUON_U_{uuid.uuid4().hex[:8].upper()}"
+    metadata = sa.MetaData()
+    table = sa.Table(
+        name,
+        metadata,
+        sa.Column("table_key", sa.String(100), unique=True, nullable=False),
+        sa.Column("status", sa.String(20)),
+    )
+    metadata.create_all(source.engine)
+    errors: list[BaseException] = []
+
+    def save(status: str) -> None:
+        try:
+            insert_or_update(
+                source.engine, table, "APP.T", {"table_key": "APP.T", "status": status}
+            )
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=save, args=(f"s{i}",)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert errors == []
+        with source.engine.connect() as connection:
+            assert connection.execute(sa.select(sa.func.count()).select_from(table)).scalar() == 1
+    finally:
+        metadata.drop_all(source.engine)
+
+
+def test_item_12_a_bc_nanosecond_timestamp_keeps_its_sign(
+    source: OracleSource, schema: str
+) -> None:
+    table = f"GLUON_B_{uuid.uuid4().hex[:8].upper()}"
+    with source.engine.begin() as connection:
+        connection.execute(
+            sa.text(f"CREATE TABLE {table} (ID NUMBER(10) PRIMARY KEY, AT TIMESTAMP(9))")
+        )
+        connection.execute(
+            sa.text(
+                f"INSERT INTO {table} VALUES (1, TO_TIMESTAMP('-0044-03-15 12:00:00.123456789', "
+                "'SYYYY-MM-DD HH24:MI:SS.FF9'))"
+            )
+        )
+        connection.execute(
+            sa.text(f"INSERT INTO {table} VALUES (2, TIMESTAMP '2024-03-01 00:00:00.5')")
+        )
+    try:
+        spec = source.describe_table(TableRef(schema, table))
+        rows = pa.Table.from_batches(list(source.read_batches(spec, batch_rows=10))).to_pylist()
+        assert sorted(row["at"] for row in rows) == [
+            "-0044-03-15T12:00:00.123456789",
+            "2024-03-01T00:00:00.500000000",
+        ]
+    finally:
+        _drop(source, table)

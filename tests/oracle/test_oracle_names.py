@@ -3,18 +3,18 @@
 Oracle allows ``#`` and ``$`` in unquoted names and anything but a double quote in quoted
 ones. For a table and a column of each kind, every capture script of every Oracle method
 renders, parses as Oracle SQL, quotes each odd name exactly where it must, and matches its
-golden file (``golden_names/<kind>.sql``; rewrite with ``GLUON_UPDATE_GOLDEN=1``).
+golden file (``golden_names/<kind>.sql``; see ``check_golden``).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from sqlfluff.core import Linter
+from test_oracle_sql_parses import check_golden
 
 from gluon import capture
 from gluon.methods import registered_methods
@@ -24,7 +24,6 @@ from gluon.source import connect
 from gluon.source.oracle import OracleSource
 
 GOLDEN = Path(__file__).parent / "golden_names"
-UPDATE_GOLDEN = os.environ.get("GLUON_UPDATE_GOLDEN") == "1"
 URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
 
 # kind -> (table as the dictionary spells it, odd column, whether Oracle needs quotes)
@@ -88,10 +87,4 @@ def test_capture_scripts_quote_odd_names(source: OracleSource, kind: str) -> Non
                 unquoted = re.search(rf'(?<!["\w]){re.escape(name)}', code)
                 assert unquoted is None, f"{case}: {name} unquoted"
     text = "\n".join(f"-- case: {case}\n{script}\n" for case, script in scripts.items())
-    path = GOLDEN / f"{kind}.sql"
-    if UPDATE_GOLDEN:
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text)
-        return
-    assert path.exists(), f"{path.name} is missing: run with GLUON_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), f"{kind} renders differently from {path.name}"
+    check_golden(GOLDEN / f"{kind}.sql", text, what=f"{kind} names")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,15 +19,17 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
+from gluon import capture
 from gluon.errors import NotFoundError, SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
-from gluon.schema import Column, TableSpec, arrow_type, is_lake_type
+from gluon.schema import Column, TableSpec, arrow_type, decimal_parts, is_lake_type
 from gluon.source import connect, dialect_class
 from gluon.source.arrow import converter_for
 from gluon.source.oracle import (
     OracleSource,
     column_from_dictionary,
     declared_type,
+    fetched_arrow_type,
     output_type_handler,
     table_spec_from_dictionary,
 )
@@ -498,14 +501,14 @@ def test_driver_values_reach_arrow_exactly(
 def test_select_list_casts_by_declared_type(source: OracleSource) -> None:
     spec = spec_of("OFFLOAD_TYPES")
     expressions = dict(zip((c.name for c in spec.columns), source.select_list(spec), strict=True))
-    assert expressions["ORDER_ID"] == "ORDER_ID"
+    assert expressions["ORDER_ID"] == "CAST(ORDER_ID AS NUMBER(10,0))"
     assert expressions["lower_case"] == '"lower_case"'
     assert expressions["ANY_NUMBER"].startswith("REGEXP_REPLACE(TO_CHAR(ANY_NUMBER, 'TM9'")
     assert expressions["APPROX"].startswith("REGEXP_REPLACE(TO_CHAR(APPROX, 'TM9'")
     assert expressions["HUGE_ROUNDED"].startswith("REGEXP_REPLACE(TO_CHAR(HUGE_ROUNDED, 'TM9'")
-    assert expressions["NANOS_AT"] == "TO_CHAR(NANOS_AT, 'YYYY-MM-DD\"T\"HH24:MI:SS.FF9')"
+    assert expressions["NANOS_AT"] == "LTRIM(TO_CHAR(NANOS_AT, 'SYYYY-MM-DD\"T\"HH24:MI:SS.FF9'))"
     assert expressions["ZONED_NANOS_AT"] == (
-        'TO_CHAR(SYS_EXTRACT_UTC(ZONED_NANOS_AT), \'YYYY-MM-DD"T"HH24:MI:SS.FF9"Z"\')'
+        'LTRIM(TO_CHAR(SYS_EXTRACT_UTC(ZONED_NANOS_AT), \'SYYYY-MM-DD"T"HH24:MI:SS.FF9"Z"\'))'
     )
     assert expressions["ZONED_AT"] == "SYS_EXTRACT_UTC(ZONED_AT)"
     assert expressions["LOCAL_AT"] == "SYS_EXTRACT_UTC(LOCAL_AT)"
@@ -526,3 +529,65 @@ def test_select_statement_has_no_accidental_bind_parameters(source: OracleSource
     compiled = sa.text(sql).compile(dialect=source.engine.dialect)
     assert compiled.params == {}
     assert str(compiled) == sql
+
+
+# ---------------------------------------------------------------------------
+# Fixed-point columns through python-oracledb's Arrow fetch (issue 32 item 1)
+# ---------------------------------------------------------------------------
+
+_CAST = re.compile(r"^CAST\((.+) AS NUMBER\((\d+),(\d+)\)\)$")
+
+
+@pytest.mark.parametrize(
+    ("precision", "scale", "expected"),
+    [
+        (12, 2, pa.decimal128(12, 2)),
+        (38, 0, pa.decimal128(38, 0)),
+        (0, -127, pa.float64()),  # plain NUMBER, as the changelog stores it
+        (126, -127, pa.float64()),  # FLOAT(126)
+    ],
+)
+def test_the_driver_fetches_numbers_by_described_precision(
+    precision: int, scale: int, expected: pa.DataType
+) -> None:
+    assert fetched_arrow_type(precision, scale) == expected
+
+
+def test_a_plain_number_changelog_column_would_arrive_as_double() -> None:
+    # What the changelog declares for NUMBER(12,2): the read must not select it raw.
+    assert capture.changelog_type("oracle", "NUMBER(12,2)") == "NUMBER"
+    assert fetched_arrow_type(0, -127) == pa.float64()
+
+
+def test_every_fixed_point_column_is_read_at_its_lake_precision(source: OracleSource) -> None:
+    """The changelog widens NUMBER(p,s) to NUMBER: the read query casts each fixed-point
+    column back to its lake type, so the driver's Arrow type is exactly the lake type."""
+    spec = spec_of("OFFLOAD_TYPES")
+    decimals = [column for column in spec.columns if decimal_parts(column.lake_type)]
+    assert {column.name for column in decimals} >= {"AMOUNT", "WHOLE", "HUNDREDS"}
+    expressions = dict(zip((c.name for c in spec.columns), source.select_list(spec), strict=True))
+    for column in decimals:
+        match = _CAST.match(expressions[column.name])
+        assert match, f"{column.name} is selected raw: {expressions[column.name]}"
+        assert match.group(1) == source.quote(column.name)
+        described = fetched_arrow_type(int(match.group(2)), int(match.group(3)))
+        assert described == arrow_type(column.lake_type), column.name
+
+
+def test_a_number_12_2_change_round_trips_exactly(source: OracleSource) -> None:
+    """The Arrow batch the driver hands over for the changelog read of NUMBER(12,2) conforms
+    to the lake type without loss (a DOUBLE batch is refused)."""
+    from gluon.source.arrow import conform
+
+    spec = TableSpec("APP", "T", (Column("AMOUNT", "NUMBER(12,2)", "decimal(12,2)"),))
+    (expression,) = source.select_list(spec)
+    match = _CAST.match(expression)
+    assert match
+    fetched = fetched_arrow_type(int(match.group(2)), int(match.group(3)))
+    value = decimal.Decimal("1234567890.12")
+    batch = pa.record_batch([pa.array([value], fetched)], names=["AMOUNT"])
+    conformed = conform(batch, pa.schema(spec.arrow_schema), spec)
+    assert conformed.column(0).to_pylist() == [value]
+    double = pa.record_batch([pa.array([1234567890.12], pa.float64())], names=["AMOUNT"])
+    with pytest.raises(SourceError, match="not an exact decimal"):
+        conform(double, pa.schema(spec.arrow_schema), spec)

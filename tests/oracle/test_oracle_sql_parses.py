@@ -12,8 +12,9 @@ they go to the driver without bind processing (``:NEW`` in a trigger body is
 not a bind). Partials (``_*.sql.j2``) are checked through the templates that
 import them.
 
-Golden files: ``golden/<template>.sql`` hold the rendered text of every case.
-Rewrite them with ``GLUON_UPDATE_GOLDEN=1 pytest tests/oracle``.
+Golden files: ``golden/<template>.sql`` hold the rendered text of every case. A mismatch
+fails and says how to regenerate; ``GLUON_UPDATE_GOLDEN=1 pytest tests/oracle`` rewrites
+the differing files and still fails, naming each, so a regeneration is always seen.
 """
 
 from __future__ import annotations
@@ -129,21 +130,41 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         },
     },
     "extract_utc": {"zoned": {"column": "ZONED_AT"}},
+    "exact_number": {
+        "fixed point": {"column": "AMOUNT", "precision": 12, "scale": 2},
+        "quoted name": {"column": "lower_case", "precision": 38, "scale": 0},
+    },
     "object_exists": {"object_exists": {}},
     "object_marker": {"object_marker": {}},
     "object_columns": {"object_columns": {}},
     "capture_trigger_state": {"capture_trigger_state": {}},
+    "compile_errors": {"compile_errors": {}},
+    # The enable preflight's dictionary queries (gluon.source.oracle_preflight).
+    "session_user": {"session_user": {}},
+    "session_privileges": {"session_privileges": {}},
+    "session_schema_privileges": {"session_schema_privileges": {}},
+    "hybrid_quota": {"hybrid_quota": {}},
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
     # Source schema changes carried to the capture objects (gluon.schema_changes).
+    # column_type: the changelog's wide type (gluon.schema_changes._capture_column_type).
     "alter_add_column": {
-        "changelog": {"object": CHANGELOG, "column": Column("NEW_COL", "VARCHAR2(20)", "string")}
+        "changelog": {
+            "object": CHANGELOG,
+            "column": Column("NEW_COL", "VARCHAR2(20)", "string"),
+            "column_type": "VARCHAR2(4000)",
+        }
     },
     "alter_column_type": {
-        "changelog": {"object": CHANGELOG, "column": Column("AMOUNT", "NUMBER(20,2)", "string")}
+        "changelog": {
+            "object": CHANGELOG,
+            "column": Column("NOTE", "VARCHAR2(8000)", "string"),
+            "column_type": "VARCHAR2(32767)",
+        }
     },
+    "max_string_size": {"max_string_size": {}},
     "read_changes": {
         "all rows": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": None},
         "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},
@@ -201,7 +222,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
         "no declared type": {"column": "lower_case"},
     },
 }
-EXPRESSIONS = frozenset({"cast_to_text", "extract_utc"})
+EXPRESSIONS = frozenset({"cast_to_text", "exact_number", "extract_utc"})
 
 
 def template_names() -> list[str]:
@@ -306,13 +327,22 @@ def test_template_parses_as_oracle(source: OracleSource, linter: Linter, templat
 def test_template_matches_golden_file(source: OracleSource, template: str) -> None:
     path = GOLDEN / f"{template}.sql"
     text = golden_text(source, template)
-    if UPDATE_GOLDEN:
-        GOLDEN.mkdir(exist_ok=True)
-        path.write_text(text)
+    check_golden(path, text, what=template)
+
+
+def check_golden(path: Path, text: str, *, what: str) -> None:
+    """``text`` must be ``path``'s content. With GLUON_UPDATE_GOLDEN=1 a differing file is
+    rewritten and the test still fails, naming it: regeneration is never silent."""
+    old = path.read_text() if path.exists() else None
+    if text == old:
         return
-    assert path.exists(), f"{path.name} is missing: run with GLUON_UPDATE_GOLDEN=1"
-    assert text == path.read_text(), (
-        f"{template} renders differently from {path.name}; if intended, rerun with "
+    if UPDATE_GOLDEN:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        pytest.fail(f"rewrote {path.name} ({what}): review it with git diff before committing")
+    assert old is not None, f"{path.name} is missing: run with GLUON_UPDATE_GOLDEN=1"
+    pytest.fail(
+        f"{what} renders differently from {path.name}; if intended, rerun with "
         "GLUON_UPDATE_GOLDEN=1 and review the diff"
     )
 

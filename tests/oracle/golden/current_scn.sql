@@ -1,2 +1,2 @@
 -- case: current_scn
-SELECT DBMS_FLASHBACK.GET_SYSTEM_CHANGE_NUMBER FROM DUAL
+SELECT current_scn FROM v$database

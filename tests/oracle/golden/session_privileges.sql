@@ -1,0 +1,2 @@
+-- case: session_privileges
+SELECT privilege FROM session_privs

@@ -1,0 +1,2 @@
+-- case: session_schema_privileges
+SELECT privilege, schema FROM session_schema_privs

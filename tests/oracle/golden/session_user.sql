@@ -1,0 +1,2 @@
+-- case: session_user
+SELECT SYS_CONTEXT('USERENV', 'SESSION_USER') AS username FROM dual
