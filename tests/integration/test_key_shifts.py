@@ -43,7 +43,9 @@ def _lake_rows(source: Source, mode: str) -> dict[int, tuple[object, ...]]:
         record = Repository(load_settings().repo_url).get_table(source.table.upper())
         assert record is not None
         rows = storage.read_delta(record.base_path).to_pylist()
-    found = {row["id"]: (row["id"], row["name"]) for row in rows}
+    found: dict[int, tuple[object, ...]] = {
+        int(str(row["id"])): (row["id"], row["name"]) for row in rows
+    }
     assert len(found) == len(rows), "the lake holds a key twice"
     return found
 
