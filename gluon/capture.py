@@ -659,7 +659,7 @@ def capture_problems(
     if truncate_fires and not all(truncate_fires):
         state = "missing" if None in truncate_fires else "disabled"
         problems.append(
-            f"TRUNCATE capture trigger {truncate_name} on {table.schema}.{table.name} is "
+            f"capture trigger {truncate_name} (for TRUNCATE) on {table.schema}.{table.name} is "
             f"{state}: a TRUNCATE of the table would not reach the lake: re-create the capture "
             "objects (offload --incremental-updates-enabled "
             "--incremental-recreate-capture-objects); if the table was truncated meanwhile, "

@@ -99,3 +99,28 @@ def test_swaps_and_keys_changed_many_times_stay_exact(pg_source: Source, run_cli
     expected = _source_rows(pg_source)
     assert len(expected) == 9
     assert _lake_rows(pg_source, "DEFERRED") == expected
+
+
+def test_upserts_stay_exact(pg_source: Source, run_cli: RunCli) -> None:
+    """INSERT ... ON CONFLICT DO UPDATE (an immediate key: ON CONFLICT takes no deferrable
+    one), including an upsert that changes the key of the conflicting row."""
+    with pg_source.engine.begin() as db:
+        db.exec_driver_sql("CREATE TABLE app.items (id integer PRIMARY KEY, name text)")
+        db.exec_driver_sql(
+            "INSERT INTO app.items SELECT g, 'row ' || g FROM generate_series(1, 4) g"
+        )
+    enable(run_cli, pg_source, "CHANGELOG")
+    with pg_source.engine.begin() as db:
+        db.exec_driver_sql(
+            "INSERT INTO app.items VALUES (1, 'one'), (9, 'nine') "
+            "ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+        )
+        db.exec_driver_sql(
+            "INSERT INTO app.items VALUES (2, 'two') "
+            "ON CONFLICT (id) DO UPDATE SET id = excluded.id + 100, name = excluded.name"
+        )
+        db.exec_driver_sql("INSERT INTO app.items VALUES (3, 'same') ON CONFLICT (id) DO NOTHING")
+    extract(run_cli, pg_source)
+    expected = _source_rows(pg_source)
+    assert sorted(expected) == [1, 3, 4, 9, 102]
+    assert _lake_rows(pg_source, "DEFERRED") == expected
