@@ -24,7 +24,9 @@ A key-changing update whose old key another row of the same statement took
 (``UPDATE t SET id = id + 1`` under a key checked at statement end) records no
 ``D``: PostgreSQL fires the row triggers at the end of the statement and
 writes the ``D`` only when no row holds the old key; Oracle's compound
-trigger does the same at AFTER STATEMENT.
+trigger does the same at AFTER STATEMENT; SQLite's row triggers, which fire as
+each row changes, make the same check (a row holding the old key then moved
+into it earlier in the statement).
 
 A method that does not capture an operation has no changelog trigger for it,
 unless it reports uncaptured DML (CHANGELOG_INSERT): then an update records a
