@@ -671,10 +671,17 @@ def check_logical_decoding(
 
 
 def capture_problems(
-    source: SourceDialect, table: TableSpec, objects: Sequence[SourceObjectRef]
+    source: SourceDialect,
+    table: TableSpec,
+    objects: Sequence[SourceObjectRef],
+    *,
+    truncate: bool = True,
 ) -> list[str]:
     """What stops changes to ``table`` from being captured now: a capture trigger that is
-    disabled or gone, a changelog that is gone (each one line, with the way out).
+    disabled or gone, a changelog that is gone (each one line, with the way out); with
+    ``truncate``, also a TRUNCATE trigger that is disabled or gone (tables enabled before
+    TRUNCATE was captured have none until their capture objects are re-created: status
+    says so, while extraction, which passes False, does not fail every run for it).
 
     Changes the application made meanwhile were never recorded: only a new
     offload brings the lake back in step.
@@ -731,7 +738,7 @@ def capture_problems(
             else f"ALTER TABLE {table.schema}.{table.name} ENABLE TRIGGER {trigger.name}"
         )
         problems.append(f"{label} is disabled: enable it ({enable}), {resync}")
-    if truncate_fires and not all(truncate_fires):
+    if truncate and truncate_fires and not all(truncate_fires):
         state = "missing" if None in truncate_fires else "disabled"
         problems.append(
             f"capture trigger {truncate_name} (for TRUNCATE) on {table.schema}.{table.name} is "

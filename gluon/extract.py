@@ -149,7 +149,9 @@ def run_extraction(
             result.screen = Screen(repo, ref.key, method.name)
         try:
             with timed_step("check_capture"):
-                problems = capture.capture_problems(source, record.spec(), capture_objects(state))
+                problems = capture.capture_problems(
+                    source, record.spec(), capture_objects(state), truncate=False
+                )
             if any(problem.startswith("changelog table") for problem in problems):
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
             with timed_step("ship_changes") as shipping:
