@@ -225,11 +225,13 @@ def test_insert_only_screening_takes_keys_inserted_again_after_a_truncate(
     enable(run_cli, source, "CHANGELOG_INSERT", f"--incremental-merge-mode={mode}")
     workload.round(5)
     extract(run_cli, source)
+    _insert_again(source, workload, [200])  # a new key, in the TRUNCATE's batch before it
     truncate_through_changelog(source, workload)
     _insert_again(source, workload, [1, 2, 3])  # the same batch as the TRUNCATE
     extract(run_cli, source)
     assert lake_state(source.schema) == workload.expected == workload.source_rows()
-    _insert_again(source, workload, [4, 5])  # a later batch: the lake's 'T' is behind them
+    # A later batch: the lake's 'T' is behind them (and key 200 went with it).
+    _insert_again(source, workload, [4, 5, 200])
     extract(run_cli, source)
     assert lake_state(source.schema) == workload.expected == workload.source_rows()
     summary = RejectedChanges(Repository(load_settings().repo_url).engine).summary(
