@@ -256,3 +256,27 @@ def test_a_truncate_read_from_a_postgresql_changelog(
     if mode == "DEFERRED":
         _compact(run_cli, source)
     assert _base(source) == workload.expected
+
+
+@pytest.mark.parametrize("compaction", ["IN_PLACE", "PARTITION_WISE_FULL"])
+def test_a_compaction_of_a_truncate_killed_at_its_rewrite_steps_finishes_exactly(
+    compaction: str,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed while rewriting partitions a TRUNCATE emptied (and right after switching the
+    views): readers between the kills and the finished run see exactly the source."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = _with_truncate(run_cli, source, "CHANGELOG", *PARTITIONED)
+    flags = ("--incremental-run-compaction", "--incremental-wait-time=0", *COMPACTIONS[compaction])
+    for point in ["compact.after_partition", "compact.after_compact", "compact.after_switch_views"]:
+        died = run_offload_process("-t", source.table, "-x", *flags, env={"GLUON_FAULT": point})
+        assert died.returncode == FAULT_EXIT_CODE, (point, died.stderr)
+        assert lake_state(source.schema) == workload.expected, f"reader after {point}"
+    finished = run_offload_process("-t", source.table, "-x", *flags)
+    assert finished.returncode == 0, finished.stderr
+    assert _base(source) == workload.expected == workload.source_rows()
+    assert lake_state(source.schema) == workload.expected
