@@ -80,6 +80,7 @@ class Action(StrEnum):
     STAGE_LAKE_ROWS = "--incremental-stage-lake-rows"
     ABANDON_COMPACTION = "--incremental-abandon-compaction"
     DISCARD_CHANGES = "--incremental-discard-changes"
+    SET_ASIDE_CHANGES = "--incremental-set-aside-changes"
 
 
 ACCEPTED: dict[Action, frozenset[str]] = {
@@ -92,6 +93,7 @@ ACCEPTED: dict[Action, frozenset[str]] = {
     Action.STAGE_LAKE_ROWS: frozenset({"stage_lake_rows_predicate"}),
     Action.ABANDON_COMPACTION: frozenset({"abandon_compaction_flag"}),
     Action.DISCARD_CHANGES: frozenset({"discard_changes_flag"}),
+    Action.SET_ASIDE_CHANGES: frozenset({"set_aside_changes"}),
 }
 """The options each action takes, besides ``COMMON``."""
 
@@ -103,13 +105,15 @@ ACTION_FLAGS: dict[str, Action] = {
     "run_compaction_flag": Action.COMPACTION,
     "abandon_compaction_flag": Action.ABANDON_COMPACTION,
     "discard_changes_flag": Action.DISCARD_CHANGES,
+    "set_aside_changes": Action.SET_ASIDE_CHANGES,
 }
 """The flags that name an action (at most one per command); none names an offload."""
 
 ONE_ACTION = (
     "use only one of --incremental-updates-enabled, --incremental-updates-disabled, "
     "--incremental-run-extraction, --incremental-run-compaction, "
-    "--incremental-abandon-compaction, --incremental-discard-changes"
+    "--incremental-abandon-compaction, --incremental-discard-changes, "
+    "--incremental-set-aside-changes"
 )
 
 
@@ -156,6 +160,8 @@ class OffloadArguments:
     -> the flag that names it in messages."""
     merge_mode: str | None = None
     """``--incremental-merge-mode`` (None: not given, the default mode)."""
+    set_aside_changes: str | None = None
+    """``--incremental-set-aside-changes`` (None: not given)."""
 
     def chosen_actions(self) -> list[Action]:
         """The actions the command line names with a flag (an offload has none)."""

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from gluon import capture
-from gluon.errors import StateError
+from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
+from gluon.feeds import unfit
 from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects
 from gluon.methods.base import SourceObject
 from gluon.source.base import SourceDialect
@@ -56,7 +57,17 @@ class ChangelogFeed(TableFeed):
 
     def read(self, limit: int) -> pa.Table:
         objects = capture_objects(self.state)
-        return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
+        try:
+            return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
+        except SourceError as exc:
+            from gluon.source.arrow import UnfitValueError  # loaded by the read that failed
+
+            if not isinstance(exc, UnfitValueError):
+                raise
+            named = unfit.refusal(self.source, self.record, self.state, exc)
+            if named is None:
+                raise
+            raise named from exc
 
     def done(self, changes: pa.Table) -> None:
         seqs = changes.column("gl_seq")  # the Arrow column: the delete's runs are computed in it

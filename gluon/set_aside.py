@@ -1,0 +1,231 @@
+"""Setting aside changes the lake cannot take (--incremental-set-aside-changes=GL_SEQ,...).
+
+An extraction that reads a change whose value its column's lake type cannot hold names it
+(``gluon.feeds.unfit``) and stops: nothing of the batch ships. This command moves exactly
+the named changes out of the changelog into the repository (``gluon.repo.set_aside``), so
+the changes after them ship again. It refuses a ``gl_seq`` that is not waiting in the
+changelog (unless it is already set aside) and a change the lake can take: setting aside
+never drops a change that could ship.
+
+Crash safety: the repository record comes first (idempotent by ``gl_seq``), then one
+changelog delete of exactly those ``gl_seq`` values. A kill between the two leaves the change
+recorded and still waiting; running the same command again records nothing twice and
+deletes it. Holding the table's lifecycle lock (which takes the extraction lock too), no
+extraction reads the changelog meanwhile.
+
+What the lake shows for the key afterwards: a later change of the same key carries the whole
+new row (or its delete), so once it ships the lake is exact again for that key. Without one,
+the lake keeps the key's previous state (an insert set aside: no row) until the row changes
+in the source again; status and the report show the record until then.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from gluon import capture
+from gluon import source as sources
+from gluon.config import Settings
+from gluon.errors import SourceError, StateError, UnsupportedError, UsageError
+from gluon.faults import fault_point
+from gluon.feeds import capture_objects
+from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, describe
+from gluon.locks import lifecycle_lock
+from gluon.methods import get_method
+from gluon.methods.base import ChangeReader
+from gluon.naming import TableRef
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.common import now
+from gluon.repo.incremental import IncrementalState
+from gluon.repo.set_aside import SetAsideChange
+from gluon.source.base import SourceDialect
+
+log = logging.getLogger(__name__)
+
+
+def parse_seqs(text: str) -> list[int]:
+    """``"12,15"`` -> ``[12, 15]``.
+
+    Raises:
+        UsageError: not a comma-separated list of positive integers.
+    """
+    seqs: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit() or int(item) <= 0:
+            raise UsageError(
+                f"{SET_ASIDE_OPTION}={text}: give the gl_seq values of the changes to set "
+                "aside, separated by commas (as the extraction's error line names them)"
+            )
+        seqs.append(int(item))
+    return sorted(set(seqs))
+
+
+@dataclass(slots=True)
+class SetAsideResult:
+    table_key: str
+    executed: bool
+    steps: list[str] = field(default_factory=list)
+    message: str = ""
+    changes: list[UnfitChange] = field(default_factory=list)
+
+
+def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:
+    record, state = repo.enabled_table(key, otherwise="no changes to set aside")
+    reader = get_method(state.method).change_reader
+    if reader is not ChangeReader.CHANGELOG:
+        raise UnsupportedError(
+            f"{key} uses {state.method}, which keeps no changelog to set changes aside from: "
+            f"{SET_ASIDE_OPTION} works with the changelog methods"
+        )
+    if state.enablement_id is None:  # pragma: no cover - every enabling since 0006 has one
+        raise StateError(f"{key} has no enablement recorded: enable it again")
+    return record, state
+
+
+def _unfit_changes(
+    source: SourceDialect,
+    record: OffloadedTable,
+    state: IncrementalState,
+    seqs: Sequence[int],
+    already: set[int],
+) -> list[UnfitChange]:
+    """The changes of ``seqs`` waiting in the changelog, each with the column the lake refuses.
+
+    Raises:
+        UsageError: a ``gl_seq`` waits nowhere (and was not set aside), or its change fits.
+    """
+    from gluon.source.arrow import UnfitValueError  # pyarrow: rows are read here
+
+    spec = record.spec()
+    objects = capture_objects(state)
+    waiting = set(capture.read_change_texts(source, spec, objects, seqs))
+    unknown = [seq for seq in seqs if seq not in waiting and seq not in already]
+    if unknown:
+        raise UsageError(
+            f"no change with gl_seq {', '.join(map(str, unknown))} waits in the changelog of "
+            f"{state.table_key}: name the gl_seq values the extraction's error line gives "
+            "(nothing was set aside)"
+        )
+    remaining = sorted(waiting)
+    found: list[UnfitChange] = []
+    while remaining:
+        try:
+            capture.read_changes(source, spec, objects, limit=None, seqs=remaining)
+        except UnfitValueError as exc:
+            refused = [int(row["gl_seq"]) for row in exc.rows if row.get("gl_seq") is not None]
+            if not refused:
+                raise
+            found.extend(describe(source, record, state, refused, exc.column))
+            remaining = [seq for seq in remaining if seq not in refused]
+            continue
+        raise UsageError(
+            f"the lake can take change gl_seq {', '.join(map(str, remaining))} of "
+            f"{state.table_key}: it ships with the next extraction, only a change the "
+            "extraction refuses can be set aside (nothing was set aside)"
+        )
+    return sorted(found, key=lambda change: change.gl_seq)
+
+
+def _who() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name for this uid (a container)
+        return "unknown"
+
+
+def set_aside_changes(
+    settings: Settings, ref: TableRef, seqs: Sequence[int], *, execute: bool
+) -> SetAsideResult:
+    """Move the changes ``seqs`` of ``ref`` out of its changelog into the repository.
+
+    Raises:
+        StateError: not enabled.
+        UnsupportedError: the method keeps no changelog.
+        UsageError: a ``gl_seq`` does not wait in the changelog, or its change fits the lake.
+        LockHeldError: another command on the table is running.
+    """
+    repo = Repository(settings.repo_url)
+    key = ref.key
+    record, state = _enabled(repo, key)
+    source = sources.connect_configured(settings)
+    source.check_connection()
+    assert state.enablement_id is not None
+    already = repo.set_aside.seqs(key, state.enablement_id) & set(seqs)
+    changes = _unfit_changes(source, record, state, seqs, already)
+    result = SetAsideResult(key, execute, changes=changes)
+    result.steps = [f"record change {change.label()} in the repository" for change in changes] + [
+        f"delete change(s) {_listed(changes)} from the changelog"
+    ]
+    if already:
+        result.steps.append(f"gl_seq {', '.join(map(str, sorted(already)))}: already set aside")
+    if not execute:
+        return result
+    with lifecycle_lock(settings, key, f"offload {SET_ASIDE_OPTION}", repo=repo):
+        record, state = _enabled(repo, key)  # again, under the locks
+        assert state.enablement_id is not None
+        already = repo.set_aside.seqs(key, state.enablement_id) & set(seqs)
+        changes = _unfit_changes(source, record, state, seqs, already)
+        texts = capture.read_change_texts(
+            source, record.spec(), capture_objects(state), [c.gl_seq for c in changes]
+        )
+        installation, who, at = repo.installation_id, _who(), now()
+        repo.set_aside.record(
+            key,
+            state.enablement_id,
+            [
+                SetAsideChange(
+                    gl_seq=change.gl_seq,
+                    op=change.op,
+                    key=change.key,
+                    row=texts[change.gl_seq].values,
+                    column_name=change.column,
+                    value_kind=change.value_kind,
+                    installation_id=installation,
+                    set_by=who,
+                    set_at=at,
+                )
+                for change in changes
+            ],
+        )
+        fault_point("set_aside.before_changelog_delete")
+        try:
+            capture.delete_changes(
+                source, capture_objects(state), [change.gl_seq for change in changes]
+            )
+        except SourceError as exc:
+            raise SourceError(
+                f"{exc}; the changes are recorded as set aside: run the same command again"
+            ) from exc
+        fault_point("set_aside.after_changelog_delete")
+    log.info("set aside changes %s of %s", _listed(changes), key)
+    result.changes = changes
+    result.message = _message(key, changes, already)
+    return result
+
+
+def _listed(changes: Sequence[UnfitChange]) -> str:
+    return ", ".join(str(change.gl_seq) for change in changes) or "none"
+
+
+def _message(key: str, changes: Sequence[UnfitChange], already: set[int]) -> str:
+    if not changes:
+        return f"gl_seq {', '.join(map(str, sorted(already)))} of {key} already set aside"
+    unfollowed = [change for change in changes if change.later_seq is None]
+    after = (
+        "; the lake keeps the previous state of "
+        + ", ".join(
+            "(" + ", ".join(f"{k}={v}" for k, v in change.key.items()) + ")"
+            for change in unfollowed
+        )
+        + " until the row changes in the source again (update it to a value the lake can take)"
+        if unfollowed
+        else "; a later change of each key ships with the next extraction"
+    )
+    return (
+        f"set aside {len(changes)} change(s) of {key} (gl_seq {_listed(changes)}): recorded in "
+        f"the repository, where display_incremental_status lists them{after}"
+    )
