@@ -213,7 +213,7 @@ def _listed(changes: Sequence[UnfitChange]) -> str:
 
 def _message(key: str, changes: Sequence[UnfitChange], already: set[int]) -> str:
     if not changes:
-        return f"gl_seq {', '.join(map(str, sorted(already)))} of {key} already set aside"
+        return f"nothing to do: gl_seq {', '.join(map(str, sorted(already)))} of {key} is already set aside"
     unfollowed = [change for change in changes if change.later_seq is None]
     after = (
         "; the lake keeps the previous state of "

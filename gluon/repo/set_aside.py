@@ -133,11 +133,12 @@ class SetAsideChanges:
             last_set_at=latest[0].set_at if latest else None,
         )
 
-    def counts(self) -> dict[str, int]:
-        """Changes set aside per table key (every table that has any)."""
+    def count(self, table_key: str) -> int:
+        """How many changes of the table were set aside."""
         table = models.set_aside_changes
         with self.engine.connect() as connection:
-            rows = connection.execute(
-                sa.select(table.c.table_key, sa.func.count()).group_by(table.c.table_key)
-            ).all()
-        return {str(key): int(count) for key, count in rows}
+            return int(
+                connection.execute(
+                    sa.select(sa.func.count()).where(table.c.table_key == table_key)
+                ).scalar_one()
+            )

@@ -264,11 +264,10 @@ def _row_values(batch: pa.RecordBatch, schema: pa.Schema, index: int) -> dict[st
     driver's value has no Python form, such as a wrapped-around infinity)."""
     values: dict[str, Any] = {}
     for name, array in zip(schema.names, batch.columns, strict=True):
+        if isinstance(array, pa.ExtensionArray):
+            array = array.storage  # PostgreSQL's numeric: the text of the exact value
         try:
-            value = array[index]
-            values[name] = (
-                value.storage.as_py() if isinstance(value, pa.ExtensionScalar) else value.as_py()
-            )
+            values[name] = array[index].as_py()
         except (ValueError, TypeError, ArithmeticError, OverflowError, pa.ArrowException):
             values[name] = None
     return values

@@ -18,7 +18,7 @@ from gluon.repo.incremental import (
 )
 from gluon.status.formatting import count, duration, size, when
 from gluon.status.model import Finding, TableStatus, Thresholds
-from gluon.status.text import run_label, wal_over_threshold
+from gluon.status.text import run_label, set_aside_summary, wal_over_threshold
 
 ERROR = "error"
 WARNING = "warning"
@@ -206,10 +206,20 @@ def _insert_only(status: TableStatus, limits: Thresholds, at: dt.datetime) -> li
     return [Finding(status.table_key, ERROR, "insert_only", note) for note in status.attention]
 
 
+def _set_aside(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    """Changes moved out of the changelog on the user's command: never silent."""
+    if status.set_aside is None:
+        return []
+    return [
+        Finding(status.table_key, WARNING, "changes_set_aside", set_aside_summary(status.set_aside))
+    ]
+
+
 RULES: tuple[Rule, ...] = (
     _half_enabled,
     _capture_broken,
     _insert_only,
+    _set_aside,
     _extraction_failed,
     _compaction_failed,
     _compaction_interrupted,
