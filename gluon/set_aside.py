@@ -213,7 +213,8 @@ def _listed(changes: Sequence[UnfitChange]) -> str:
 
 def _message(key: str, changes: Sequence[UnfitChange], already: set[int]) -> str:
     if not changes:
-        return f"nothing to do: gl_seq {', '.join(map(str, sorted(already)))} of {key} is already set aside"
+        listed = ", ".join(map(str, sorted(already)))
+        return f"nothing to do: gl_seq {listed} of {key} is already set aside"
     unfollowed = [change for change in changes if change.later_seq is None]
     after = (
         "; the lake keeps the previous state of "
