@@ -856,6 +856,50 @@ def later_change_of_key(
     return int(rows[0][0]) if rows and rows[0][0] is not None else None
 
 
+def values_the_lake_cannot_take(
+    source: SourceDialect, spec: TableSpec, keys: Sequence[str]
+) -> list[str]:
+    """For each column holding a value its lake type cannot take, one example: the column,
+    the value and its row's key (empty: every value fits, as far as the dialect can tell).
+
+    Enabling runs it before it creates any capture object: a copy that failed on such a
+    value would leave them behind, and they would capture the value again.
+
+    Raises:
+        SourceError: the table cannot be read.
+    """
+    types = {column.name: column.source_type for column in spec.columns}
+    key_texts = [
+        source.render("cast_to_text", column=key, source_type=types.get(key, "")).strip()
+        for key in keys
+    ]
+    found: list[str] = []
+    for column in spec.columns:
+        sql = source.render(
+            "find_unfit_value",
+            schema=spec.schema,
+            table=spec.name,
+            column=column,
+            key_texts=key_texts,
+        ).strip()
+        if not sql:
+            continue
+        rows = source.run_query(
+            "find_unfit_value",
+            schema=spec.schema,
+            table=spec.name,
+            column=column,
+            key_texts=key_texts,
+        )
+        if not rows:
+            continue
+        *key_values, value = tuple(rows[0])
+        key = ", ".join(f"{name}={item}" for name, item in zip(keys, key_values, strict=True))
+        kind = column.lake_type.split("(")[0].removesuffix("_ntz")
+        found.append(f"column {column.name} ({kind}) holds {value} in the row {key}")
+    return found
+
+
 def sequence_runs(seqs: Sequence[int] | pa.Array | pa.ChunkedArray) -> list[tuple[int, int]]:
     """``seqs`` as the fewest (low, high) runs of consecutive integers that together hold
     exactly its values, in ascending order (duplicates count once). Vectorized: a batch
@@ -975,4 +1019,5 @@ __all__ = [
     "read_changes",
     "script_context",
     "sequence_position",
+    "values_the_lake_cannot_take",
 ]
