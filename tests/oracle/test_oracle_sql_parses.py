@@ -155,6 +155,15 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             "seqs": [12, 15],
         },
     },
+    # Values the lake cannot take, found before enabling creates capture objects.
+    "find_unfit_value": {
+        "a date column": {
+            "schema": "APP",
+            "table": "ORDERS",
+            "column": Column("SHIPPED_ON", "DATE", "timestamp_ntz"),
+            "key_texts": ["TO_CHAR(ORDER_ID)", "TO_CHAR(LINE_NO)"],
+        },
+    },
     # A change the lake cannot take (gluon.feeds.unfit): the next change of its key.
     "later_change_of_key": {
         "composite key": {
