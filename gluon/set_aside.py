@@ -26,16 +26,13 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from gluon import capture
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.errors import SourceError, StateError, UnsupportedError, UsageError
-from gluon.faults import fault_point
-from gluon.feeds import capture_objects
-from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, describe
+from gluon.errors import StateError, UsageError
+from gluon.feeds import FEEDS, ChangeFeed
+from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import ChangeReader
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
@@ -75,59 +72,42 @@ class SetAsideResult:
 
 def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:
     record, state = repo.enabled_table(key, otherwise="no changes to set aside")
-    reader = get_method(state.method).change_reader
-    if reader is not ChangeReader.CHANGELOG:
-        raise UnsupportedError(
-            f"{key} uses {state.method}, which keeps no changelog to set changes aside from: "
-            f"{SET_ASIDE_OPTION} works with the changelog methods"
-        )
     if state.enablement_id is None:  # pragma: no cover - every enabling since 0006 has one
         raise StateError(f"{key} has no enablement recorded: enable it again")
     return record, state
 
 
+def _feed(
+    source: SourceDialect, record: OffloadedTable, state: IncrementalState, repo: Repository
+) -> ChangeFeed:
+    return FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+
+
 def _unfit_changes(
-    source: SourceDialect,
-    record: OffloadedTable,
-    state: IncrementalState,
-    seqs: Sequence[int],
-    already: set[int],
-) -> list[UnfitChange]:
-    """The changes of ``seqs`` waiting in the changelog, each with the column the lake refuses.
+    feed: ChangeFeed, key: str, seqs: Sequence[int], already: set[int]
+) -> UnfitSearch:
+    """The changes of ``seqs`` waiting, each with the column the lake refuses.
 
     Raises:
         UsageError: a ``gl_seq`` waits nowhere (and was not set aside), or its change fits.
     """
-    from gluon.source.arrow import UnfitValueError  # pyarrow: rows are read here
-
-    spec = record.spec()
-    objects = capture_objects(state)
-    waiting = set(capture.read_change_texts(source, spec, objects, seqs))
-    unknown = [seq for seq in seqs if seq not in waiting and seq not in already]
+    # Those recorded already are searched too: a kill between the record and the changelog
+    # delete leaves them waiting, and this run takes them out.
+    search = feed.find_unfit(sorted(set(seqs)), already)
+    unknown = [seq for seq in seqs if seq not in search.rows and seq not in already]
     if unknown:
         raise UsageError(
-            f"no change with gl_seq {', '.join(map(str, unknown))} waits in the changelog of "
-            f"{state.table_key}: name the gl_seq values the extraction's error line gives "
-            "(nothing was set aside)"
+            f"no change with gl_seq {', '.join(map(str, unknown))} waits in {feed.waits_in} "
+            f"of {key}: name the gl_seq values the extraction's error line gives (nothing was "
+            "set aside)"
         )
-    remaining = sorted(waiting)
-    found: list[UnfitChange] = []
-    while remaining:
-        try:
-            capture.read_changes(source, spec, objects, limit=None, seqs=remaining)
-        except UnfitValueError as exc:
-            refused = [int(row["gl_seq"]) for row in exc.rows if row.get("gl_seq") is not None]
-            if not refused:
-                raise
-            found.extend(describe(source, record, state, refused, exc.column))
-            remaining = [seq for seq in remaining if seq not in refused]
-            continue
+    if search.fitting:
         raise UsageError(
-            f"the lake can take change gl_seq {', '.join(map(str, remaining))} of "
-            f"{state.table_key}: it ships with the next extraction, only a change the "
-            "extraction refuses can be set aside (nothing was set aside)"
+            f"the lake can take change gl_seq {', '.join(map(str, search.fitting))} of "
+            f"{key}: it ships with the next extraction, only a change the extraction refuses "
+            "can be set aside (nothing was set aside)"
         )
-    return sorted(found, key=lambda change: change.gl_seq)
+    return search
 
 
 def _who() -> str:
@@ -155,11 +135,12 @@ def set_aside_changes(
     source.check_connection()
     assert state.enablement_id is not None
     already = repo.set_aside.seqs(key, state.enablement_id) & set(seqs)
-    changes = _unfit_changes(source, record, state, seqs, already)
+    search = _unfit_changes(_feed(source, record, state, repo), key, seqs, already)
+    changes, already = search.unfit, already - set(search.rows)
     result = SetAsideResult(key, execute, changes=changes)
-    result.steps = [f"record change {change.label()} in the repository" for change in changes] + [
-        f"delete change(s) {_listed(changes)} from the changelog"
-    ]
+    result.steps = [f"record change {change.label()} in the repository" for change in changes]
+    if changes:
+        result.steps.append(f"take change(s) {_listed(changes)} out of {_feed_of(state)}")
     if already:
         result.steps.append(f"gl_seq {', '.join(map(str, sorted(already)))}: already set aside")
     if not execute:
@@ -168,10 +149,9 @@ def set_aside_changes(
         record, state = _enabled(repo, key)  # again, under the locks
         assert state.enablement_id is not None
         already = repo.set_aside.seqs(key, state.enablement_id) & set(seqs)
-        changes = _unfit_changes(source, record, state, seqs, already)
-        texts = capture.read_change_texts(
-            source, record.spec(), capture_objects(state), [c.gl_seq for c in changes]
-        )
+        feed = _feed(source, record, state, repo)
+        search = _unfit_changes(feed, key, seqs, already)
+        changes, already = search.unfit, already - set(search.rows)
         installation, who, at = repo.installation_id, _who(), now()
         repo.set_aside.record(
             key,
@@ -181,7 +161,7 @@ def set_aside_changes(
                     gl_seq=change.gl_seq,
                     op=change.op,
                     key=change.key,
-                    row=texts[change.gl_seq].values,
+                    row=search.rows[change.gl_seq],
                     column_name=change.column,
                     value_kind=change.value_kind,
                     installation_id=installation,
@@ -191,20 +171,16 @@ def set_aside_changes(
                 for change in changes
             ],
         )
-        fault_point("set_aside.before_changelog_delete")
-        try:
-            capture.delete_changes(
-                source, capture_objects(state), [change.gl_seq for change in changes]
-            )
-        except SourceError as exc:
-            raise SourceError(
-                f"{exc}; the changes are recorded as set aside: run the same command again"
-            ) from exc
-        fault_point("set_aside.after_changelog_delete")
+        if changes:
+            feed.set_aside(changes)
     log.info("set aside changes %s of %s", _listed(changes), key)
     result.changes = changes
     result.message = _message(key, changes, already)
     return result
+
+
+def _feed_of(state: IncrementalState) -> str:
+    return f"{FEEDS[get_method(state.method).change_reader].waits_in}"
 
 
 def _listed(changes: Sequence[UnfitChange]) -> str:

@@ -15,11 +15,9 @@ from typing import TYPE_CHECKING
 
 from gluon import capture
 from gluon.errors import SourceError
-from gluon.feeds.base import capture_objects
 from gluon.repo import OffloadedTable
 from gluon.repo.incremental import IncrementalState
 from gluon.schema import Column
-from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
     from gluon.source.arrow import UnfitValueError  # pyarrow: only once rows were read
@@ -97,58 +95,46 @@ def column_of(record: OffloadedTable, lake_name: str) -> Column:
     return next(column for column in record.columns if column.lake_name == lake_name)
 
 
-def describe(
-    source: SourceDialect,
+@dataclass(frozen=True, slots=True)
+class UnfitSearch:
+    """What a feed found of the changes a set-aside names."""
+
+    unfit: list[UnfitChange]
+    """Waiting, and refused by the lake."""
+    fitting: list[int]
+    """Waiting, and the lake takes them."""
+    rows: dict[int, dict[str, str | None]]
+    """Every value of each waiting change named, as the source prints it."""
+
+
+def unfit_change(
     record: OffloadedTable,
     state: IncrementalState,
-    seqs: list[int],
+    text: capture.ChangeText,
     lake_column: str,
-) -> list[UnfitChange]:
-    """The changes ``seqs`` still in the changelog, whose value in ``lake_column`` does not
-    fit, each with its key, the value as the source prints it and the next change of its key.
-
-    Raises:
-        SourceError: the changelog cannot be read.
-    """
-    spec = record.spec()
-    objects = capture_objects(state)
+    later_seq: int | None,
+) -> UnfitChange:
+    """``text`` (a change whose value in ``lake_column`` the lake refuses) as an UnfitChange."""
     column = column_of(record, lake_column)
-    texts = capture.read_change_texts(source, spec, objects, seqs)
-    found: list[UnfitChange] = []
-    for seq in seqs:
-        text = texts.get(seq)
-        if text is None:
-            continue
-        found.append(
-            UnfitChange(
-                gl_seq=seq,
-                op=text.gl_op,
-                key={key: text.values.get(key) for key in state.key_columns},
-                column=column.name,
-                value_kind=value_kind(column, text.values.get(column.name)),
-                later_seq=capture.later_change_of_key(
-                    source, spec, objects, text, state.key_columns
-                ),
-            )
-        )
-    return found
+    return UnfitChange(
+        gl_seq=text.gl_seq,
+        op=text.gl_op,
+        key={key: text.values.get(key) for key in state.key_columns},
+        column=column.name,
+        value_kind=value_kind(column, text.values.get(column.name)),
+        later_seq=later_seq,
+    )
+
+
+def refused_seqs(error: UnfitValueError) -> list[int]:
+    """The ``gl_seq`` of the changes ``error`` found unfit (none: its rows are not changes)."""
+    return [int(row["gl_seq"]) for row in error.rows if row.get("gl_seq") is not None]
 
 
 def refusal(
-    source: SourceDialect,
-    record: OffloadedTable,
-    state: IncrementalState,
-    error: UnfitValueError,
-) -> UnfitChangeError | None:
-    """The one-line error naming the changes ``error`` found in a changelog read (None: its
-    rows carry no ``gl_seq``, so they are not changes)."""
-    seqs = [int(row["gl_seq"]) for row in error.rows if row.get("gl_seq") is not None]
-    if not seqs:
-        return None
-    changes = describe(source, record, state, seqs[:LISTED], error.column)
-    if not changes:
-        return None
-    more = len(seqs) - len(changes)
+    record: OffloadedTable, state: IncrementalState, changes: list[UnfitChange], more: int
+) -> UnfitChangeError:
+    """The one-line error naming ``changes`` (and ``more`` unnamed ones of the same batch)."""
     named = "; ".join(change.label() for change in changes)
     also = f" (and {more} more of this batch, named once these are set aside)" if more > 0 else ""
     return UnfitChangeError(
