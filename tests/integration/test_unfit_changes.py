@@ -273,3 +273,30 @@ def test_sqlite_text_in_an_integer_column_is_named(lite: Source, run_cli: RunCli
     ok(run_cli(*set_aside_command(line)))
     ok(extraction(run_cli, table))
     assert lake_rows(f"SELECT id, qty FROM {table}") == [{"id": 2, "qty": 5}]
+
+
+def test_pg_logical_names_and_sets_aside_a_change_in_its_slot(pg: Source, run_cli: RunCli) -> None:
+    """The slot keeps the change until an extraction confirms past it; every read skips it
+    once it is recorded as set aside."""
+    table = enabled(run_cli, pg, PG_EVENTS, "PG_LOGICAL")
+    run(pg, f"INSERT INTO {table} VALUES (1, '2026-01-01 10:00+00', 'one')")
+    run(pg, f"UPDATE {table} SET at = 'infinity' WHERE id = 1")
+    run(pg, f"UPDATE {table} SET at = '2026-03-01 10:00+00', note = 'back' WHERE id = 1")
+    run(pg, f"INSERT INTO {table} VALUES (2, '2026-01-02 10:00+00', 'two')")
+    line = one_error_line(extraction(run_cli, table))
+    assert "(update of id=1, column at: timestamp infinity; change gl_seq " in line
+    command = set_aside_command(line)
+    seq = int(command[-1].split("=")[1])
+    assert f"gl_seq {seq} (update of id=1" in line
+    ok(run_cli(*command))
+    assert one_error_line(run_cli(*command[:4], f"{OPTION}={seq + 1}")).startswith(
+        "offload: error: no change with gl_seq"
+    )
+    ok(extraction(run_cli, table))
+    assert lake_rows(f"SELECT id, note FROM {table} ORDER BY id") == [
+        {"id": 1, "note": "back"},
+        {"id": 2, "note": "two"},
+    ]
+    document = json.loads(ok(run_cli("display_incremental_status", "-t", table, "--json")).stdout)
+    assert document["set_aside"]["latest"][0]["gl_seq"] == seq
+    assert document["changelog"]["rows"] == 0, "the slot was confirmed past the change"
