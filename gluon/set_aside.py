@@ -2,16 +2,18 @@
 
 An extraction that reads a change whose value its column's lake type cannot hold names it
 (``gluon.feeds.unfit``) and stops: nothing of the batch ships. This command moves exactly
-the named changes out of the changelog into the repository (``gluon.repo.set_aside``), so
-the changes after them ship again. It refuses a ``gl_seq`` that is not waiting in the
-changelog (unless it is already set aside) and a change the lake can take: setting aside
-never drops a change that could ship.
+the named changes out of what waits into the repository (``gluon.repo.set_aside``), so the
+changes after them ship again. It refuses a ``gl_seq`` that does not wait (unless it is
+already set aside) and a change the lake can take: setting aside never drops a change that
+could ship. The table's feed finds the changes and takes them out (``find_unfit``,
+``set_aside``): a changelog deletes them, a replication slot skips recorded changes at every
+read (the next extraction confirms the slot past them).
 
 Crash safety: the repository record comes first (idempotent by ``gl_seq``), then one
 changelog delete of exactly those ``gl_seq`` values. A kill between the two leaves the change
 recorded and still waiting; running the same command again records nothing twice and
 deletes it. Holding the table's lifecycle lock (which takes the extraction lock too), no
-extraction reads the changelog meanwhile.
+extraction reads the changes meanwhile.
 
 What the lake shows for the key afterwards: a later change of the same key carries the whole
 new row (or its delete), so once it ships the lake is exact again for that key. Without one,

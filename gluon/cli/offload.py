@@ -319,9 +319,10 @@ def offload(
             "--incremental-set-aside-changes",
             metavar="GL_SEQ[,GL_SEQ...]",
             help="Move the named changes, which an extraction refused because the lake cannot "
-            "take a value of theirs, out of the changelog into a repository record (status "
-            "and the report list it), so the later changes ship. Only a change the extraction "
-            "refuses can be set aside. Without -x: show what it would do.",
+            "take a value of theirs, out of the changelog (PG_LOGICAL: the slot's reads skip "
+            "them) into a repository record that status and the report list, so the later "
+            "changes ship. Only a change the extraction refuses can be set aside. Without -x: "
+            "show what it would do.",
         ),
     ] = None,
     stage_lake_rows_predicate: Annotated[
