@@ -44,6 +44,7 @@ TOP_LEVEL_KEYS = [
     "lake_objects",
     "attention",
     "lag",
+    "set_aside",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",
