@@ -840,6 +840,7 @@ def read_changes(
     objects: list[SourceObjectRef],
     *,
     limit: int | None,
+    seqs: Sequence[int] = (),
 ) -> pa.Table:
     """The changelog rows visible now, lowest ``gl_seq`` first.
 
@@ -848,6 +849,7 @@ def read_changes(
         spec: the application table (the changelog has its columns).
         objects: the table's source objects.
         limit: at most this many rows (None: all of them).
+        seqs: only the changes of these ``gl_seq`` values (empty: every change).
 
     Returns:
         The table's columns (lake names and types, ``spec`` order), then
@@ -869,6 +871,7 @@ def read_changes(
         table=changelog.name,
         columns=source.select_list(spec),
         limit=limit,
+        seqs=[int(seq) for seq in seqs],
     )
     params = {} if limit is None else {"limit": limit}
     batches = source.read_query_batches(
@@ -879,6 +882,135 @@ def read_changes(
         extra_fields=change_fields(),
     )
     return pa.Table.from_batches(list(batches), schema=schema)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeText:
+    """One changelog row as the source prints it: every value as text (None: NULL)."""
+
+    gl_seq: int
+    gl_op: str
+    values: dict[str, str | None]
+    """By source column name."""
+
+
+def read_change_texts(
+    source: SourceDialect, spec: TableSpec, objects: list[SourceObjectRef], seqs: Sequence[int]
+) -> dict[int, ChangeText]:
+    """The changelog rows of ``seqs`` (those still there), every value printed by the source.
+
+    Text needs no conversion, so this reads a change whose values the lake cannot take.
+
+    Raises:
+        SourceError: the changelog cannot be read.
+    """
+    changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
+    if changelog is None or not seqs:
+        return {}
+    names = [column.name for column in spec.columns]
+    texts = [
+        source.render("cast_to_text", column=name, source_type=column.source_type).strip()
+        for name, column in zip(names, spec.columns, strict=True)
+    ]
+    rows = source.run_query(
+        "read_changes",
+        schema=changelog.schema,
+        table=changelog.name,
+        columns=texts,
+        limit=None,
+        seqs=[int(seq) for seq in seqs],
+    )
+    found: dict[int, ChangeText] = {}
+    for row in rows:
+        *values, seq, op = tuple(row)
+        found[int(seq)] = ChangeText(
+            int(seq),
+            str(op),
+            {
+                name: None if value is None else str(value)
+                for name, value in zip(names, values, strict=True)
+            },
+        )
+    return found
+
+
+def later_change_of_key(
+    source: SourceDialect,
+    spec: TableSpec,
+    objects: list[SourceObjectRef],
+    change: ChangeText,
+    keys: Sequence[str],
+) -> int | None:
+    """The ``gl_seq`` of the first change after ``change`` of the same key (None: none waits).
+
+    Keys compare as the source prints them (a failure path: a scan is fine).
+
+    Raises:
+        SourceError: the changelog cannot be read.
+    """
+    changelog = _find(objects, SourceObject.CHANGELOG_TABLE)
+    values = [change.values.get(key) for key in keys]
+    if changelog is None or not keys or any(value is None for value in values):
+        return None
+    types = {column.name: column.source_type for column in spec.columns}
+    texts = [
+        source.render("cast_to_text", column=key, source_type=types.get(key, "")).strip()
+        for key in keys
+    ]
+    params: dict[str, Any] = {"seq": change.gl_seq}
+    params.update({f"key_{index}": value for index, value in enumerate(values)})
+    rows = source.run_query(
+        "later_change_of_key",
+        params,
+        schema=changelog.schema,
+        table=changelog.name,
+        key_texts=texts,
+    )
+    return int(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def values_the_lake_cannot_take(
+    source: SourceDialect, spec: TableSpec, keys: Sequence[str]
+) -> list[str]:
+    """For each column holding a value its lake type cannot take, one example: the column,
+    the value and its row's key (empty: every value fits, as far as the dialect can tell).
+
+    Enabling runs it before it creates any capture object: a copy that failed on such a
+    value would leave them behind, and they would capture the value again.
+
+    Raises:
+        SourceError: the table cannot be read.
+    """
+    types = {column.name: column.source_type for column in spec.columns}
+    key_texts = [
+        source.render("cast_to_text", column=key, source_type=types.get(key, "")).strip()
+        for key in keys
+    ]
+    found: list[str] = []
+    for column in spec.columns:
+        sql = source.render(
+            "find_unfit_value",
+            schema=spec.schema,
+            table=spec.name,
+            column=column,
+            key_texts=key_texts,
+        ).strip()
+        if not sql:
+            continue
+        rows = source.run_query(
+            "find_unfit_value",
+            schema=spec.schema,
+            table=spec.name,
+            column=column,
+            key_texts=key_texts,
+        )
+        if not rows:
+            continue
+        *key_values, value = tuple(rows[0])
+        key = ", ".join(f"{name}={item}" for name, item in zip(keys, key_values, strict=True))
+        kind = column.lake_type.split("(")[0].removesuffix("_ntz")
+        found.append(f"column {column.name} ({kind}) holds {value} in the row {key}")
+    return found
 
 
 def sequence_runs(seqs: Sequence[int] | pa.Array | pa.ChunkedArray) -> list[tuple[int, int]]:
@@ -983,6 +1115,7 @@ def delete_changes(
 
 
 __all__ = [
+    "ChangeText",
     "ExistingObject",
     "SourceObjectRef",
     "capture_problems",
@@ -991,11 +1124,14 @@ __all__ = [
     "delete_changes",
     "drop_source_objects",
     "existing_objects",
+    "later_change_of_key",
     "named_source_objects",
     "object_exists",
     "plan_source_objects",
+    "read_change_texts",
     "read_changes",
     "script_context",
     "sequence_position",
     "truncate_trigger_name",
+    "values_the_lake_cannot_take",
 ]

@@ -65,6 +65,7 @@ REPOSITORY_WRITES = (
     "delete",
     "record",
     "clear",
+    "record_set_aside",
 )
 
 
@@ -102,6 +103,10 @@ FAULT_POINTS: tuple[str, ...] = (
     "capture.after_create_object",
     "capture.before_drop_object",
     "capture.after_drop_object",
+    # setting aside changes the lake cannot take (gluon/set_aside.py): the repository
+    # records them (repo.*_record_set_aside), then one changelog delete removes them
+    "set_aside.before_changelog_delete",
+    "set_aside.after_changelog_delete",
     # staging lake rows for patching (gluon/patching.py): one source transaction
     "stage.before_source_commit",
     "stage.after_source_commit",

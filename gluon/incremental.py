@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import logging
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gluon import capture, ownership
 from gluon import source as sources
 from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
-from gluon.errors import GluonError, StateError, UnsupportedError, UsageError
+from gluon.errors import GluonError, LakeError, StateError, UnsupportedError, UsageError
+from gluon.faults import fault_raise
 from gluon.feeds import FEEDS, PgLogicalFeed, capture_objects, object_records
 from gluon.increments import OffloadType
 from gluon.lake import storage
@@ -32,6 +33,7 @@ from gluon.methods.base import ChangeReader, ExtractionMethod, SourceObject, Vie
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
+    OFFLOADING,
     OffloadContext,
     OffloadOptions,
     Step,
@@ -517,6 +519,28 @@ def _enable_incremental(
     result = IncrementalResult(plan.state.table_key, _enable_steps(plan), options.execute)
     if not options.execute:
         return result
+    try:
+        if plan.offload:
+            _refuse_unfit_values(plan)
+        return _execute_enable(settings, plan, result, options.take_over_objects, progress)
+    except Exception as exc:
+        if plan.state.status == ENABLED:
+            raise  # only dating the enablement was left: the enable itself stands
+        if plan.repo.incremental.get_state(plan.state.table_key) is None:
+            raise  # failed before recording anything: nothing of it exists
+        undone = _undo_failed_enable(plan)
+        if isinstance(exc, GluonError) and exc.args:
+            exc.args = (f"{exc.args[0]}; {undone}", *exc.args[1:])
+        raise
+
+
+def _execute_enable(
+    settings: Settings,
+    plan: _EnablePlan,
+    result: IncrementalResult,
+    take_over_objects: bool,
+    progress: Progress | None,
+) -> IncrementalResult:
     state = plan.state
     if state.enablement_id is None:
         # A new enabling: nothing recorded before it (runs, snapshots) is its own.
@@ -531,7 +555,7 @@ def _enable_incremental(
     plan.repo.incremental.save_state(state)
     if plan.taken_over:
         capture.drop_source_objects(plan.source, plan.taken_over)
-    if options.take_over_objects and ownership.lake_table_marker(state.delta_path) != (plan.marker):
+    if take_over_objects and ownership.lake_table_marker(state.delta_path) != (plan.marker):
         storage.remove_table(state.delta_path)
     with ExitStack() as exporting:
         with timed_step("create_capture"):
@@ -545,6 +569,8 @@ def _enable_incremental(
         log.info("created capture objects for %s", plan.state.table_key)
         if plan.offload:
             result.rows = execute_offload(plan.offload, progress or NullProgress())
+    # Tests fail an enable here for real, after its capture objects (and copy) exist.
+    fault_raise("enable.fail_after_capture", LakeError)
     record = plan.repo.get_table(plan.state.table_key)
     if record is None:
         raise StateError(f"the repository has no record of {plan.state.table_key} to enable")
@@ -567,6 +593,82 @@ def _enable_incremental(
             f"{record.base_path}, current after every extraction for any Delta reader)"
         )
     return result
+
+
+def _refuse_unfit_values(plan: _EnablePlan) -> None:
+    """Refuse to enable (and copy) a table holding values the lake cannot take, before any
+    capture object exists: the copy would fail on them after the trigger (or slot) had
+    captured changes, and those changes would hold the value again.
+
+    Raises:
+        UsageError: the table holds such values (one line: where, and what to do).
+    """
+    found = capture.values_the_lake_cannot_take(plan.source, plan.spec, plan.keys)
+    if not found:
+        return
+    raise UsageError(
+        f"{plan.spec.schema}.{plan.spec.name} holds values the lake cannot take: "
+        f"{'; '.join(found)}. Update those rows to values the lake can take (or NULL) and run "
+        "the same command again; no capture object was created (docs/operations.md, 'A change "
+        "the lake cannot take')"
+    )
+
+
+def _undo_failed_enable(plan: _EnablePlan) -> str:
+    """Undo an enable that failed (not one killed: a re-run resumes that): drop the capture
+    objects and delta table this installation made for it and forget the enabling, so that
+    nothing captured by this attempt is ever shipped and a re-run starts afresh.
+
+    Each step is idempotent; a kill halfway leaves the ``enabling`` state, which a re-run
+    resumes (re-creating what is missing) as after any killed enable.
+
+    Returns:
+        What happened, to end the error's line.
+    """
+    key = plan.state.table_key
+    try:
+        existing = capture.existing_objects(
+            plan.source, plan.objects, plan.marker, plan.spec, recorded=True
+        )
+        ours = [found.item for found in existing if found.ownership is ownership.Ownership.OURS]
+        capture.drop_source_objects(plan.source, ours)
+        if storage.delta_version(plan.state.delta_path) is not None and _lake_table_is_ours(
+            plan.state.delta_path, plan.marker
+        ):
+            storage.remove_table(plan.state.delta_path)
+        _redo_copy_next_time(plan)
+        state = plan.repo.incremental.get_state(key)
+        if state is not None and state.status == ENABLING:
+            plan.repo.incremental.delete_state(key)
+            plan.repo.incremental.enablement_finished(state.enablement_id, disabled_at=now())
+    except GluonError as exc:
+        log.warning("undoing the failed enable of %s failed: %s", key, exc)
+        return (
+            f"undoing the enable failed too ({exc}): run the same command again to finish it, "
+            "or --incremental-updates-disabled -x to drop what it made"
+        )
+    log.info("undid the failed enable of %s: dropped %s", key, _labels(ours) or "nothing")
+    return (
+        "the enable was undone (its capture objects were dropped, nothing it captured will "
+        "ship): fix the cause and run the same command again"
+    )
+
+
+def _redo_copy_next_time(plan: _EnablePlan) -> None:
+    """An enable with a table's first full offload copied it, then failed: record the offload
+    as unfinished, so that running the same command again copies the table again.
+
+    Its capture objects are gone, so changes made since the copy reach the lake only through
+    a new copy (an enable of an offloaded table captures from then on, without copying).
+    """
+    offload = plan.offload
+    if offload is None or offload.increment is not None or offload.replaces is not None:
+        return  # a reset copies again anyway; an increment is offloaded on its own
+    if plan.record is not None and plan.record.status == OFFLOADED:
+        return  # offloaded before this command
+    record = plan.repo.get_table(plan.state.table_key)
+    if record is not None and record.status == OFFLOADED:
+        plan.repo.save_table(replace(record, status=OFFLOADING))
 
 
 def _slot_to_export(plan: _EnablePlan) -> capture.SourceObjectRef | None:

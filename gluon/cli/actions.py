@@ -81,6 +81,7 @@ class Action(StrEnum):
     ABANDON_COMPACTION = "--incremental-abandon-compaction"
     DISCARD_CHANGES = "--incremental-discard-changes"
     PRINT_GRANTS = "--incremental-print-grants"
+    SET_ASIDE_CHANGES = "--incremental-set-aside-changes"
 
 
 ACCEPTED: dict[Action, frozenset[str]] = {
@@ -94,6 +95,7 @@ ACCEPTED: dict[Action, frozenset[str]] = {
     Action.ABANDON_COMPACTION: frozenset({"abandon_compaction_flag"}),
     Action.DISCARD_CHANGES: frozenset({"discard_changes_flag"}),
     Action.PRINT_GRANTS: frozenset({"print_grants", "extraction_method", "changelog_table"}),
+    Action.SET_ASIDE_CHANGES: frozenset({"set_aside_changes"}),
 }
 """The options each action takes, besides ``COMMON``."""
 
@@ -106,6 +108,7 @@ ACTION_FLAGS: dict[str, Action] = {
     "abandon_compaction_flag": Action.ABANDON_COMPACTION,
     "discard_changes_flag": Action.DISCARD_CHANGES,
     "print_grants": Action.PRINT_GRANTS,
+    "set_aside_changes": Action.SET_ASIDE_CHANGES,
 }
 """The flags that name an action (at most one per command); none names an offload."""
 
@@ -114,6 +117,7 @@ ONE_ACTION = (
     "--incremental-run-extraction, --incremental-run-compaction, "
     "--incremental-abandon-compaction, --incremental-discard-changes, "
     "--incremental-print-grants"
+    "--incremental-set-aside-changes"
 )
 
 
@@ -162,6 +166,8 @@ class OffloadArguments:
     """``--incremental-merge-mode`` (None: not given, the default mode)."""
     print_grants: bool = False
     """``--incremental-print-grants``."""
+    set_aside_changes: str | None = None
+    """``--incremental-set-aside-changes`` (None: not given)."""
 
     def chosen_actions(self) -> list[Action]:
         """The actions the command line names with a flag (an offload has none)."""

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from gluon.discard import DiscardResult
     from gluon.incremental import IncrementalResult
     from gluon.offload import OffloadResult
+    from gluon.set_aside import SetAsideResult
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
@@ -312,6 +313,18 @@ def offload(
             "them.",
         ),
     ] = False,
+    set_aside_changes: Annotated[
+        str | None,
+        typer.Option(
+            "--incremental-set-aside-changes",
+            metavar="GL_SEQ[,GL_SEQ...]",
+            help="Move the named changes, which an extraction refused because the lake cannot "
+            "take a value of theirs, out of the changelog (PG_LOGICAL: the slot's reads skip "
+            "them) into a repository record that status and the report list, so the later "
+            "changes ship. Only a change the extraction refuses can be set aside. Without -x: "
+            "show what it would do.",
+        ),
+    ] = None,
     stage_lake_rows_predicate: Annotated[
         str | None,
         typer.Option(
@@ -369,6 +382,7 @@ def offload(
         discard_changes_flag=discard_changes_flag,
         stage_lake_rows_predicate=stage_lake_rows_predicate,
         print_grants=print_grants,
+        set_aside_changes=set_aside_changes,
         given=given_flags(ctx),
     )
     result, log_path = run_command(
@@ -402,7 +416,8 @@ def _render(result: "Result", log_path: Path | None) -> None:
 
 
 def _render_other(
-    result: "OffloadResult | IncrementalResult | CompactionResult | AbandonResult | DiscardResult",
+    result: "OffloadResult | IncrementalResult | CompactionResult | AbandonResult | DiscardResult"
+    " | SetAsideResult",
 ) -> None:
     # Imported here, after the action that made the result has imported its service: an
     # extraction renders above without importing the other services (issue 14).
@@ -410,8 +425,9 @@ def _render_other(
     from gluon.compact.abandon import AbandonResult
     from gluon.discard import DiscardResult
     from gluon.incremental import IncrementalResult
+    from gluon.set_aside import SetAsideResult
 
-    if isinstance(result, AbandonResult | DiscardResult):
+    if isinstance(result, AbandonResult | DiscardResult | SetAsideResult):
         _render_plan_or_message(result)
     elif isinstance(result, CompactionResult):
         if result.warning:
@@ -431,7 +447,7 @@ def _render_other(
         )
 
 
-def _render_plan_or_message(result: "AbandonResult | DiscardResult") -> None:
+def _render_plan_or_message(result: "AbandonResult | DiscardResult | SetAsideResult") -> None:
     from gluon.compact.abandon import AbandonResult
 
     if result.executed:

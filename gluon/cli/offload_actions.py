@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from gluon.discard import DiscardResult
     from gluon.incremental import IncrementalResult
     from gluon.offload import OffloadOptions, OffloadResult
+    from gluon.set_aside import SetAsideResult
 
     Result = (
         OffloadResult
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
         | CompactionResult
         | AbandonResult
         | DiscardResult
+        | SetAsideResult
     )
     Handler = Callable[[OffloadArguments, Settings], Result]
 
@@ -65,6 +67,10 @@ def validate(arguments: OffloadArguments) -> None:
         acknowledgement_timeout_seconds=arguments.acknowledgement_timeout,
     )
     check_offload_predicate(arguments.offload_predicate)
+    if arguments.set_aside_changes is not None:
+        from gluon.set_aside import parse_seqs
+
+        parse_seqs(arguments.set_aside_changes)
 
 
 def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
@@ -278,6 +284,20 @@ def print_grants(arguments: OffloadArguments, settings: Settings) -> Incremental
     )
 
 
+def set_aside(arguments: OffloadArguments, settings: Settings) -> SetAsideResult:
+    """Move changes the lake cannot take out of the changelog into the repository."""
+    from gluon.set_aside import parse_seqs, set_aside_changes
+
+    refuse_ignored_options(arguments, Action.SET_ASIDE_CHANGES)
+    assert arguments.set_aside_changes is not None  # dispatch chose this action for it
+    return set_aside_changes(
+        settings,
+        TableRef.parse(arguments.table),
+        parse_seqs(arguments.set_aside_changes),
+        execute=arguments.execute,
+    )
+
+
 HANDLERS: dict[Action, Handler] = {
     Action.OFFLOAD: offload,
     Action.ENABLE_WITH_OFFLOAD: enable,
@@ -289,6 +309,7 @@ HANDLERS: dict[Action, Handler] = {
     Action.ABANDON_COMPACTION: abandon,
     Action.DISCARD_CHANGES: discard,
     Action.PRINT_GRANTS: print_grants,
+    Action.SET_ASIDE_CHANGES: set_aside,
 }
 """The function that runs each action (``enable`` tells its two actions apart)."""
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from gluon import capture
+from gluon.errors import UnsupportedError
+from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.methods.base import SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
@@ -94,6 +96,15 @@ class ChangeFeed(Protocol):
         kept, see :meth:`backlog`)."""
         ...
 
+    def find_unfit(self, seqs: list[int], set_aside: set[int]) -> UnfitSearch:
+        """Which of the changes ``seqs`` wait (``set_aside``: recorded as set aside already,
+        not waiting), and which of those the lake refuses (``gluon.set_aside``)."""
+        ...
+
+    def set_aside(self, changes: list[UnfitChange]) -> None:
+        """Take ``changes`` (recorded in the repository already) out of what waits."""
+        ...
+
 
 @dataclass(slots=True)
 class TableFeed:
@@ -111,6 +122,20 @@ class TableFeed:
         """Raise the repository's ``shipped_seq`` to the batch's highest ``gl_seq``, before the
         Delta commit: a crash right after it must not leave the mark behind."""
         self.repo.incremental.record_shipping(self.state.table_key, highest_seq(changes))
+
+    def find_unfit(self, seqs: list[int], set_aside: set[int]) -> UnfitSearch:
+        """See :meth:`ChangeFeed.find_unfit` (a feed that reads the table keeps no changes)."""
+        raise self._keeps_no_changes()
+
+    def set_aside(self, changes: list[UnfitChange]) -> None:
+        """See :meth:`ChangeFeed.set_aside`."""
+        raise self._keeps_no_changes()
+
+    def _keeps_no_changes(self) -> UnsupportedError:
+        return UnsupportedError(
+            f"{self.state.table_key} uses {self.state.method}, which keeps no change to set "
+            f"aside: {SET_ASIDE_OPTION} works with the changelog methods and PG_LOGICAL"
+        )
 
 
 def highest_seq(changes: pa.Table) -> int:

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from gluon import capture
-from gluon.errors import StateError
+from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
+from gluon.feeds import unfit
 from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects
 from gluon.methods.base import SourceObject
 from gluon.source.base import SourceDialect
@@ -56,7 +57,67 @@ class ChangelogFeed(TableFeed):
 
     def read(self, limit: int) -> pa.Table:
         objects = capture_objects(self.state)
-        return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
+        try:
+            return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
+        except SourceError as exc:
+            from gluon.source.arrow import UnfitValueError  # loaded by the read that failed
+
+            if not isinstance(exc, UnfitValueError) or not unfit.refused_seqs(exc):
+                raise
+            seqs = unfit.refused_seqs(exc)
+            texts = capture.read_change_texts(
+                self.source, self.record.spec(), objects, seqs[: unfit.LISTED]
+            )
+            named = [self._unfit(texts[seq], exc.column) for seq in sorted(texts)]
+            raise unfit.refusal(self.record, self.state, named, len(seqs) - len(named)) from exc
+
+    def _unfit(self, text: capture.ChangeText, lake_column: str) -> unfit.UnfitChange:
+        later = capture.later_change_of_key(
+            self.source,
+            self.record.spec(),
+            capture_objects(self.state),
+            text,
+            self.state.key_columns,
+        )
+        return unfit.unfit_change(self.record, self.state, text, lake_column, later)
+
+    def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
+        from gluon.source.arrow import UnfitValueError  # pyarrow: rows are read here
+
+        spec = self.record.spec()
+        objects = capture_objects(self.state)
+        texts = capture.read_change_texts(self.source, spec, objects, seqs)
+        remaining = sorted(texts)
+        found: list[unfit.UnfitChange] = []
+        while remaining:
+            try:
+                capture.read_changes(self.source, spec, objects, limit=None, seqs=remaining)
+            except UnfitValueError as exc:
+                refused = [seq for seq in unfit.refused_seqs(exc) if seq in remaining]
+                if not refused:
+                    raise
+                found += [self._unfit(texts[seq], exc.column) for seq in refused]
+                remaining = [seq for seq in remaining if seq not in refused]
+                continue
+            break
+        return unfit.UnfitSearch(
+            sorted(found, key=lambda change: change.gl_seq),
+            remaining,
+            {seq: text.values for seq, text in texts.items()},
+        )
+
+    def set_aside(self, changes: list[unfit.UnfitChange]) -> None:
+        """Delete exactly ``changes`` from the changelog, in one transaction."""
+        fault_point("set_aside.before_changelog_delete")
+        try:
+            capture.delete_changes(
+                self.source, capture_objects(self.state), [change.gl_seq for change in changes]
+            )
+        except SourceError as exc:
+            raise SourceError(
+                f"{exc}; the changes are recorded as set aside: run the same command again"
+            ) from exc
+        fault_point("set_aside.after_changelog_delete")
 
     def done(self, changes: pa.Table) -> None:
         seqs = changes.column("gl_seq")  # the Arrow column: the delete's runs are computed in it

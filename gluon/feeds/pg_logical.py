@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from gluon import capture
 from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
+from gluon.feeds import unfit
 from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects, highest_seq
 from gluon.methods.base import SourceObject
 from gluon.source import logical
@@ -94,6 +95,9 @@ class PgLogicalFeed(TableFeed):
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
+    _set_aside: set[int] | None = field(default=None, init=False)
+    """The ``gl_seq`` of the changes set aside (``gluon.set_aside``), read once: the slot
+    still holds them until an extraction confirms past them, and every read skips them."""
 
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
@@ -140,7 +144,7 @@ class PgLogicalFeed(TableFeed):
             ended = len(rows) < wanted
             if len(changes) >= limit or (changes and ended):
                 self._confirm = last_commit
-                return self._typed(changes, schema)
+                return self._checked(changes, schema)
             if not changes:
                 # Only other tables' transactions: confirm them now, nothing of ours is in them.
                 if last_commit is not None:
@@ -212,7 +216,10 @@ class PgLogicalFeed(TableFeed):
                 if pending and self.oldest_change_at is None:
                     self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
                 for position, (op, values) in enumerate(pending):
-                    values.append(str(logical_sequence(commit, position)))
+                    seq = logical_sequence(commit, position)
+                    if seq in self._aside():
+                        continue
+                    values.append(str(seq))
                     values.append(op)
                     out.append(values)
                 pending = []
@@ -298,6 +305,96 @@ class PgLogicalFeed(TableFeed):
                 "advancing past a change gluon cannot match; report this to the gluon team"
             )
         return None
+
+    def _aside(self) -> set[int]:
+        if self._set_aside is None:
+            enablement = self.state.enablement_id
+            self._set_aside = (
+                set()
+                if enablement is None
+                else self.repo.set_aside.seqs(self.state.table_key, enablement)
+            )
+        return self._set_aside
+
+    def _checked(self, changes: list[list[str | None]], schema: pa.Schema) -> pa.Table:
+        """``changes`` typed; one line naming those the lake cannot take, if any."""
+        try:
+            return self._typed(changes, schema)
+        except SourceError as exc:
+            from gluon.source.arrow import UnfitValueError  # loaded by the read that failed
+
+            seqs = unfit.refused_seqs(exc) if isinstance(exc, UnfitValueError) else []
+            if not seqs:
+                raise
+            assert isinstance(exc, UnfitValueError)
+            texts = self._texts(changes)
+            named = [
+                self._unfit(texts, seq, exc.column) for seq in seqs[: unfit.LISTED] if seq in texts
+            ]
+            raise unfit.refusal(self.record, self.state, named, len(seqs) - len(named)) from exc
+
+    def _texts(self, changes: list[list[str | None]]) -> dict[int, capture.ChangeText]:
+        """Decoded ``changes`` (values, gl_seq, gl_op) as texts by ``gl_seq``."""
+        names = [column.name for column in self.record.spec().columns]
+        return {
+            int(str(row[-2])): capture.ChangeText(
+                int(str(row[-2])), str(row[-1]), dict(zip(names, row[:-2], strict=True))
+            )
+            for row in changes
+        }
+
+    def _unfit(
+        self, texts: dict[int, capture.ChangeText], seq: int, lake_column: str
+    ) -> unfit.UnfitChange:
+        """The change ``seq`` of ``texts``, refused for ``lake_column``, and the next change
+        of its key among ``texts``."""
+        keys = self.state.key_columns
+        key = [texts[seq].values.get(name) for name in keys]
+        later = next(
+            (
+                other
+                for other in sorted(texts)
+                if other > seq and [texts[other].values.get(name) for name in keys] == key
+            ),
+            None,
+        )
+        return unfit.unfit_change(self.record, self.state, texts[seq], lake_column, later)
+
+    def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
+        """The slot's changes ``seqs`` (decoding all the WAL it keeps) and which the lake
+        refuses; changes set aside already are skipped by the decoding."""
+        import pyarrow as pa
+
+        from gluon.source.arrow import UnfitValueError  # pyarrow: rows are typed here
+
+        spec = self.record.spec()
+        schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
+        rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
+        decoded = self._decode(rows, self._labels())[0]
+        texts = self._texts(decoded)
+        wanted = {seq: row for seq, row in zip(texts, decoded, strict=True) if seq in seqs}
+        remaining = sorted(wanted)
+        found: list[unfit.UnfitChange] = []
+        while remaining:
+            try:
+                self._typed([wanted[seq] for seq in remaining], schema)
+            except UnfitValueError as exc:
+                refused = [seq for seq in unfit.refused_seqs(exc) if seq in remaining]
+                if not refused:
+                    raise
+                found += [self._unfit(texts, seq, exc.column) for seq in refused]
+                remaining = [seq for seq in remaining if seq not in refused]
+                continue
+            break
+        return unfit.UnfitSearch(
+            sorted(found, key=lambda change: change.gl_seq),
+            remaining,
+            {seq: texts[seq].values for seq in wanted},
+        )
+
+    def set_aside(self, changes: list[unfit.UnfitChange]) -> None:
+        """Nothing to delete: the repository's record makes every read skip them, and the next
+        extraction confirms the slot past them."""
 
     @staticmethod
     def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:

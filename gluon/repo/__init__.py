@@ -24,6 +24,7 @@ from gluon.repo.compaction import CompactionRepository
 from gluon.repo.incremental import ENABLED, IncrementalRepository, IncrementalState
 from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
+from gluon.repo.set_aside import SetAsideChanges
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 log = logging.getLogger(__name__)
@@ -135,6 +136,7 @@ class Repository:
         self.compaction = CompactionRepository(self.engine)
         self.increments = IncrementRepository(self.engine)
         self.locks = LockRepository(self.engine)
+        self.set_aside = SetAsideChanges(self.engine)
 
     @property
     def installation_id(self) -> str:

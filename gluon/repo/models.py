@@ -180,6 +180,26 @@ rejected_changes = sa.Table(
 )
 """Changes an insert-only table's extraction did not apply (``gluon.insert_only``)."""
 
+set_aside_changes = sa.Table(
+    "set_aside_changes",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_key", sa.String(300), nullable=False, index=True),
+    sa.Column("enablement_id", sa.Integer, nullable=False),
+    sa.Column("gl_seq", sa.BigInteger, nullable=False),
+    sa.Column("op", sa.String(1), nullable=False),
+    sa.Column("key_json", sa.Text, nullable=False),
+    sa.Column("row_json", sa.Text, nullable=False),
+    sa.Column("column_name", sa.String(128), nullable=False),
+    sa.Column("value_kind", sa.String(200), nullable=False),
+    sa.Column("installation_id", sa.String(32), nullable=False),
+    sa.Column("set_by", sa.String(128), nullable=False),
+    sa.Column("set_at", sa.DateTime, nullable=False),
+    sa.UniqueConstraint("table_key", "enablement_id", "gl_seq"),
+)
+"""Changes the lake could not take, moved out of the changelog on the user's command
+(``gluon.set_aside``): what each was, so nothing disappears without a trace."""
+
 enablements = sa.Table(
     "enablements",
     metadata,

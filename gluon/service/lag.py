@@ -24,6 +24,8 @@ class TableLag:
     """Age of the oldest change not yet in the lake (None: not known)."""
     last_latency_seconds: float | None = None
     """Commit in the source to visible in the lake, for the last extraction (None: not known)."""
+    set_aside: int | None = None
+    """Changes set aside out of the changelog because the lake could not take them."""
 
 
 def table_lag(
@@ -31,8 +33,9 @@ def table_lag(
 ) -> TableLag:
     """The lag figures of ``record`` at ``at`` (naive UTC); read only."""
     state = repo.incremental.get_state(record.table_key)
+    set_aside = repo.set_aside.count(record.table_key)
     if state is None:
-        return TableLag(None, None)
+        return TableLag(None, None, set_aside=set_aside)
     backlog = counter.backlog(record, state)
     measured = counter.lag(repo, state, backlog)
     last = repo.incremental.extraction_totals(record.table_key, state.enablement_id).last_success_at
@@ -41,4 +44,5 @@ def table_lag(
         None if last is None else max((at - last).total_seconds(), 0.0),
         measured.oldest_pending_age_seconds,
         measured.last_latency_seconds,
+        set_aside,
     )

@@ -39,6 +39,11 @@ LAG_GAUGES = (
         "Source commit to lake visibility, for the last extraction.",
         "last_latency_seconds",
     ),
+    (
+        "gluon_table_changes_set_aside",
+        "Changes the lake could not take, set aside out of the changelog (never shipped).",
+        "set_aside",
+    ),
 )
 """Gauge name, help, TableLag field. A table whose figure is unknown has no sample."""
 

@@ -144,15 +144,65 @@ def to_batch(
             converted = [None if value is None else convert(value) for value in values]
             arrays.append(pa.array(converted, type=field.type))
         except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
-            raise _misfit(field, spec, exc) from exc
+            unfit = _unfit_values(values, convert, field.type)
+            found = [dict(zip(schema.names, rows[at], strict=True)) for at in unfit]
+            raise _misfit(field, spec, exc, found) from exc
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _misfit(field: pa.Field, spec: TableSpec, exc: BaseException) -> SourceError:
+class UnfitValueError(SourceError):
+    """A value read from the source does not fit its column's lake type.
+
+    ``rows`` holds the driver's values of each row of the batch whose value in ``column``
+    does not fit, by lake column name (a value with no Python form is None), so a caller can
+    name the rows: an extraction names each change by its ``gl_seq`` and key.
+    """
+
+    def __init__(
+        self, message: str, *, column: str, reason: str, rows: list[dict[str, Any]]
+    ) -> None:
+        super().__init__(message)
+        self.column = column
+        self.reason = reason
+        self.rows = rows
+
+
+def _unfit_values(values: Sequence[Any], convert: Converter, target: pa.DataType) -> list[int]:
+    """The indexes of ``values`` that ``convert`` or Arrow refuse as ``target``.
+
+    Only on the failure path: one conversion per value.
+    """
+    refused: list[int] = []
+    for index, value in enumerate(values):
+        try:
+            pa.array([None if value is None else convert(value)], type=target)
+        except (ValueError, TypeError, ArithmeticError, pa.ArrowException):
+            refused.append(index)
+    return refused
+
+
+def _unfit_casts(array: pa.Array, target: pa.DataType) -> list[int]:
+    """The indexes of ``array`` that :func:`cast_exactly` refuses as ``target`` (failure path:
+    one cast per value)."""
+    refused: list[int] = []
+    for index in range(len(array)):
+        try:
+            cast_exactly(array.slice(index, 1), target)
+        except (ValueError, TypeError, ArithmeticError, pa.ArrowException):
+            refused.append(index)
+    return refused
+
+
+def _misfit(
+    field: pa.Field, spec: TableSpec, exc: BaseException, rows: list[dict[str, Any]]
+) -> UnfitValueError:
     """The one-line error for a value of ``field`` that does not fit its lake type."""
-    return SourceError(
+    return UnfitValueError(
         f"column {field.name} of {spec.schema}.{spec.name} holds a value that does not "
-        f"fit its lake type {arrow_type_name(field.type)}: {exc}"
+        f"fit its lake type {arrow_type_name(field.type)}: {exc}",
+        column=field.name,
+        reason=str(exc),
+        rows=rows,
     )
 
 
@@ -203,8 +253,24 @@ def conform(batch: pa.RecordBatch, schema: pa.Schema, spec: TableSpec) -> pa.Rec
         try:
             arrays.append(cast_exactly(array, field.type))
         except (ValueError, TypeError, ArithmeticError, pa.ArrowException) as exc:
-            raise _misfit(field, spec, exc) from exc
+            unfit = _unfit_casts(array, field.type)
+            found = [_row_values(batch, schema, at) for at in unfit]
+            raise _misfit(field, spec, exc, found) from exc
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _row_values(batch: pa.RecordBatch, schema: pa.Schema, index: int) -> dict[str, Any]:
+    """Row ``index`` of ``batch`` by ``schema``'s names, as Python values (None where the
+    driver's value has no Python form, such as a wrapped-around infinity)."""
+    values: dict[str, Any] = {}
+    for name, array in zip(schema.names, batch.columns, strict=True):
+        if isinstance(array, pa.ExtensionArray):
+            array = array.storage  # PostgreSQL's numeric: the text of the exact value
+        try:
+            values[name] = array[index].as_py()
+        except (ValueError, TypeError, ArithmeticError, OverflowError, pa.ArrowException):
+            values[name] = None
+    return values
 
 
 def cast_exactly(array: pa.Array, target: pa.DataType) -> pa.Array:

@@ -18,7 +18,12 @@ from gluon.repo.incremental import (
 )
 from gluon.status.formatting import count, duration, size, when
 from gluon.status.model import Finding, TableStatus, Thresholds
-from gluon.status.text import nullable_key_message, run_label, wal_over_threshold
+from gluon.status.text import (
+    nullable_key_message,
+    run_label,
+    set_aside_summary,
+    wal_over_threshold,
+)
 
 ERROR = "error"
 WARNING = "warning"
@@ -220,12 +225,22 @@ def _source_truncated(status: TableStatus, limits: Thresholds, at: dt.datetime) 
     return [Finding(status.table_key, ERROR, "source_truncated", status.truncation)]
 
 
+def _set_aside(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    """Changes moved out of the changelog on the user's command: never silent."""
+    if status.set_aside is None:
+        return []
+    return [
+        Finding(status.table_key, WARNING, "changes_set_aside", set_aside_summary(status.set_aside))
+    ]
+
+
 RULES: tuple[Rule, ...] = (
     _half_enabled,
     _capture_broken,
     _source_truncated,
     _insert_only,
     _nullable_key,
+    _set_aside,
     _extraction_failed,
     _compaction_failed,
     _compaction_interrupted,

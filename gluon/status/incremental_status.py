@@ -50,6 +50,8 @@ from gluon.status.model import (
     ObjectInfo,
     OffloadInfo,
     SchemaDrift,
+    SetAsideChanges,
+    SetAsideEntry,
     TableStatus,
 )
 from gluon.truncation import truncation_note
@@ -231,6 +233,7 @@ def collect_status(
                 ObjectInfo("Base table", "TABLE", record.base_table, record.base_path),
             ),
             attention=status_notes(repo, record.table_key, None, None, record.user_view),
+            set_aside=set_aside_changes(repo, record.table_key),
         )
     method = get_method(state.method)
     scope = None if earlier_enablements else state.enablement_id
@@ -286,6 +289,30 @@ def collect_status(
         lag=counter.lag(repo, state, backlog),
         truncation=truncation_note(
             extraction.recent_runs, f"{record.source_schema}.{record.source_table}"
+        ),
+        set_aside=set_aside_changes(repo, record.table_key),
+    )
+
+
+def set_aside_changes(repo: Repository, table_key: str) -> SetAsideChanges | None:
+    """The changes of ``table_key`` set aside (None: none ever were)."""
+    summary = repo.set_aside.summary(table_key)
+    if not summary.count:
+        return None
+    return SetAsideChanges(
+        summary.count,
+        tuple(
+            SetAsideEntry(
+                gl_seq=change.gl_seq,
+                op=change.op,
+                key=change.key,
+                column=change.column_name,
+                value_kind=change.value_kind,
+                set_at=change.set_at,
+                set_by=change.set_by,
+                installation_id=change.installation_id,
+            )
+            for change in summary.latest
         ),
     )
 

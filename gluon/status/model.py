@@ -244,6 +244,29 @@ class LakeObjects:
 
 
 @dataclass(frozen=True, slots=True)
+class SetAsideEntry:
+    """One change set aside (``gluon.set_aside``): out of the changelog, never shipped."""
+
+    gl_seq: int
+    op: str
+    key: dict[str, str | None]
+    column: str
+    value_kind: str
+    set_at: dt.datetime
+    set_by: str
+    installation_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetAsideChanges:
+    """The table's changes set aside because the lake could not take a value of theirs."""
+
+    count: int
+    latest: tuple[SetAsideEntry, ...]
+    """Newest first (the repository holds them all)."""
+
+
+@dataclass(frozen=True, slots=True)
 class TableStatus:
     """Everything ``display_incremental_status`` shows for one table."""
 
@@ -274,6 +297,8 @@ class TableStatus:
     truncation: str | None = None
     """The source may have been truncated: its last counted extraction found fewer rows in
     it than the lake shows (``gluon.truncation``; None: not found, or not counted)."""
+    set_aside: SetAsideChanges | None = None
+    """Changes set aside out of the changelog (None: none ever were)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------

@@ -108,6 +108,7 @@ COLUMNS: dict[str, Getter] = {
     "source_objects": _source_objects,
     "snapshot": _snapshot,
     "retained_objects": lambda t: len(t.status.compaction.retained) if t.status.compaction else 0,
+    "changes_set_aside": lambda t: t.status.set_aside.count if t.status.set_aside else 0,
     "attention_messages": lambda t: ";".join(
         f"{finding.severity}: {finding.message}" for finding in t.findings
     ),

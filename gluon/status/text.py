@@ -14,6 +14,7 @@ from gluon.status.model import (
     ExtractionStatus,
     IngestionStatus,
     OffloadInfo,
+    SetAsideChanges,
     TableStatus,
 )
 
@@ -143,6 +144,8 @@ def render_status(
         notes.append(nullable_key_message(status.nullable_keys))
     if notes:
         lines += [*banner("Needs attention"), *(f"- {note}" for note in notes), ""]
+    if status.set_aside is not None:
+        lines += _set_aside(status.set_aside)
     if status.extraction is not None:
         lines += _extraction(status, status.extraction, verbose, wal_retained_threshold_mb)
     if status.ingestion is not None:
@@ -165,6 +168,32 @@ def render_status(
         )
     lines += _offload(status)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def set_aside_summary(set_aside: SetAsideChanges) -> str:
+    """One sentence: how many changes were set aside, and what that means for the lake."""
+    return (
+        f"{count(set_aside.count)} change(s) the lake could not take were set aside (moved out "
+        "of the changelog, never shipped): the lake may differ from the source for their keys "
+        "until those rows change again (docs/operations.md, 'A change the lake cannot take')"
+    )
+
+
+def _set_aside(set_aside: SetAsideChanges) -> list[str]:
+    lines = [*banner("Changes set aside"), set_aside_summary(set_aside)]
+    for entry in set_aside.latest:
+        key = ", ".join(f"{name}={value}" for name, value in entry.key.items())
+        lines.append(
+            f"- gl_seq {entry.gl_seq} ({entry.op} of {key}), column {entry.column}: "
+            f"{entry.value_kind}; set aside {when(entry.set_at)} by {entry.set_by} "
+            f"(installation {entry.installation_id})"
+        )
+    if set_aside.count > len(set_aside.latest):
+        lines.append(
+            f"  ... {count(set_aside.count - len(set_aside.latest))} more in the repository "
+            "(table set_aside_changes)"
+        )
+    return [*lines, ""]
 
 
 def _extraction(

@@ -69,9 +69,11 @@ DEFAULTED_COLUMNS = {("incremental_state", "merge_mode"): "DEFERRED"}
 
 
 def _all_rows(engine: sa.Engine) -> dict[str, list[dict[str, Any]]]:
-    """Every row of the models' tables, with the columns the database has now."""
+    """Every row of the models' tables the database has, with the columns it has now."""
+    existing = set(sa.inspect(engine).get_table_names())
+    tables = [table for table in models.metadata.sorted_tables if table.name in existing]
     present = sa.MetaData()
-    present.reflect(engine, only=[table.name for table in models.metadata.sorted_tables])
+    present.reflect(engine, only=[table.name for table in tables])
     with engine.connect() as connection:
         return {
             table.name: [
@@ -82,16 +84,20 @@ def _all_rows(engine: sa.Engine) -> dict[str, list[dict[str, Any]]]:
                     )
                 ).mappings()
             ]
-            for table in models.metadata.sorted_tables
+            for table in tables
         }
 
 
 def _kept(
     before: dict[str, list[dict[str, Any]]], after: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[dict[str, Any]]]:
-    """``after`` without the columns added since ``before`` (checked empty, or their default)."""
+    """``after`` without the columns added since ``before`` (checked empty, or their default),
+    and without the tables added since (checked empty)."""
     kept: dict[str, list[dict[str, Any]]] = {}
     for name, rows in after.items():
+        if name not in before:
+            assert rows == [], f"table {name}, new since, holds rows after the upgrade"
+            continue
         known = set(before[name][0]) if before[name] else set()
         added = [{k: v for k, v in row.items() if k not in known} for row in rows]
         assert all(

@@ -46,6 +46,7 @@ TOP_LEVEL_KEYS = [
     "lag",
     "nullable_keys",
     "truncation",
+    "set_aside",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",

@@ -168,6 +168,30 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "read_changes": {
         "all rows": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": None},
         "limited": {"schema": "APP_H", "table": "ORDERS_LOG", "columns": SELECTED, "limit": 500},
+        "named changes": {
+            "schema": "APP_H",
+            "table": "ORDERS_LOG",
+            "columns": SELECTED,
+            "limit": None,
+            "seqs": [12, 15],
+        },
+    },
+    # Values the lake cannot take, found before enabling creates capture objects.
+    "find_unfit_value": {
+        "a date column": {
+            "schema": "APP",
+            "table": "ORDERS",
+            "column": Column("SHIPPED_ON", "DATE", "timestamp_ntz"),
+            "key_texts": ["TO_CHAR(ORDER_ID)", "TO_CHAR(LINE_NO)"],
+        },
+    },
+    # A change the lake cannot take (gluon.feeds.unfit): the next change of its key.
+    "later_change_of_key": {
+        "composite key": {
+            "schema": "APP_H",
+            "table": "ORDERS_LOG",
+            "key_texts": ["TO_CHAR(ORDER_ID)", "TO_CHAR(LINE_NO)"],
+        },
     },
     "delete_changes": {
         "one run": {"schema": "APP_H", "table": "ORDERS_LOG", "runs": [("low_0", "high_0")]},
