@@ -217,24 +217,32 @@ def test_status_reports_an_invalid_trigger(
     source: OracleSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     objects = _objects(source)
+    trigger = next(o for o in objects if o.kind is SourceObject.CHANGELOG_TRIGGER)
 
-    def run_query(template: str, params: Any = None, **_: Any) -> list[tuple[int, ...]]:
+    def run_query(template: str, params: Any = None, **_: Any) -> list[tuple[Any, ...]]:
         if template == "capture_trigger_state":
-            return [(1, 0)]  # ENABLED, INVALID
+            return [(trigger.name, 1, 0)]  # ENABLED, INVALID
         return [(1,)]  # the changelog exists
 
     monkeypatch.setattr(source, "run_query", run_query)
     (problem,) = capture.capture_problems(source, TABLE, objects)
     assert "is INVALID" in problem
-    trigger = next(o for o in objects if o.kind is SourceObject.CHANGELOG_TRIGGER)
     assert f"drop it at once (DROP TRIGGER {trigger.schema}.{trigger.name})" in problem
 
 
 def test_status_reports_nothing_for_a_valid_enabled_trigger(
     source: OracleSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(source, "run_query", lambda *_, **__: [(1, 1)])
-    assert capture.capture_problems(source, TABLE, _objects(source)) == []
+    objects = _objects(source)
+    trigger = next(o for o in objects if o.kind is SourceObject.CHANGELOG_TRIGGER)
+
+    def run_query(template: str, params: Any = None, **_: Any) -> list[tuple[Any, ...]]:
+        if template == "capture_trigger_state":
+            return [(trigger.name, 1, 1)]  # ENABLED, VALID
+        return [(1,)]  # the changelog exists
+
+    monkeypatch.setattr(source, "run_query", run_query)
+    assert capture.capture_problems(source, TABLE, objects) == []
 
 
 # -- PL/SQL reserved words in trigger bodies ---------------------------------------------------

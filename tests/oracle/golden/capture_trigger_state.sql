@@ -1,5 +1,11 @@
 -- case: capture_trigger_state
-SELECT t.trigger_name AS name, CASE t.status WHEN 'ENABLED' THEN 1 ELSE 0 END AS fires
+SELECT t.trigger_name AS name,
+       CASE t.status WHEN 'ENABLED' THEN 1 ELSE 0 END AS fires,
+       CASE o.status WHEN 'VALID' THEN 1 ELSE 0 END AS valid
 FROM all_triggers t
+JOIN all_objects o
+  ON o.owner = t.owner
+ AND o.object_name = t.trigger_name
+ AND o.object_type = 'TRIGGER'
 WHERE t.owner = :schema
   AND t.trigger_name = :name
