@@ -1,0 +1,386 @@
+"""Table shapes for the differential matrix (tests/integration/test_shapes_*.py).
+
+A :class:`Shape` is one source table: its columns (with the *kind* that says how a value
+is compared), its key, how rows are made (SQL literals per row number), and the rounds
+of DML a case runs after enabling. :func:`cases` draws, for a group of shapes, which
+extraction method and merge mode each shape runs with: every shape meets every method
+that applies to it, and the merge modes alternate along a seeded order so each shape and
+each method meet both modes across the matrix. The draw is fixed: every run is the same.
+
+Known defects (issue 26 items other packages fix) are attached to the cases they break
+as strict xfail marks (:data:`KNOWN`), so a case turns red the moment its fix lands.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import pytest
+
+__all__ = [
+    "INSERT_ONLY",
+    "METHODS",
+    "MODES",
+    "Col",
+    "Round",
+    "Shape",
+    "cases",
+    "quote",
+]
+
+METHODS: dict[str, tuple[str, ...]] = {
+    "sqlite": ("CHANGELOG", "UPDATABLE_CHANGELOG", "CHANGELOG_INSERT", "UPDATABLE_INSERT"),
+    "postgresql": (
+        "CHANGELOG",
+        "UPDATABLE_CHANGELOG",
+        "CHANGELOG_INSERT",
+        "UPDATABLE_INSERT",
+        "PG_LOGICAL",
+    ),
+}
+MODES = ("DEFERRED", "IMMEDIATE")
+INSERT_ONLY = frozenset({"CHANGELOG_INSERT", "UPDATABLE_INSERT"})
+DRAW_SEED = 20261126
+
+
+def quote(name: str) -> str:
+    """A SQL identifier in double quotes (both dialects)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Col:
+    """One column: its source name, declared type and comparison kind (``compare.KINDS``).
+
+    ``generated``: a generated column (never written by DML, still offloaded)."""
+
+    name: str
+    declared: str
+    kind: str
+    generated: bool = False
+
+
+Statements = list[str]
+"""One transaction's statements."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """DML run before one extraction: transactions, each a list of statements.
+
+    ``inserts_only``: the round only inserts (insert-only methods run only these)."""
+
+    name: str
+    transactions: Callable[[Shape], list[Statements]]
+    inserts_only: bool = False
+
+
+@dataclass(frozen=True)
+class Known:
+    """A known defect (issue 26) that breaks the cases it selects: ``methods`` and
+    ``modes`` (None: all); ``merging``: only the merging (non insert-only) methods."""
+
+    reason: str
+    methods: frozenset[str] | None = None
+    modes: frozenset[str] | None = None
+    merging: bool = False
+
+    def selects(self, method: str, mode: str) -> bool:
+        return (
+            (self.methods is None or method in self.methods)
+            and (self.modes is None or mode in self.modes)
+            and not (self.merging and method in INSERT_ONLY)
+        )
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One source table and the DML a case runs on it.
+
+    ``key_of(n)`` and ``values_of(n)`` give row ``n``'s key and other written columns as
+    SQL literals, in column order (generated columns excluded). ``note`` names a text
+    column multi-row updates set. ``setup`` runs before the table is created
+    (schemas, types), ``after_create`` after it (partitions).
+    """
+
+    id: str
+    dialect: str
+    schema: str
+    table: str
+    columns: tuple[Col, ...]
+    key: tuple[str, ...]
+    key_of: Callable[[int], tuple[str, ...]]
+    values_of: Callable[[int], tuple[str, ...]]
+    note: str
+    rows: int = 10
+    key_clause: str = "PRIMARY KEY"
+    table_suffix: str = ""
+    setup: tuple[str, ...] = ()
+    after_create: tuple[str, ...] = ()
+    enable_flags: tuple[str, ...] = ()
+    rounds: tuple[Round, ...] = ()
+    methods: tuple[str, ...] | None = None
+    """The methods that apply (None: every method of the dialect)."""
+    known: tuple[Known, ...] = ()
+    """Known defects that break some of this shape's cases."""
+
+    @property
+    def qualified(self) -> str:
+        return f"{quote(self.schema)}.{quote(self.table)}"
+
+    @property
+    def typed(self) -> str:
+        """What a user types after ``-t``."""
+        return f"{quote(self.schema)}.{quote(self.table)}"
+
+    @property
+    def written(self) -> tuple[Col, ...]:
+        return tuple(column for column in self.columns if not column.generated)
+
+    @property
+    def others(self) -> tuple[Col, ...]:
+        """The written columns outside the key, in order."""
+        return tuple(column for column in self.written if column.name not in self.key)
+
+    def create(self) -> list[str]:
+        """CREATE TABLE (and what goes with it) plus the first rows."""
+        columns = ", ".join(f"{quote(c.name)} {c.declared}" for c in self.columns)
+        key = ", ".join(quote(name) for name in self.key)
+        return [
+            *self.setup,
+            f"CREATE TABLE {self.qualified} ({columns}, {self.key_clause} ({key})){self.table_suffix}",
+            *self.after_create,
+            self.insert(range(1, self.rows + 1)),
+        ]
+
+    def insert(self, numbers: Sequence[int], into: str | None = None) -> str:
+        """One multi-row INSERT of rows ``numbers`` (into ``into``, default the table)."""
+        names = ", ".join(quote(c.name) for c in self.written)
+        order = [c.name for c in self.written]
+        tuples = []
+        for n in numbers:
+            values = dict(zip(self.key, self.key_of(n), strict=True))
+            values.update(zip([c.name for c in self.others], self.values_of(n), strict=True))
+            tuples.append("(" + ", ".join(values[name] for name in order) + ")")
+        return f"INSERT INTO {into or self.qualified} ({names}) VALUES {', '.join(tuples)}"
+
+    def where(self, *numbers: int) -> str:
+        """WHERE clause matching the rows of key numbers ``numbers``."""
+        terms = []
+        for n in numbers:
+            pairs = zip(self.key, self.key_of(n), strict=True)
+            terms.append("(" + " AND ".join(f"{quote(k)} = {v}" for k, v in pairs) + ")")
+        return "WHERE " + " OR ".join(terms)
+
+    def update_values(self, n: int, like: int) -> str:
+        """Row ``n`` takes every written non-key value of row ``like``."""
+        sets = ", ".join(
+            f"{quote(c.name)} = {v}" for c, v in zip(self.others, self.values_of(like), strict=True)
+        )
+        return f"UPDATE {self.qualified} SET {sets} {self.where(n)}"
+
+    def move_key(self, n: int, to: int) -> str:
+        """Row ``n`` takes the key of row number ``to``."""
+        sets = ", ".join(
+            f"{quote(k)} = {v}" for k, v in zip(self.key, self.key_of(to), strict=True)
+        )
+        return f"UPDATE {self.qualified} SET {sets} {self.where(n)}"
+
+    def set_note(self, text: str, *numbers: int) -> str:
+        return f"UPDATE {self.qualified} SET {quote(self.note)} = '{text}' {self.where(*numbers)}"
+
+    def delete(self, *numbers: int) -> str:
+        return f"DELETE FROM {self.qualified} {self.where(*numbers)}"
+
+
+# ---------------------------------------------------------------------------
+# The standard rounds every shape runs unless it names its own
+# ---------------------------------------------------------------------------
+
+
+def _multi_row(shape: Shape) -> list[Statements]:
+    return [
+        [
+            shape.insert([11, 12, 13]),
+            shape.set_note("multi", 1, 2, 3),
+            shape.update_values(4, 104),
+        ]
+    ]
+
+
+def _keys_and_deletes(shape: Shape) -> list[Statements]:
+    return [
+        [shape.move_key(2, 202)],
+        [shape.delete(5), shape.delete(6, 7)],
+        [shape.update_values(202, 108)],
+    ]
+
+
+def _one_key_many_times(shape: Shape) -> list[Statements]:
+    return [
+        [
+            shape.set_note("first", 3),
+            shape.set_note("second", 3),
+            shape.move_key(3, 303),
+            shape.update_values(303, 109),
+            shape.move_key(303, 313),
+            shape.insert([400]),
+            shape.delete(400),
+            shape.delete(8),
+            shape.insert([8]),
+        ]
+    ]
+
+
+def _more_inserts(shape: Shape) -> list[Statements]:
+    return [[shape.insert([21])], [shape.insert([22, 23])]]
+
+
+MULTI_ROW = Round("multi-row statements", _multi_row)
+KEYS_AND_DELETES = Round("key change and deletes", _keys_and_deletes)
+ONE_KEY_MANY_TIMES = Round("one key changed many times in a transaction", _one_key_many_times)
+INSERTS = Round("inserts", lambda shape: [[shape.insert([31, 32, 33])]], inserts_only=True)
+MORE_INSERTS = Round("more inserts", _more_inserts, inserts_only=True)
+STANDARD = (INSERTS, MULTI_ROW, KEYS_AND_DELETES, ONE_KEY_MANY_TIMES, MORE_INSERTS)
+
+
+def rounds_for(shape: Shape, method: str) -> tuple[Round, ...]:
+    """The rounds a case runs (insert-only methods: the inserting rounds only)."""
+    rounds = shape.rounds or STANDARD
+    if method in INSERT_ONLY:
+        return tuple(r for r in rounds if r.inserts_only)
+    return rounds
+
+
+# ---------------------------------------------------------------------------
+# Drawing the cases
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    shape: Shape
+    method: str
+    mode: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.shape.dialect}-{self.shape.id}-{self.method}-{self.mode}"
+
+
+def _known_reason(case: Case) -> str | None:
+    """The known defects (issue 26) this case fails on, if any."""
+    reasons = [k.reason for k in case.shape.known if k.selects(case.method, case.mode)]
+    return "; ".join(reasons) or None
+
+
+def cases(shapes: Sequence[Shape]) -> list[object]:
+    """pytest params: each shape with each method that applies, the merge mode drawn so
+    that modes alternate over a seeded order (each shape and each method meets both)."""
+    rng = random.Random(DRAW_SEED)
+    params: list[object] = []
+    for shape in shapes:
+        methods = [m for m in METHODS[shape.dialect] if shape.methods is None or m in shape.methods]
+        first = rng.randrange(2)
+        for index, method in enumerate(methods):
+            mode = MODES[(first + index) % 2]
+            case = Case(shape, method, mode)
+            reason = _known_reason(case)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            params.append(pytest.param(case, id=case.id, marks=marks))
+    return params
+
+
+# ---------------------------------------------------------------------------
+# Shapes: keys
+# ---------------------------------------------------------------------------
+
+
+def _text(n: int) -> str:
+    return f"'k{n:04d}'"
+
+
+def _day(dialect: str, n: int) -> str:
+    text = f"'2024-{1 + n % 12:02d}-{1 + n % 28:02d}'" if n < 300 else f"'2030-01-{1 + n % 28:02d}'"
+    return text if dialect == "sqlite" else f"DATE {text}"
+
+
+def _plain_values(n: int) -> tuple[str, ...]:
+    """note, amount"""
+    return (f"'row {n}'", f"{n}.25")
+
+
+PLAIN_COLUMNS = (Col("note", "VARCHAR(40)", "text"), Col("amount", "NUMERIC(12,2)", "decimal2"))
+
+IMMEDIATE_COMPOSITE = Known(
+    "issue 26 item 1: IMMEDIATE merge of a composite key (_same_key, wp/keys)",
+    modes=frozenset({"IMMEDIATE"}),
+    merging=True,
+)
+
+
+def key_shapes(dialect: str) -> list[Shape]:
+    schema = "main" if dialect == "sqlite" else "app"
+    setup = () if dialect == "sqlite" else ("CREATE SCHEMA app",)
+    date_type = "DATE"
+    uuid_type = "TEXT" if dialect == "sqlite" else "UUID"
+    uuid_kind = "text" if dialect == "sqlite" else "uuid"
+
+    def shape(id_: str, key_cols: tuple[Col, ...], key_of: Callable[[int], tuple[str, ...]], **extra: object) -> Shape:
+        return Shape(
+            id=id_,
+            dialect=dialect,
+            schema=schema,
+            table=f"k_{id_}",
+            columns=(*key_cols, *PLAIN_COLUMNS),
+            key=tuple(c.name for c in key_cols),
+            key_of=key_of,
+            values_of=_plain_values,
+            note="note",
+            setup=setup,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    composite = (IMMEDIATE_COMPOSITE,)
+    return [
+        shape("int", (Col("id", "INTEGER NOT NULL", "int"),), lambda n: (str(n),)),
+        shape(
+            "int_text",
+            (Col("id", "INTEGER NOT NULL", "int"), Col("code", "VARCHAR(10) NOT NULL", "text")),
+            lambda n: (str(n % 5), _text(n)),
+            known=composite,
+        ),
+        shape(
+            "date_text",
+            (Col("day", f"{date_type} NOT NULL", "date"), Col("code", "VARCHAR(10) NOT NULL", "text")),
+            lambda n: (_day(dialect, n), _text(n)),
+            known=composite,
+        ),
+        shape("text", (Col("code", "VARCHAR(20) NOT NULL", "text"),), lambda n: (f"'key é {n}'",)),
+        shape(
+            "uuid",
+            (Col("id", f"{uuid_type} NOT NULL", uuid_kind),),
+            lambda n: (f"'{uuid.UUID(int=n * 7919 + 1)}'",),
+        ),
+        shape(
+            "numeric",
+            (Col("id", "NUMERIC(20,4) NOT NULL", "decimal"),),
+            lambda n: (f"{n}.{n % 10}{n % 7}05",),
+        ),
+        shape(
+            "partition_column",
+            (Col("id", "INTEGER NOT NULL", "int"),),
+            lambda n: (str(n),),
+            enable_flags=("--partition-columns=id", "--partition-granularity=100"),
+        ),
+        shape(
+            "key_moves_lake_partition",
+            (Col("region", "VARCHAR(10) NOT NULL", "text"), Col("id", "INTEGER NOT NULL", "int")),
+            lambda n: ("'north'" if n < 200 else "'south'", str(n)),
+            enable_flags=("--partition-columns=region",),
+            known=composite,
+        ),
+    ]
