@@ -384,3 +384,181 @@ def key_shapes(dialect: str) -> list[Shape]:
             known=composite,
         ),
     ]
+
+
+# ---------------------------------------------------------------------------
+# Shapes: names
+# ---------------------------------------------------------------------------
+
+PG_LOGICAL_KEYWORDS = Known(
+    "issue 26 item 2: PG_LOGICAL loses changes of a table named by an SQL keyword "
+    "(test_decoding quotes the label, wp/pglogical)",
+    methods=frozenset({"PG_LOGICAL"}),
+)
+
+
+def _named(
+    dialect: str, id_: str, schema: str, table: str, key: str, note: str, amount: str, **extra: object
+) -> Shape:
+    setup = () if dialect == "sqlite" else (f"CREATE SCHEMA {quote(schema)}",)
+    return Shape(
+        id=id_,
+        dialect=dialect,
+        schema=schema,
+        table=table,
+        columns=(
+            Col(key, "INTEGER NOT NULL", "int"),
+            Col(note, "VARCHAR(40)", "text"),
+            Col(amount, "NUMERIC(12,2)", "decimal2"),
+        ),
+        key=(key,),
+        key_of=lambda n: (str(n),),
+        values_of=_plain_values,
+        note=note,
+        setup=setup,
+        **extra,  # type: ignore[arg-type]
+    )
+
+
+def name_shapes(dialect: str) -> list[Shape]:
+    sqlite = dialect == "sqlite"
+    longest = 128 if sqlite else 63  # PostgreSQL: 63 bytes; SQLite: gluon's limit for -t
+    schema = "main" if sqlite else None
+
+    def long(stem: str) -> str:
+        return (stem + "_" + "x" * longest)[:longest]
+
+    return [
+        _named(
+            dialect, "keywords", schema or "select", "order", "user", "from", "group",
+            known=() if sqlite else (PG_LOGICAL_KEYWORDS,),
+        ),
+        _named(dialect, "mixed_case", schema or "Sales", "OrderLines", "LineId", "Note", "Amount"),
+        _named(
+            dialect, "spaces_non_ascii", schema or "my shop", "bücher liste", "größe id",
+            "straße note", "prix €",
+        ),
+        _named(
+            dialect, "longest", schema or long("schema"), long("table"), long("key"),
+            long("note"), long("amount"),
+        ),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Shapes: PostgreSQL declarative partitioning
+# ---------------------------------------------------------------------------
+
+PG_LOGICAL_PARTITIONED = Known(
+    "issue 26 item 3: PG_LOGICAL sees leaf partitions, never the partitioned table "
+    "(wp/pglogical)",
+    methods=frozenset({"PG_LOGICAL"}),
+)
+
+
+def _attach_range(shape: Shape) -> list[Statements]:
+    """A partition created after enable (attached, empty), rows moved into it."""
+    part = f"{quote(shape.schema)}.{quote(shape.table + '_late')}"
+    return [
+        [
+            f"CREATE TABLE {part} (LIKE {shape.qualified} INCLUDING DEFAULTS)",
+            f"ALTER TABLE {shape.qualified} ATTACH PARTITION {part} FOR VALUES FROM (1000) TO (2000)",
+        ],
+        [shape.insert([1001, 1002]), shape.move_key(9, 1009), shape.set_note("late", 1001)],
+    ]
+
+
+ATTACH_RANGE = Round("a partition attached after enable", _attach_range)
+
+
+def _region(n: int) -> str:
+    return ("'north'", "'south'", "'east'")[0 if n < 200 else 1 if n < 300 else 2]
+
+
+def _move_region(shape: Shape) -> list[Statements]:
+    """Rows move between source partitions (a non-key column that partitions)."""
+    return [[f"UPDATE {shape.qualified} SET {quote('region')} = 'east' {shape.where(1, 10)}"]]
+
+
+MOVE_REGION = Round("rows moved between partitions", _move_region)
+
+
+def partitioned_shapes() -> list[Shape]:
+    schema = "app"
+    setup = ("CREATE SCHEMA app",)
+
+    def shape(id_: str, key: tuple[Col, ...], key_of: Callable[[int], tuple[str, ...]], suffix: str, parts: tuple[str, ...], **extra: object) -> Shape:
+        table = f"p_{id_}"
+        q = f"{quote(schema)}.{quote(table)}"
+        return Shape(
+            id=id_,
+            dialect="postgresql",
+            schema=schema,
+            table=table,
+            columns=(*key, *PLAIN_COLUMNS),
+            key=tuple(c.name for c in key),
+            key_of=key_of,
+            values_of=_plain_values,
+            note="note",
+            setup=setup,
+            table_suffix=f" PARTITION BY {suffix}",
+            after_create=tuple(p.format(t=q, s=quote(schema), n=table) for p in parts),
+            known=(PG_LOGICAL_PARTITIONED, *extra.pop("known", ())),  # type: ignore[misc]
+            **extra,  # type: ignore[arg-type]
+        )
+
+    by_id = (Col("id", "INTEGER NOT NULL", "int"),)
+    region_id = (Col("region", "VARCHAR(10) NOT NULL", "text"), Col("id", "INTEGER NOT NULL", "int"))
+    return [
+        shape(
+            "range",
+            by_id,
+            lambda n: (str(n),),
+            "RANGE (id)",
+            (
+                'CREATE TABLE {s}."{n}_low" PARTITION OF {t} FOR VALUES FROM (MINVALUE) TO (100)',
+                'CREATE TABLE {s}."{n}_mid" PARTITION OF {t} FOR VALUES FROM (100) TO (300)',
+                'CREATE TABLE {s}."{n}_high" PARTITION OF {t} FOR VALUES FROM (300) TO (1000)',
+            ),
+            rounds=(*STANDARD, ATTACH_RANGE),
+        ),
+        shape(
+            "list",
+            region_id,
+            lambda n: (_region(n), str(n)),
+            "LIST (region)",
+            (
+                'CREATE TABLE {s}."{n}_north" PARTITION OF {t} FOR VALUES IN (\'north\')',
+                'CREATE TABLE {s}."{n}_south" PARTITION OF {t} FOR VALUES IN (\'south\')',
+                'CREATE TABLE {s}."{n}_rest" PARTITION OF {t} DEFAULT',
+            ),
+            rounds=(*STANDARD, MOVE_REGION),
+            known=(IMMEDIATE_COMPOSITE,),
+        ),
+        shape(
+            "hash",
+            by_id,
+            lambda n: (str(n),),
+            "HASH (id)",
+            tuple(
+                f'CREATE TABLE {{s}}."{{n}}_{r}" PARTITION OF {{t}} FOR VALUES WITH (MODULUS 3, REMAINDER {r})'
+                for r in range(3)
+            ),
+        ),
+        shape(
+            "two_levels",
+            region_id,
+            lambda n: (_region(n), str(n)),
+            "LIST (region)",
+            (
+                'CREATE TABLE {s}."{n}_north" PARTITION OF {t} FOR VALUES IN (\'north\') PARTITION BY RANGE (id)',
+                'CREATE TABLE {s}."{n}_north_a" PARTITION OF {s}."{n}_north" FOR VALUES FROM (MINVALUE) TO (5)',
+                'CREATE TABLE {s}."{n}_north_b" PARTITION OF {s}."{n}_north" FOR VALUES FROM (5) TO (MAXVALUE)',
+                'CREATE TABLE {s}."{n}_other" PARTITION OF {t} DEFAULT PARTITION BY HASH (id)',
+                'CREATE TABLE {s}."{n}_other_0" PARTITION OF {s}."{n}_other" FOR VALUES WITH (MODULUS 2, REMAINDER 0)',
+                'CREATE TABLE {s}."{n}_other_1" PARTITION OF {s}."{n}_other" FOR VALUES WITH (MODULUS 2, REMAINDER 1)',
+            ),
+            rounds=(*STANDARD, MOVE_REGION),
+            known=(IMMEDIATE_COMPOSITE,),
+        ),
+    ]
