@@ -152,7 +152,9 @@ def source_object_names(
     def folded(text: str) -> str:
         return text.upper() if fold == "upper" else text.lower()
 
-    hybrid = f"{ref.schema}_H"
+    # A schema name at the dialect's limit leaves no room for "_H": the server would cut it
+    # silently (PostgreSQL) and gluon would look for a schema that does not exist.
+    hybrid = shorten(f"{ref.schema}_H", max_length) if has_schemas else f"{ref.schema}_H"
 
     def name(suffix: str) -> QualifiedName:
         if has_schemas:
