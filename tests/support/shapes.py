@@ -116,7 +116,8 @@ class Shape:
     values_of: Callable[[int], tuple[str, ...]]
     note: str
     rows: int = 10
-    key_clause: str = "PRIMARY KEY"
+    key_options: str = ""
+    """After ``PRIMARY KEY (...)``, e.g. ``DEFERRABLE INITIALLY DEFERRED``."""
     table_suffix: str = ""
     setup: tuple[str, ...] = ()
     after_create: tuple[str, ...] = ()
@@ -151,7 +152,7 @@ class Shape:
         key = ", ".join(quote(name) for name in self.key)
         return [
             *self.setup,
-            f"CREATE TABLE {self.qualified} ({columns}, {self.key_clause} ({key})){self.table_suffix}",
+            f"CREATE TABLE {self.qualified} ({columns}, PRIMARY KEY ({key}) {self.key_options}){self.table_suffix}",
             *self.after_create,
             self.insert(range(1, self.rows + 1)),
         ]
@@ -560,5 +561,245 @@ def partitioned_shapes() -> list[Shape]:
             ),
             rounds=(*STANDARD, MOVE_REGION),
             known=(IMMEDIATE_COMPOSITE,),
+        ),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Shapes: types at their edges
+# ---------------------------------------------------------------------------
+
+
+def _cycle(options: Sequence[str], n: int) -> str:
+    return options[n % len(options)]
+
+
+def _toast(n: int) -> str:
+    """About 64 KB that does not compress away: stored out of line (TOASTed)."""
+    return f"(SELECT string_agg(md5(g::text || '{n}'), '') FROM generate_series(1, 2000) g)"
+
+
+PG_EDGES: tuple[tuple[str, str, str, Sequence[str]], ...] = (
+    # name, declared type, kind, values (SQL literals, cycled by row number)
+    ("note", "VARCHAR(40)", "text", ("'plain'", "'ünïcødé ✓'", "''", "NULL")),
+    ("n38", "NUMERIC(38,0)", "decimal", (
+        "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999",
+        "0", "NULL",
+    )),
+    ("n38s", "NUMERIC(38,38)", "decimal", (
+        "0.99999999999999999999999999999999999999", "-0.00000000000000000000000000000000000001",
+        "0", "NULL",
+    )),
+    ("n2", "NUMERIC(10,2)", "decimal", ("-0.01", "12345678.90", "0.10", "NULL")),
+    ("nfree", "NUMERIC", "number_text", (
+        "'NaN'", "'Infinity'", "'-Infinity'",
+        "123456789012345678901234567890123456789012345.678901234567890", "0.000", "1e-60",
+    )),
+    ("f8", "DOUBLE PRECISION", "float64", (
+        "'NaN'", "'Infinity'", "'-Infinity'", "5e-324", "1.7976931348623157e308",
+    )),
+    ("f4", "REAL", "float32", ("'NaN'", "3.4028235e38", "-1.1754944e-38", "0.1")),
+    ("tstz", "TIMESTAMPTZ", "timestamp_utc", (
+        "'2024-03-10 02:30:00-08'", "'0001-01-01 12:00:00+00'",
+        "'9999-12-31 12:59:59.999999+00'", "'2024-06-30 23:59:59.999999+05:45'",
+    )),
+    ("ts", "TIMESTAMP", "timestamp", (
+        "'0001-01-01 00:00:00'", "'9999-12-31 23:59:59.999999'", "'2000-02-29 12:00:00.5'",
+    )),
+    ("d", "DATE", "date", ("'0001-01-01'", "'9999-12-31'", "'2000-02-29'")),
+    ("tm", "TIME", "time", ("'00:00:00'", "'23:59:59.999999'", "'12:34:56.5'")),
+    ("tmtz", "TIMETZ", "timetz", (
+        "'12:00:00+01'", "'11:00:00+00'", "'23:59:59.999999-15:59'", "'00:00:00+05:45'",
+    )),
+    ("iv", "INTERVAL", "text", (
+        "'1 mon'", "'30 days'", "'-1 year 2 mons -3 days 04:05:06.789'", "'178000000 years'",
+        "'00:00:00.000001'",
+    )),
+    ("b", "BYTEA", "binary", ("'\\x00'", "'\\x000102ff00'", "''", "NULL")),
+    ("js", "JSON", "json", (
+        """'{"b": 1, "a": [1.50, 2e3, null, true]}'""", "'[]'", """'{"k": "ünï\\n"}'""",
+        "'1.000'",
+    )),
+    ("jb", "JSONB", "json", (
+        """'{"z": 1, "a": {"x": [1, 2.50]}}'""", "'null'", """'"text"'""", "'{}'",
+    )),
+    ("ip", "INET", "inet", ("'192.168.0.1/24'", "'10.0.0.1'", "'::1'", "'2001:db8::ff/64'")),
+    ("net", "CIDR", "cidr", ("'10.0.0.0/8'", "'2001:db8::/32'", "'192.168.1.0/24'")),
+    ("mood", "app.mood", "text", ("'sad'", "'ok'", "'happy'", "NULL")),
+    ("code", "app.code", "text", ("'A-1'", "'ß'", "'x'")),
+    ("u", "UUID", "uuid", (
+        "'00000000-0000-0000-0000-000000000000'", "'ffffffff-ffff-ffff-ffff-ffffffffffff'",
+        "'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11'",
+    )),
+    ("flag", "BOOLEAN", "bool", ("true", "false", "NULL")),
+)
+
+
+def pg_type_shape() -> Shape:
+    edges = PG_EDGES
+
+    def values_of(n: int) -> tuple[str, ...]:
+        return (*(_cycle(values, n + i) for i, (_, _, _, values) in enumerate(edges)), _toast(n))
+
+    return Shape(
+        id="edges",
+        dialect="postgresql",
+        schema="app",
+        table="edges",
+        columns=(
+            Col("id", "INTEGER NOT NULL", "int"),
+            *(Col(name, declared, kind) for name, declared, kind, _ in edges),
+            Col("doc", "TEXT", "text"),
+            Col("twice", "BIGINT GENERATED ALWAYS AS (id * 2) STORED", "int", generated=True),
+        ),
+        key=("id",),
+        key_of=lambda n: (str(n),),
+        values_of=values_of,
+        note="note",
+        setup=(
+            "CREATE SCHEMA app",
+            "CREATE TYPE app.mood AS ENUM ('sad', 'ok', 'happy')",
+            "CREATE DOMAIN app.code AS VARCHAR(10) CHECK (VALUE <> '')",
+        ),
+        # PG_LOGICAL needs the old row in the WAL to carry a TOASTed value an UPDATE leaves
+        # unchanged (docs/operations.md); without it extraction stops and says so.
+        after_create=("ALTER TABLE app.edges REPLICA IDENTITY FULL",),
+    )
+
+
+SQLITE_EDGES: tuple[tuple[str, str, str, Sequence[str]], ...] = (
+    ("note", "TEXT", "text", ("'plain'", "'ünïcødé ✓'", "''", "NULL")),
+    ("big", "INTEGER", "int", ("9223372036854775807", "-9223372036854775808", "0")),
+    ("r", "REAL", "float64", ("9e999", "-9e999", "-0.0", "5e-324", "1.7976931348623157e308")),
+    ("n2", "NUMERIC(10,2)", "decimal2", ("-0.01", "12345678.9", "0.1", "NULL")),
+    ("d", "DATE", "date", ("'0001-01-01'", "'9999-12-31'", "'2000-02-29'")),
+    ("dtm", "DATETIME", "timestamp", (
+        "'0001-01-01 00:00:00'", "'9999-12-31 23:59:59.999999'", "'2000-02-29 12:00:00.5'",
+    )),
+    ("b", "BLOB", "binary", ("x'00'", "x'000102ff00'", "x''", "NULL")),
+    ("flag", "BOOLEAN", "bool", ("1", "0", "NULL")),
+    ("js", "JSON", "json", ("""'{"b": 1, "a": [1.50, 2e3, null, true]}'""", "'[]'", "'1.000'")),
+)
+
+
+def sqlite_type_shape() -> Shape:
+    edges = SQLITE_EDGES
+
+    def values_of(n: int) -> tuple[str, ...]:
+        big = f"replace(hex(zeroblob(40000)), '00', 'é{n}')"
+        return (*(_cycle(values, n + i) for i, (_, _, _, values) in enumerate(edges)), big)
+
+    return Shape(
+        id="edges",
+        dialect="sqlite",
+        schema="main",
+        table="edges",
+        columns=(
+            Col("id", "INTEGER NOT NULL", "int"),
+            *(Col(name, declared, kind) for name, declared, kind, _ in edges),
+            Col("doc", "TEXT", "text"),
+        ),
+        key=("id",),
+        key_of=lambda n: (str(n),),
+        values_of=values_of,
+        note="note",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Shapes: DML that needs its own table
+# ---------------------------------------------------------------------------
+
+TRIGGER_METHODS = frozenset({"CHANGELOG", "UPDATABLE_CHANGELOG", "CHANGELOG_INSERT"})
+SHIFTED_KEYS = Known(
+    "issue 26 item 9: a multi-row UPDATE shifting keys onto each other loses rows "
+    "(wp/triggers)",
+    methods=TRIGGER_METHODS,
+)
+TRUNCATE_TRIGGERS = Known(
+    "issue 26 item 5: TRUNCATE is not captured by the row triggers (wp/triggers) "
+    "nor applied by the lake (wp/truncate)",
+    methods=TRIGGER_METHODS,
+)
+TRUNCATE_DECODING = Known(
+    "issue 26 item 5: PG_LOGICAL fails on test_decoding's TRUNCATE record (wp/pglogical) "
+    "and the lake does not apply 'T' changes (wp/truncate)",
+    methods=frozenset({"PG_LOGICAL"}),
+)
+
+
+def _shift_keys(shape: Shape) -> list[Statements]:
+    table = shape.qualified
+    return [
+        [f"UPDATE {table} SET id = id + 1"],
+        [f"UPDATE {table} SET id = id - 1", shape.insert([11])],
+        [f"UPDATE {table} SET id = 12 - id"],  # reverses the order: every key onto another
+    ]
+
+
+def _truncate(shape: Shape) -> list[Statements]:
+    return [[f"TRUNCATE {shape.qualified}"], [shape.insert([31, 32])]]
+
+
+def _truncate_and_insert(shape: Shape) -> list[Statements]:
+    return [
+        [shape.set_note("before", 1), f"TRUNCATE {shape.qualified}", shape.insert([1, 41])],
+        [shape.set_note("after", 1), shape.insert([42])],
+    ]
+
+
+def _delete_all(shape: Shape) -> list[Statements]:
+    return [
+        [f"DELETE FROM {shape.qualified}"],
+        [shape.insert([1, 2]), f"DELETE FROM {shape.qualified}", shape.insert([3])],
+    ]
+
+
+def dml_shapes(dialect: str) -> list[Shape]:
+    sqlite = dialect == "sqlite"
+    schema = "main" if sqlite else "app"
+    setup = () if sqlite else ("CREATE SCHEMA app",)
+    merging = tuple(m for m in METHODS[dialect] if m not in INSERT_ONLY)
+
+    def shape(id_: str, rounds: tuple[Round, ...], **extra: object) -> Shape:
+        return Shape(
+            id=id_,
+            dialect=dialect,
+            schema=schema,
+            table=f"d_{id_}",
+            columns=(Col("id", "INTEGER NOT NULL", "int"), *PLAIN_COLUMNS),
+            key=("id",),
+            key_of=lambda n: (str(n),),
+            values_of=_plain_values,
+            note="note",
+            setup=setup,
+            rounds=rounds,
+            **extra,  # type: ignore[arg-type]
+        )
+
+    if sqlite:
+        return [shape("delete_all", (Round("DELETE without WHERE", _delete_all),), methods=merging)]
+    # TRUNCATE runs on CHANGELOG_INSERT too (the lake empties, then takes inserts);
+    # UPDATABLE_INSERT has no trigger on the table to see it.
+    truncating = (*merging, "CHANGELOG_INSERT")
+    return [
+        shape(
+            "shifted_keys",
+            (Round("keys shifted onto each other", _shift_keys),),
+            key_options="DEFERRABLE INITIALLY DEFERRED",
+            methods=merging,
+            known=(SHIFTED_KEYS,),
+        ),
+        shape(
+            "truncate",
+            (Round("TRUNCATE, then inserts", _truncate, inserts_only=True),),
+            methods=truncating,
+            known=(TRUNCATE_TRIGGERS, TRUNCATE_DECODING),
+        ),
+        shape(
+            "truncate_and_insert",
+            (Round("TRUNCATE and inserts in one transaction", _truncate_and_insert, inserts_only=True),),
+            methods=truncating,
+            known=(TRUNCATE_TRIGGERS, TRUNCATE_DECODING),
         ),
     ]
