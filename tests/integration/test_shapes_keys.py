@@ -17,13 +17,17 @@ from support.shapes import Case, cases, key_shapes
 
 
 @pytest.mark.parametrize("case", cases(key_shapes("sqlite")))
-def test_sqlite_key_shape(case: Case, tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sqlite_key_shape(
+    case: Case, tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     url = sqlite_url(tmp_path)
     monkeypatch.setenv("GLUON_SOURCE_URL", url)
     run_case(case, url, run_cli)
 
 
 @pytest.mark.parametrize("case", cases(key_shapes("postgresql")))
-def test_postgresql_key_shape(case: Case, pg_url: str, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postgresql_key_shape(
+    case: Case, pg_url: str, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
     run_case(case, pg_url, run_cli)

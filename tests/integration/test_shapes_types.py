@@ -32,3 +32,81 @@ def test_postgresql_edge_values(
 ) -> None:
     monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
     run_case(case, pg_url, run_cli)
+
+
+def _refused(run_cli: RunCli, pg_url: str, *statements: str) -> tuple[list[str], int]:
+    SourceDb("postgresql", pg_url).run(["CREATE SCHEMA app", *statements])
+    result = run_cli(
+        "offload", "-t", "app.t", "-x", "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+    )  # fmt: skip
+    assert result.exit_code != 0, result.stdout
+    return [line for line in result.stderr.splitlines() if line.strip()], result.exit_code
+
+
+def test_an_array_column_is_refused_in_one_line_and_nothing_is_offloaded(
+    pg_url: str, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arrays are not carried: the offload says so, naming the column, before writing."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    lines, _ = _refused(
+        run_cli, pg_url,
+        "CREATE TABLE app.t (id INTEGER PRIMARY KEY, tags TEXT[], scores INTEGER[][])",
+        "INSERT INTO app.t VALUES (1, '{a,b}', '{{1,2},{3,4}}')",
+    )  # fmt: skip
+    assert len(lines) == 1, lines
+    assert "tags" in lines[0] and "scores" in lines[0], lines[0]
+    assert not (offload_home / "lake").exists() or not any(
+        (offload_home / "lake").rglob("*.parquet")
+    )
+    triggers = SourceDb("postgresql", pg_url).rows(
+        "SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal"
+    )
+    assert triggers == [(0,)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="issue 26 item 7: the value check runs after the capture objects exist and "
+    "leaves them behind (wp/poison)",
+)
+@pytest.mark.parametrize("method", ["CHANGELOG", "PG_LOGICAL"])
+@pytest.mark.parametrize(
+    "column, value",
+    [("d", "'infinity'"), ("ts", "'-infinity'"), ("tstz", "'infinity'")],
+)
+def test_an_infinite_date_or_timestamp_is_refused_at_enable_leaving_nothing(
+    method: str,
+    column: str,
+    value: str,
+    pg_url: str,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The lake's dates and timestamps have no infinity: enabling a table that holds one
+    is refused in one line, before any trigger, changelog or slot exists."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    db = SourceDb("postgresql", pg_url)
+    db.run(
+        [
+            "CREATE SCHEMA app",
+            "CREATE TABLE app.t (id INTEGER PRIMARY KEY, d DATE, ts TIMESTAMP, tstz TIMESTAMPTZ)",
+            "INSERT INTO app.t (id) VALUES (1), (2)",
+            f"UPDATE app.t SET {column} = {value} WHERE id = 2",
+        ]
+    )
+    result = run_cli(
+        "offload", "-t", "app.t", "-x", "--incremental-updates-enabled",
+        f"--incremental-extraction-method={method}",
+    )  # fmt: skip
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.exit_code != 0 and len(lines) == 1, result.stderr
+    assert column in lines[0], lines[0]
+    left = db.rows(
+        "SELECT (SELECT count(*) FROM pg_trigger WHERE NOT tgisinternal),"
+        " (SELECT count(*) FROM pg_replication_slots),"
+        " (SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace"
+        "  WHERE n.nspname = 'app_h')"
+    )
+    assert left == [(0, 0, 0)], f"triggers, slots, changelog objects left behind: {left}"

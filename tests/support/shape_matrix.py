@@ -381,9 +381,7 @@ class CaseRun:
         key = TableRef(self.shape.schema, self.shape.table).key
         state = Repository(load_settings().repo_url).incremental.get_state(key)
         assert state is not None
-        view = next(
-            o for o in state.source_objects if o.kind == SourceObject.UPDATABLE_VIEW.value
-        )
+        view = next(o for o in state.source_objects if o.kind == SourceObject.UPDATABLE_VIEW.value)
         return f"{quote(view.schema)}.{quote(view.name)}"
 
     def rewrite(self, statements: list[str], view: str) -> list[str]:
@@ -402,7 +400,9 @@ class CaseRun:
         shape, case = self.shape, self.case
         self.db.run(shape.create())
         if self.through_view:
-            self.db.run([f"CREATE TABLE {self.shadow} AS SELECT * FROM {shape.qualified} WHERE 1 = 0"])
+            self.db.run(
+                [f"CREATE TABLE {self.shadow} AS SELECT * FROM {shape.qualified} WHERE 1 = 0"]
+            )
         self.offload(
             "--incremental-updates-enabled",
             f"--incremental-extraction-method={case.method}",
