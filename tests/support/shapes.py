@@ -203,18 +203,17 @@ class Shape:
 # ---------------------------------------------------------------------------
 
 
-def _multi_row(shape: Shape) -> list[Statements]:
+def _inserts(shape: Shape) -> list[Statements]:
+    return [[shape.insert([31, 32, 33])], [shape.insert([21])], [shape.insert([22, 23])]]
+
+
+def _multi_row_keys_and_deletes(shape: Shape) -> list[Statements]:
     return [
         [
             shape.insert([11, 12, 13]),
             shape.set_note("multi", 1, 2, 3),
             shape.update_values(4, 104),
-        ]
-    ]
-
-
-def _keys_and_deletes(shape: Shape) -> list[Statements]:
-    return [
+        ],
         [shape.move_key(2, 202)],
         [shape.delete(5), shape.delete(6, 7)],
         [shape.update_values(202, 108)],
@@ -237,16 +236,14 @@ def _one_key_many_times(shape: Shape) -> list[Statements]:
     ]
 
 
-def _more_inserts(shape: Shape) -> list[Statements]:
-    return [[shape.insert([21])], [shape.insert([22, 23])]]
-
-
-MULTI_ROW = Round("multi-row statements", _multi_row)
-KEYS_AND_DELETES = Round("key change and deletes", _keys_and_deletes)
+INSERTS = Round("inserts", _inserts, inserts_only=True)
+MULTI_ROW_KEYS_AND_DELETES = Round(
+    "multi-row statements, a key change and deletes", _multi_row_keys_and_deletes
+)
 ONE_KEY_MANY_TIMES = Round("one key changed many times in a transaction", _one_key_many_times)
-INSERTS = Round("inserts", lambda shape: [[shape.insert([31, 32, 33])]], inserts_only=True)
-MORE_INSERTS = Round("more inserts", _more_inserts, inserts_only=True)
-STANDARD = (INSERTS, MULTI_ROW, KEYS_AND_DELETES, ONE_KEY_MANY_TIMES, MORE_INSERTS)
+STANDARD = (INSERTS, MULTI_ROW_KEYS_AND_DELETES, ONE_KEY_MANY_TIMES)
+"""Each round ends with an extraction and a comparison; a round's transactions commit
+one after another, so one extraction reads changes of several transactions."""
 
 
 def rounds_for(shape: Shape, method: str) -> tuple[Round, ...]:
