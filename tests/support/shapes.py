@@ -874,9 +874,14 @@ def _truncate(shape: Shape) -> list[Statements]:
 
 
 def _truncate_and_insert(shape: Shape) -> list[Statements]:
+    return [[f"TRUNCATE {shape.qualified}", shape.insert([1, 41])], [shape.insert([42])]]
+
+
+def _update_truncate_and_insert(shape: Shape) -> list[Statements]:
+    """Merging methods: an update before the TRUNCATE in its transaction, one after."""
     return [
-        [shape.set_note("before", 1), f"TRUNCATE {shape.qualified}", shape.insert([1, 41])],
-        [shape.set_note("after", 1), shape.insert([42])],
+        [shape.set_note("before", 1), f"TRUNCATE {shape.qualified}", shape.insert([1, 51])],
+        [shape.set_note("after", 1), shape.insert([52])],
     ]
 
 
@@ -935,6 +940,10 @@ def dml_shapes(dialect: str) -> list[Shape]:
                     "TRUNCATE and inserts in one transaction",
                     _truncate_and_insert,
                     inserts_only=True,
+                ),
+                Round(
+                    "an update, TRUNCATE and inserts in one transaction",
+                    _update_truncate_and_insert,
                 ),
             ),
             methods=truncating,
