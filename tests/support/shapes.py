@@ -854,8 +854,7 @@ TRUNCATE_TRIGGERS = Known(
     methods=TRIGGER_METHODS,
 )
 TRUNCATE_DECODING = Known(
-    "issue 26 item 5: PG_LOGICAL fails on test_decoding's TRUNCATE record (wp/pglogical) "
-    "and the lake does not apply 'T' changes (wp/truncate)",
+    "issue 26 item 5: PG_LOGICAL fails on test_decoding's TRUNCATE record (wp/pglogical)",
     methods=frozenset({"PG_LOGICAL"}),
 )
 
