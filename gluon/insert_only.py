@@ -32,6 +32,7 @@ from gluon.lake.changes import TRUNCATE, keys_in_lake
 from gluon.lake.session import LakeSession
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
+from gluon.naming import lake_identifier
 from gluon.repo import Repository
 from gluon.repo.rejects import (
     DUPLICATE_KEY,
@@ -85,7 +86,8 @@ class Screen:
                 f"incremental update of {self.table_key} is no longer enabled: its repository "
                 "records changed during this extraction"
             )
-        keys = [name.lower() for name in state.key_columns]
+        # The changes carry the lake's column names: an unusual key name is escaped there.
+        keys = [lake_identifier(name) for name in state.key_columns]
         ops = changes.column("gl_op")
         rejected = [
             RejectedChange(seq, UNCAPTURED_REASONS.get(op, UNCAPTURED_UPDATE), _key(row, keys))

@@ -164,6 +164,8 @@ def source_object_names(
     def folded(text: str) -> str:
         return text.upper() if fold == "upper" else text.lower()
 
+    # fit() below shortens it: a schema name at the dialect's limit leaves no room for "_H",
+    # which the server would cut silently (PostgreSQL), looking for a schema that is not there.
     hybrid = f"{ref.schema}_H"
 
     def fit(text: str) -> str:

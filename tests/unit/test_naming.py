@@ -167,6 +167,17 @@ def test_postgresql_like_long_names_are_shortened_to_63() -> None:
     assert len({n.name for n in all_names(names)}) == 5  # view and its trigger share a name
 
 
+def test_a_schema_name_at_the_limit_gets_a_hybrid_schema_that_fits() -> None:
+    """A 63-byte PostgreSQL schema: "<schema>_H" would be cut by the server and never found."""
+    schema = "s" * 63
+    names = source_object_names(
+        TableRef(schema, "orders"), max_length=63, has_schemas=True, fold="lower"
+    )
+    hybrids = {name.schema for name in all_names(names)}
+    assert hybrids == {shorten(f"{schema}_H", 63).lower()}
+    assert len(hybrids.pop()) <= 63
+
+
 def test_names_do_not_depend_on_how_the_user_typed_the_table() -> None:
     long_table = "Customer_Order_Line_Item_History_Archive_Table_2024"
     spelled = [f"app.{long_table}", f"APP.{long_table.upper()}", f"app.{long_table.lower()}"]
