@@ -7,14 +7,17 @@ Revises: 0012
 from __future__ import annotations
 
 import sqlalchemy as sa
-from alembic import op
+
+from gluon.repo.revisions.ddl import create_table_if_missing
 
 revision = "0013"
 down_revision = "0012"
 
 
 def upgrade() -> None:
-    op.create_table(
+    # Made if missing, as every revision since 0009: a repository stamped at an older
+    # revision may hold it already.
+    create_table_if_missing(
         "set_aside_changes",
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("table_key", sa.String(300), nullable=False, index=True),
