@@ -448,6 +448,8 @@ def _shipped_before(
         return None
     seqs = changes.column("gl_seq")
     low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+    # Strictly above: the change AT shipped_seq is the last one a run recorded as shipping,
+    # maybe committed by a run killed right after (a one-change batch is exactly that).
     if low > _highest_ever_shipped(feed, state):
         return None  # the usual case after a table's first batch, proved without the engine
     batch = BatchRange(state.delta_table, low, high, state.view_min_partition)

@@ -254,9 +254,14 @@ def _quoted(name: str) -> str:
 
 
 def _same_key(keys: Sequence[str]) -> str:
-    """The merge condition: every key equal, NULL-safely (as the DEFERRED views compare)."""
+    """The merge condition: every key equal, NULL-safely (as the DEFERRED views compare).
+
+    Each term in parentheses: deltalake's (DataFusion's) parser binds ``IS NOT DISTINCT
+    FROM`` looser than ``AND``, so ``a IS NOT DISTINCT FROM b AND c ...`` would read as
+    ``a IS NOT DISTINCT FROM (b AND c) ...`` (issue 26).
+    """
     return " AND ".join(
-        f"gl_base.{_quoted(key)} IS NOT DISTINCT FROM gl_new.{_quoted(key)}" for key in keys
+        f"(gl_base.{_quoted(key)} IS NOT DISTINCT FROM gl_new.{_quoted(key)})" for key in keys
     )
 
 

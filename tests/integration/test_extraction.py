@@ -25,7 +25,9 @@ from support.incremental import (
     extract,
     lake_state,
     methods_for,
+    postgres_source,
     run_offload_process,
+    sqlite_source,
     workload_for,
 )
 from support.locking import PausedCommand
@@ -37,6 +39,7 @@ from gluon import source as sources
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
+from gluon.repo.rejects import RejectedChanges
 
 
 def test_random_dml_then_extraction_matches(
@@ -289,3 +292,53 @@ def test_engine_checks_a_batch_for_shipped_changes_only_when_some_may_be_in_the_
         assert (runs[0].rows_read or 0) > 6  # several batches
         assert len(checked) == expected_checks
         assert lake_state("main") == workload.expected
+
+
+@pytest.mark.parametrize(
+    ("dialect", "method"),
+    [
+        ("sqlite", "CHANGELOG"),
+        ("sqlite", "CHANGELOG_INSERT"),
+        ("postgresql", "PG_LOGICAL"),
+    ],
+)
+def test_a_batch_of_one_change_killed_after_its_commit_is_not_shipped_again(
+    dialect: str,
+    method: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 26, item 8: the re-run of a one-change batch whose Delta commit landed finds it
+    in the lake (its gl_seq is the highest ever shipped: the boundary itself), so it neither
+    appends it again nor, on an insert-only method, reports it as a rejected insert.
+
+    The already-shipped fast path may skip the engine only for a batch whose lowest gl_seq
+    is strictly above the recorded ``shipped_seq``: with ``>=`` this test fails on every
+    method (the change twice in the delta table; a false rejected insert)."""
+    source = (
+        sqlite_source(tmp_path / "app.db")
+        if dialect == "sqlite"
+        else postgres_source(request.getfixturevalue("pg_url"))
+    )
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, method, SEED)
+    workload.create(5)
+    enable(run_cli, source, method)
+    with workload.engine.begin() as db:
+        db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES (100, 'one change')"))
+    crashed = run_offload_process(
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-extraction",
+        env={"GLUON_FAULT": "extract.after_delta_commit"},
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    extract(run_cli, source)
+    assert_no_duplicate_sequences(source)
+    assert lake_state(source.schema) == workload.source_rows()
+    repo = Repository(load_settings().repo_url)
+    assert RejectedChanges(repo.engine).summary(source.table.upper()).total == 0
