@@ -54,6 +54,7 @@ from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, shorten, slot_name, source_object_names
 from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
+from gluon.source import logical
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -555,7 +556,7 @@ def check_logical_decoding(
     )
     if not rows:
         return  # the table is gone: the offload says so
-    wal_level, identity, has_primary_key, max_slots, used_slots, can_replicate, user = rows[0]
+    wal_level, max_slots, used_slots, can_replicate, user = rows[0]
     if wal_level != "logical":
         raise UnsupportedError(
             f"PG_LOGICAL needs wal_level=logical (the server runs with {wal_level}): run "
@@ -574,16 +575,18 @@ def check_logical_decoding(
             "(SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE "
             "...), or raise max_replication_slots (ALTER SYSTEM, then restart PostgreSQL)"
         )
-    label = f"{spec.schema}.{spec.name}"
-    if identity == "f":
+    labels = logical.relation_labels(source, spec.schema, spec.name)
+    if labels is None:
         return
-    if identity == "d" and has_primary_key and set(spec.primary_key) == set(key_columns):
-        return
-    raise UnsupportedError(
-        f"PG_LOGICAL needs the key of every updated or deleted row of {label} in the WAL: "
-        f"give it a primary key on {', '.join(key_columns) or 'its key'} or run "
-        f"ALTER TABLE {label} REPLICA IDENTITY FULL"
-    )
+    for relation in labels.relations:
+        problem = logical.identity_problem(relation, key_columns)
+        if problem is None:
+            continue
+        where = "" if relation is labels.root else f" (a partition of {labels.root.label})"
+        raise UnsupportedError(
+            f"PG_LOGICAL needs the key of every updated or deleted row of {relation.label}"
+            f"{where} in the WAL: {problem}"
+        )
 
 
 def capture_problems(

@@ -88,6 +88,7 @@ def register_incremental_views(
         base=sql.quote(record.base_table),
         delta=sql.quote(state.delta_table),
         min_partition=state.view_min_partition,
+        truncated=state.truncates_from(state.view_min_partition),
     )
     tables.create_view(session, internal, select)
     tables.create_user_view(session, record.user_view, record.columns, internal)

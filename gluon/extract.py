@@ -31,7 +31,13 @@ from gluon.faults import fault_point
 from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.insert_only import Screen
 from gluon.lake import merge, tables
-from gluon.lake.changes import BatchRange, append_changes, shipped_by_run, without_shipped
+from gluon.lake.changes import (
+    BatchRange,
+    append_changes,
+    holds_truncate,
+    shipped_by_run,
+    without_shipped,
+)
 from gluon.lake.session import LakeSession, open_session, retry_commit
 from gluon.lake.storage import missing_delta_table_error
 from gluon.locks import extraction_lock
@@ -343,6 +349,7 @@ class _MergeImmediately:
         else:
             keys = [lake_column(key) for key in self.state.key_columns]
             applied = merge.latest_per_key(changes, keys)
+        applied = merge.after_truncate(changes, applied)
         staged = merge.stage_batch(
             session,
             self.state.delta_path,
@@ -403,6 +410,10 @@ def _append(
             skip = None
         changes = result.screen(session, changes)
         fresh = changes.num_rows
+    if fresh and holds_truncate(changes):
+        # Before the commit: views and compactions of this partition must apply the 'T' as
+        # soon as a session can see it (a commit that never lands only costs them a scan).
+        feed.repo.incremental.record_truncate(state.table_key, result.control_partition)
     fault_point("extract.before_delta_commit")
     if fresh:
         append_changes(

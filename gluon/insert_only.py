@@ -14,6 +14,9 @@ trigger refuses a key it already shows, but two cases reach extraction:
   merging view the method exists to avoid, so it is recorded and reported
   instead of being dropped silently.
 
+A TRUNCATE (``gl_op`` 'T') is neither: the insert-only view applies it (the base and every
+earlier insert disappear), so inserts after it never meet a key from before it.
+
 Both are recorded in the repository (``gluon.repo.rejects``) before the batch
 is committed to the lake, idempotently, so a crash at any step records each
 change once. Status, the report and every later extraction show them.
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gluon.errors import StateError
-from gluon.lake.changes import keys_in_lake
+from gluon.lake.changes import TRUNCATE, keys_in_lake
 from gluon.lake.session import LakeSession
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
     from gluon.compact.options import CompactionMethod
 
 UNCAPTURED_REASONS = {"U": UNCAPTURED_UPDATE, "D": UNCAPTURED_DELETE}
+PASSED = ("I", TRUNCATE)
+"""Changes an insert-only view applies: inserts, and a TRUNCATE (it empties the table)."""
 
 
 def rejected_changes(repo: Repository) -> RejectedChanges:
@@ -80,12 +85,14 @@ class Screen:
                 "records changed during this extraction"
             )
         keys = [name.lower() for name in state.key_columns]
-        inserts = changes.filter(pc.equal(changes.column("gl_op"), "I"))
+        ops = changes.column("gl_op")
         rejected = [
             RejectedChange(seq, UNCAPTURED_REASONS.get(op, UNCAPTURED_UPDATE), _key(row, keys))
-            for row in changes.filter(pc.not_equal(changes.column("gl_op"), "I")).to_pylist()
+            for row in changes.filter(pc.invert(pc.is_in(ops, pa.array(PASSED)))).to_pylist()
             for seq, op in [(int(row["gl_seq"]), str(row["gl_op"]))]
         ]
+        passed = changes.filter(pc.is_in(ops, pa.array(PASSED)))
+        inserts = passed.filter(pc.equal(passed.column("gl_op"), "I"))
         in_lake = keys_in_lake(
             session,
             record.columns,
@@ -94,13 +101,25 @@ class Screen:
             state.view_min_partition,
             keys,
             inserts,
+            truncated=state.truncates_from(state.view_min_partition),
         )
         keep: list[bool] = []
         seen: set[tuple[Any, ...]] = set()
-        for row in inserts.to_pylist():
+        rows = passed.to_pylist()
+        last_truncate = max(
+            (int(row["gl_seq"]) for row in rows if row["gl_op"] == TRUNCATE), default=None
+        )
+        for row in rows:
+            if row["gl_op"] == TRUNCATE:
+                keep.append(True)  # the view applies it: nothing to screen
+                continue
             key = tuple(row[name] for name in keys)
-            duplicate = key in in_lake or key in seen
-            seen.add(key)
+            # A TRUNCATE later in the batch leaves none of this batch's earlier inserts, nor
+            # the lake's rows: only inserts after the last one can meet a key already shown.
+            after = last_truncate is None or int(row["gl_seq"]) > last_truncate
+            duplicate = after and ((last_truncate is None and key in in_lake) or key in seen)
+            if after:
+                seen.add(key)
             keep.append(not duplicate)
             if duplicate:
                 values = {name: value for name, value in row.items() if not name.startswith("gl_")}
@@ -111,7 +130,7 @@ class Screen:
             self.table_key, state.enabled_at, rejected
         ):
             self.recorded[change.reason] = self.recorded.get(change.reason, 0) + 1
-        return inserts.filter(pa.array(keep, pa.bool_()))
+        return passed.filter(pa.array(keep, pa.bool_()))
 
     def messages(self) -> list[str]:
         """What the table's recorded rejections (this run's and earlier ones) need from you."""

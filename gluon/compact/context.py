@@ -154,6 +154,12 @@ class CompactionContext:
             )
         return self.run.compacted_partition
 
+    @property
+    def truncated(self) -> bool:
+        """The compacted control partitions may hold a TRUNCATE: the merge applies it, and
+        every base partition is rewritten (a TRUNCATE empties those without changes too)."""
+        return self.state.truncates_from(self.min_partition)
+
     def merged_select(self, base: str | None = None) -> str:
         """Base rows with the compacted changes applied, plus the lake partition columns."""
         merged = view_sql(
@@ -164,6 +170,7 @@ class CompactionContext:
             delta=self.delta_relation,
             min_partition=self.min_partition,
             max_partition=self.max_partition,
+            truncated=self.truncated,
         )
         derived = [(part.expression, part.lake_column) for part in self.record.partitioning]
         return sql.with_columns(sql.subquery(merged, "gl_merged"), derived)

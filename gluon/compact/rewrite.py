@@ -161,7 +161,9 @@ def compact_in_place(context: CompactionContext) -> str:
         return "unpartitioned base table rewritten"
     stage_name, stage_path = _load_table(context, "compacted")
     if "staged" not in context.run.progress:
-        listed = _listed_partitions(context, "affected_partitions")
+        # A TRUNCATE empties base partitions no changed key touches: every one is rewritten.
+        listing = "all_partitions" if context.truncated else "affected_partitions"
+        listed = _listed_partitions(context, listing)
         if "partitions" not in context.run.progress:
             rows = context.lake().sql(sql.select_all(listed)).collect()
             predicates = sorted(partition_predicate(context, tuple(row)) for row in rows)
@@ -229,7 +231,10 @@ def compact_partition_wise(context: CompactionContext) -> str:
     # One batch computes the latest changes once anyway: staging them pays off from two.
     several = len(predicates) > PARTITIONS_PER_COMMIT or "latest_changes" in context.run.progress
     merging = context.method.view_kind is ViewKind.MERGE
-    latest = _staged_latest_changes(context) if merging and several else None
+    # The staged latest changes know no TRUNCATE: with one, each partition merges from the
+    # changes themselves (rare, and correct).
+    staging = merging and several and not context.truncated
+    latest = _staged_latest_changes(context) if staging else None
 
     def merged_partition(predicate: str) -> str:
         # Only this partition's base rows take part: a key that moved elsewhere is removed here

@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
@@ -30,7 +30,7 @@ POSITION_BITS = 20
 """``gl_seq`` = commit LSN << 20 | position in the transaction: 1,048,576 changes of the
 table per transaction, and 8 TiB of WAL in the cluster's life, fit a bigint."""
 
-_OPS = {"INSERT": "I", "UPDATE": "U", "DELETE": "D"}
+_OPS = {"INSERT": "I", "UPDATE": "U", "DELETE": "D", logical.TRUNCATE: "T"}
 
 
 def parse_lsn(text: str) -> int:
@@ -94,7 +94,6 @@ class PgLogicalFeed(TableFeed):
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
-    _label: str = field(default="", init=False)
 
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
@@ -126,7 +125,8 @@ class PgLogicalFeed(TableFeed):
 
         spec = self.record.spec()
         schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
-        label = logical.table_label(spec.schema, spec.name)
+        labels = self._labels()
+        self._check_keys_logged(labels)
         slot = self.slot.name
         # The slot's rows count BEGIN, COMMIT and other tables' changes too: peek further
         # (from the slot's position again) until the batch holds ``limit`` changes of the
@@ -136,7 +136,7 @@ class PgLogicalFeed(TableFeed):
             rows = peek_slot(self.source, slot, wanted)
             if not rows:
                 return schema.empty_table()
-            changes, last_commit = self._decode(rows, label)
+            changes, last_commit = self._decode(rows, labels)
             ended = len(rows) < wanted
             if len(changes) >= limit or (changes and ended):
                 self._confirm = last_commit
@@ -150,17 +150,59 @@ class PgLogicalFeed(TableFeed):
                 continue
             wanted *= 2
 
-    def _decode(self, rows: list[Any], label: str) -> tuple[list[list[str | None]], int | None]:
+    def _labels(self) -> logical.RelationLabels:
+        """How the slot names the table's changes now (its partitions read now, so one
+        attached since enable is the table's too).
+
+        Raises:
+            StateError: the table is gone.
+        """
+        spec = self.record.spec()
+        labels = logical.relation_labels(self.source, spec.schema, spec.name)
+        if labels is None:
+            raise StateError(
+                f"table {spec.schema}.{spec.name} of {self.state.table_key} is gone from the "
+                f"source: its changes in slot {self.slot.name} cannot be read"
+            )
+        return labels
+
+    def _check_keys_logged(self, labels: logical.RelationLabels) -> None:
+        """Refuse to read while a partition (one attached since enable, say) does not log the
+        key of an updated or deleted row: its old keys would be missing.
+
+        Raises:
+            StateError: one line naming the partition and the fix.
+        """
+        for relation in labels.relations:
+            problem = logical.identity_problem(relation, self.state.key_columns)
+            if problem is not None:
+                raise StateError(
+                    f"{relation.label} (of {self.state.table_key}) does not log the key of an "
+                    f"updated or deleted row, so PG_LOGICAL cannot apply its changes: {problem}; "
+                    f"changes it made before lack their key: if the extraction still fails, "
+                    f"{REBUILD_HINT}"
+                )
+
+    def _decode(
+        self, rows: list[Any], labels: logical.RelationLabels, *, strict: bool = True
+    ) -> tuple[list[list[str | None]], int | None]:
         """The table's changes in ``rows`` as text rows (values, gl_seq, gl_op) and the
-        last commit LSN."""
+        last commit LSN. ``strict=False`` (counting, discarding): a TRUNCATE of some
+        partitions counts as a change, a row naming the table unexpectedly is passed.
+
+        Raises:
+            StateError: a row of the table cannot be read, or names the table in a way
+                gluon did not expect (the slot is not advanced past a change not shipped).
+        """
         spec = self.record.spec()
         names = [column.name for column in spec.columns]
         keys = list(self.state.key_columns)
-        plain = logical.plain_row_pattern(label, names)
+        # Matched after the label, which is looked up: as fast for a thousand partitions.
+        plain = logical.plain_row_pattern((), [labels.columns.get(name, name) for name in names])
+        ours = labels.labels
         out: list[list[str | None]] = []
         pending: list[tuple[str, list[str | None]]] = []
         last_commit: int | None = None
-        ours = f"table {label}: "  # test_decoding's prefix of this table's change rows
         for lsn, _xid, data in rows:
             if data.startswith("BEGIN"):
                 pending = []
@@ -176,26 +218,86 @@ class PgLogicalFeed(TableFeed):
                 pending = []
                 last_commit = commit
                 continue
-            if not data.startswith(ours):
-                continue  # another table's change (which may not even log its key) or a message
-            read = logical.plain_values(data, plain)
-            if read is not None:
-                pending.append((_OPS[read[0]], read[1]))
-                continue
+            if not data.startswith("table "):
+                continue  # a message
+            # The label ends at the first ": " unless a quoted name holds one (the careful
+            # reader below finds those): a slice and a set lookup, whatever the partitions.
+            end = data.find(": ", 6)
+            if data[6:end] in ours:
+                read = logical.plain_values(data, plain, end)
+                if read is not None:
+                    pending.append((_OPS[read[0]], read[1]))
+                    continue
+            else:
+                found = self._unmatched(data, labels, strict=strict)
+                if found:
+                    pending.append(("T", [None] * len(names)))
+                if found is not False:
+                    continue  # a TRUNCATE, or another table's change (its key may be unlogged)
             try:
                 change = logical.parse_change(data)
             except logical.DecodingError as exc:
                 raise StateError(f"slot of {self.state.table_key}: {exc}") from None
-            if change is None or change.table != label:
+            if change is None:
+                continue
+            if change.op == logical.TRUNCATE:
+                if self._unmatched(data, labels, strict=strict):
+                    pending.append(("T", [None] * len(names)))
                 continue
             new = change.new
             if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
                 pending.append(("D", self._in_order(names, change.old)))  # the old key goes
                 pending.append(("I", self._in_order(names, self._complete(new, change.old))))
                 continue
+            operation = _OPS.get(change.op)
+            if operation is None:
+                raise StateError(
+                    f"slot of {self.state.table_key}: a {change.op} change of {change.table} "
+                    "gluon cannot apply: not advancing past it"
+                )
             completed = self._complete(new, change.old)
-            pending.append((_OPS[change.op], self._in_order(names, completed)))
+            pending.append((operation, self._in_order(names, completed)))
         return out, last_commit
+
+    def _unmatched(self, data: str, labels: logical.RelationLabels, *, strict: bool) -> bool | None:
+        """What change row ``data``, whose label is not plainly one of the table's, is to
+        the table: True, a TRUNCATE emptying it; False, a change of one of its relations
+        under a label holding ``": "`` (for the careful reader); None, another table's.
+        Any other row naming one of the table's relations (spelled another way than the
+        server spells it now) or that cannot be read stops the extraction: the slot never
+        advances past a change of the table not shipped.
+
+        Raises:
+            StateError: the row names the table unexpectedly, cannot be read, or truncates
+                some of its partitions only.
+        """
+        try:
+            tables, op, _ = logical.read_header(data)
+        except logical.DecodingError as exc:
+            raise StateError(
+                f"slot of {self.state.table_key}: a change row gluon cannot read ({exc}): "
+                "not advancing past it"
+            ) from None
+        if op == logical.TRUNCATE:
+            empties = labels.empties_table(tables)
+            if empties is False and strict:
+                raise StateError(
+                    f"slot of {self.state.table_key}: TRUNCATE of {', '.join(tables)} empties "
+                    f"some partitions of {labels.root.label} only, which PG_LOGICAL cannot "
+                    f"apply (it ships whole-table truncates); {REBUILD_HINT}"
+                )
+            if empties is not None:
+                return True
+        elif len(tables) == 1 and tables[0] in labels.labels:
+            return False
+        strange = [label for label in tables if labels.names_ours(label)]
+        if strange and strict:
+            raise StateError(
+                f"slot of {self.state.table_key}: a change labelled {strange[0]} names the "
+                f"table, which the server labels {' or '.join(sorted(labels.labels))}: not "
+                "advancing past a change gluon cannot match; report this to the gluon team"
+            )
+        return None
 
     @staticmethod
     def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:
@@ -261,9 +363,9 @@ class PgLogicalFeed(TableFeed):
         Decodes all the WAL the slot retains: for disable and discard, never the
         extraction's no-op path.
         """
-        spec = self.record.spec()
+        labels = self._labels()
         rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
-        changes, last_commit = self._decode(rows, logical.table_label(spec.schema, spec.name))
+        changes, last_commit = self._decode(rows, labels, strict=False)
         return len(changes), last_commit
 
     def backlog(self) -> int | None:

@@ -1,7 +1,7 @@
 """The delta table (``SCHEMA_LOAD.TABLE_CHANGES``) and the delta views over it.
 
 The delta table holds the table's columns plus ``gl_seq`` (change order),
-``gl_op`` (I/U/D), ``gl_extraction_id`` and ``gl_control_partition`` (its
+``gl_op`` (I/U/D, T for a TRUNCATE), ``gl_extraction_id`` and ``gl_control_partition`` (its
 Delta partition column, the change ingestion location).
 """
 
@@ -31,6 +31,16 @@ CHANGE_COLUMNS: tuple[Column, ...] = (
     Column("gl_control_partition", "gluon", "int"),
 )
 PARTITION_COLUMN = sql.CONTROL_PARTITION
+TRUNCATE = "T"
+"""``gl_op`` of a TRUNCATE: every table column NULL; every row as of just before its
+``gl_seq`` is gone (base rows and earlier changes), later changes apply to an empty table."""
+
+
+def holds_truncate(changes: pa.Table) -> bool:
+    """Whether a batch (with ``gl_op``) holds a TRUNCATE."""
+    import pyarrow.compute as pc
+
+    return bool(pc.any(pc.equal(changes.column("gl_op"), TRUNCATE)).as_py())
 
 
 def delta_columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
@@ -168,9 +178,14 @@ def keys_in_lake(
     min_partition: int,
     keys: list[str],
     inserts: pa.Table,
+    *,
+    truncated: bool = False,
 ) -> set[tuple[Any, ...]]:
     """The ``keys`` values of ``inserts`` the user view already shows (NULL-safe, like the
     views), as tuples in the order of ``keys`` (lake names of some of the table's ``columns``).
+
+    ``truncated``: the delta table's partitions from ``min_partition`` may hold a TRUNCATE;
+    then only inserts after the last one count (the view shows nothing from before it).
     """
     if inserts.num_rows == 0:
         return set()
@@ -186,9 +201,13 @@ def keys_in_lake(
         spark.read.format("delta")
         .load(delta_path)
         .where(sql.inserted_since(min_partition))
-        .select(*quoted)
+        .select(*quoted, "gl_seq")
     )
-    lake = base.unionByName(delta).alias("gl_lake")
+    last_truncate = _last_truncate(session, delta_path, min_partition) if truncated else None
+    if last_truncate is not None:
+        lake = delta.where(F.col("gl_seq") > last_truncate).select(*quoted).alias("gl_lake")
+    else:
+        lake = base.unionByName(delta.select(*quoted)).alias("gl_lake")
     condition = reduce(
         lambda left, right: left & right,
         [
@@ -200,6 +219,20 @@ def keys_in_lake(
     return {tuple(row[name] for name in keys) for row in found.to_pylist()}
 
 
+def _last_truncate(session: LakeSession, delta_path: str, min_partition: int) -> int | None:
+    """The highest ``gl_seq`` of a TRUNCATE in the delta table from ``min_partition``."""
+    from pyspark.sql import functions as F
+
+    found = (
+        session.spark.read.format("delta")
+        .load(delta_path)
+        .where(sql.truncates_since(min_partition))
+        .agg(F.max("gl_seq"))
+        .collect()
+    )
+    return None if found[0][0] is None else int(found[0][0])
+
+
 def view_sql(
     kind: str,
     *,
@@ -209,10 +242,12 @@ def view_sql(
     delta: str,
     min_partition: int,
     max_partition: int | None = None,
+    truncated: bool = False,
 ) -> str:
     """The SELECT that merges a base relation with changes (see :func:`sql.merged_rows`).
 
-    ``keys`` are source names; ``columns`` the table's columns.
+    ``keys`` are source names; ``columns`` the table's columns; ``truncated``: the changes
+    read may hold a TRUNCATE (``IncrementalState.truncates_from``).
     """
     return sql.merged_rows(
         kind,
@@ -222,4 +257,5 @@ def view_sql(
         delta=delta,
         low=min_partition,
         high=max_partition,
+        truncated=truncated,
     )

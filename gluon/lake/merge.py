@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gluon.lake import storage
-from gluon.lake.changes import PARTITION_COLUMN, delta_columns
+from gluon.lake.changes import PARTITION_COLUMN, TRUNCATE, delta_columns
 from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote_part
 from gluon.lake.types import struct_type
@@ -135,6 +135,21 @@ def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
     return pc.take(latest_sorted, pc.sort_indices(order))
 
 
+def after_truncate(changes: pa.Table, applied: pa.Array) -> pa.Array:
+    """``applied`` for a batch that may hold a TRUNCATE: with one, only the last TRUNCATE and
+    the applied changes after it (the merge empties the base table first, so nothing
+    before it may be applied)."""
+    import pyarrow.compute as pc
+
+    ops, seqs = changes.column("gl_op"), changes.column("gl_seq")
+    truncates = pc.equal(ops, TRUNCATE)
+    if not pc.any(truncates).as_py():
+        return applied
+    last = pc.max(pc.filter(seqs, truncates))
+    later = pc.and_(applied, pc.greater(seqs, last))
+    return pc.or_(later, pc.equal(seqs, last)).combine_chunks()
+
+
 def unmerged_batch(stage_path: str, base_path: str, writer: str) -> StagedBatch | None:
     """The staged batch the base table has not applied for ``writer`` (None: none staged,
     or merged already), with its ``gl_seq`` only."""
@@ -207,7 +222,9 @@ def merge_batch(
 
     Merging methods: a delete deletes the key's row, an insert or update replaces or adds it
     (its partition columns too, so a row whose partition changed moves). Insert-only methods
-    append every change.
+    append every change. A TRUNCATE among the applied changes (:func:`after_truncate`: the
+    last one, and only changes after it) empties the base table in the same commit: the merge
+    also deletes every row no change matches, an insert-only batch overwrites the table.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -216,6 +233,9 @@ def merge_batch(
     base = DeltaTable(base_path)
     names = [field.name for field in base.schema().fields]
     rows = batch.rows.filter(pc.field(APPLIED_COLUMN.name))
+    truncates = pc.equal(rows.column("gl_op"), TRUNCATE)
+    truncated = bool(pc.any(truncates).as_py())
+    rows = rows.filter(pc.invert(truncates))
     properties = CommitProperties(
         app_transactions=[Transaction(writer, batch.version)],
         custom_metadata={
@@ -225,12 +245,17 @@ def merge_batch(
     )
     if insert_only:
         appended = rows.select(names).cast(pa.schema(base.schema().to_arrow()))
-        write_deltalake(base, appended, mode="append", commit_properties=properties)
+        if truncated:
+            write_deltalake(base, appended, mode="overwrite", commit_properties=properties)
+        else:
+            write_deltalake(base, appended, mode="append", commit_properties=properties)
+    elif truncated and rows.num_rows == 0:
+        base.delete(commit_properties=properties)
     else:
         source = rows.select([*names, "gl_op"])
         values = {_quoted(name): f"gl_new.{_quoted(name)}" for name in names}
         kept = "gl_new.gl_op <> 'D'"
-        (
+        merger = (
             base.merge(
                 source,
                 _same_key(keys),
@@ -241,8 +266,10 @@ def merge_batch(
             .when_matched_delete("gl_new.gl_op = 'D'")
             .when_matched_update(values, kept)
             .when_not_matched_insert(values, kept)
-            .execute()
         )
+        if truncated:  # every row no change after the TRUNCATE matches is gone
+            merger = merger.when_not_matched_by_source_delete()
+        merger.execute()
     version = int(DeltaTable(base_path).version())
     log.info("merged staged batch %d into %s: version %d", batch.version, base_path, version)
     return version

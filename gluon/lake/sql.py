@@ -174,6 +174,7 @@ def merged_rows(
     delta: str,
     low: int,
     high: int | None,
+    truncated: bool = False,
 ) -> str:
     """The SELECT that merges a base relation with changes (a delta view, or a compaction).
 
@@ -185,9 +186,13 @@ def merged_rows(
         delta: the delta table relation, already rendered.
         low: the lowest control partition applied.
         high: the highest one applied (None: every newer partition).
+        truncated: the changes in range may hold a TRUNCATE (``gl_op`` 'T'): render the
+            SELECT that applies it (it reads the changes for one; a plain one does not).
     """
     return render(
         f"{kind}_view",
+        truncated=truncated,
+        truncate_in_range=partition_range("gl_truncate.", low, high),
         columns=[quote_part(column) for column in columns],
         keys=[quote_part(key) for key in keys],
         base=base,
@@ -307,6 +312,12 @@ def select_changes(delta_table: str, *, low: int, high: int, min_partition: int)
 def inserted_since(min_partition: int) -> str:
     """The delta table's inserts in control partitions from ``min_partition`` (a filter)."""
     return f"{partition_range('', min_partition, None)} AND gl_op = 'I'"
+
+
+def truncates_since(min_partition: int) -> str:
+    """The delta table's TRUNCATEs (``gl_op`` 'T') in control partitions from
+    ``min_partition`` (a filter)."""
+    return f"{partition_range('', min_partition, None)} AND gl_op = 'T'"
 
 
 def changes_since(delta_table: str, min_partition: int, where: str) -> str:

@@ -63,6 +63,9 @@ class IncrementalState:
     """``DEFERRED`` (delta table, views, compaction) or ``IMMEDIATE`` (each batch merged into
     the base table): ``gluon.states.MergeMode``; None (a row no revision 0011 default
     reached) is DEFERRED."""
+    truncate_partition: int | None = None
+    """The highest control partition an extraction shipped a TRUNCATE (``gl_op`` 'T') to,
+    recorded before its Delta commit (so it may name one whose commit never happened)."""
 
     def with_changes(self, **changes: Any) -> IncrementalState:
         return replace(self, **changes)
@@ -74,6 +77,11 @@ class IncrementalState:
             self.requested_partition is not None
             and self.acknowledged_partition != self.requested_partition
         )
+
+    def truncates_from(self, low: int) -> bool:
+        """Whether control partitions from ``low`` may hold a TRUNCATE: only then do the
+        views and compactions reading them render the SELECT that applies one."""
+        return self.truncate_partition is not None and self.truncate_partition >= low
 
     @property
     def ingestion_partition(self) -> int | None:
@@ -204,6 +212,24 @@ class IncrementalRepository:
                     sa.or_(table.c.shipped_seq.is_(None), table.c.shipped_seq < highest_seq),
                 )
                 .values(shipped_seq=highest_seq, updated_at=now())
+            )
+
+    @repository_write("record_truncate")
+    def record_truncate(self, table_key: str, partition: int) -> None:
+        """Raise the table's ``truncate_partition`` to ``partition`` (never lowers it): a
+        batch holding a TRUNCATE is about to be committed there."""
+        table = models.incremental_state
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(
+                    table.c.table_key == table_key,
+                    sa.or_(
+                        table.c.truncate_partition.is_(None),
+                        table.c.truncate_partition < partition,
+                    ),
+                )
+                .values(truncate_partition=partition, updated_at=now())
             )
 
     @repository_write("delete_state")

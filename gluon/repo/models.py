@@ -57,6 +57,9 @@ incremental_state = sa.Table(
     sa.Column("enablement_id", sa.Integer),
     # Revision 0011: DEFERRED (delta table, views, compaction) or IMMEDIATE (merged per batch).
     sa.Column("merge_mode", sa.String(20), server_default="DEFERRED"),
+    # Revision 0012: the highest control partition a TRUNCATE ('T' change) was shipped to
+    # (recorded before its Delta commit): views and compactions reading it apply TRUNCATEs.
+    sa.Column("truncate_partition", sa.Integer),
 )
 
 extraction_runs = sa.Table(

@@ -2,24 +2,30 @@
 
 A change reads ``table SCHEMA.TABLE: OP: col[type]:value ...``; an UPDATE whose
 replica identity logged the old row reads ``... UPDATE: old-key: <old> new-tuple:
-<new>``. Values are the type's output function text: ``null``, a bare token
-(numbers, booleans), or a quoted literal with ``''`` for a quote. Names that
-need quoting are double-quoted, with ``""`` for a double quote.
+<new>``; a TRUNCATE reads ``table A.B, C.D: TRUNCATE: (no-flags)`` (or ``restart_seqs``,
+``cascade``), naming every relation it emptied. Values are the type's output function text:
+``null``, a bare token (numbers, booleans), or a quoted literal with ``''`` for a quote.
+Names go through the server's ``quote_identifier`` (double-quoted, ``""`` for a double
+quote, when not a plain lower-case name or when a keyword that is not unreserved): gluon
+asks the server for the same quoting (:func:`relation_labels`), never guesses it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gluon.source.base import SourceDialect
 
 _UNCHANGED_TOAST_TEXT = "unchanged-toast-datum"
 UNCHANGED_TOAST = "\x00" + _UNCHANGED_TOAST_TEXT
 """The value of a large column an UPDATE left alone: not in the WAL, test_decoding prints
 ``unchanged-toast-datum`` bare. The NUL makes it no text PostgreSQL can hold."""
-
-_PLAIN_NAME = re.compile(r"^[a-z_][a-z0-9_$]*$")
 
 
 class DecodingError(ValueError):
@@ -33,23 +39,122 @@ class DecodedChange:
     table: str
     """``schema.table`` as test_decoding names it (quoted where PostgreSQL would quote)."""
     op: str
-    """``INSERT``, ``UPDATE`` or ``DELETE``."""
+    """``INSERT``, ``UPDATE``, ``DELETE`` or ``TRUNCATE``."""
     new: dict[str, str | None]
     """The new row (INSERT, UPDATE), or the old key or row of a DELETE."""
     old: dict[str, str | None] | None = None
     """The old key or row an UPDATE logged (None: the key did not change)."""
+    truncated: tuple[str, ...] = ()
+    """Every relation a TRUNCATE emptied, as labelled (``table`` is the first)."""
 
 
-def quote_name(name: str) -> str:
-    """``name`` as PostgreSQL's quote_identifier prints it."""
-    if _PLAIN_NAME.match(name):
-        return name
-    return '"' + name.replace('"', '""') + '"'
+TRUNCATE = "TRUNCATE"
+_TRUNCATE_FLAGS = {"(no-flags)", "restart_seqs", "cascade"}
 
 
-def table_label(schema: str, table: str) -> str:
-    """How test_decoding names ``schema.table`` in a change row."""
-    return f"{quote_name(schema)}.{quote_name(table)}"
+@dataclass(frozen=True, slots=True)
+class LogicalRelation:
+    """One relation of a table's partition tree, as the server names and logs it."""
+
+    schema: str
+    name: str
+    label: str
+    """``schema.name`` quoted by the server's ``quote_ident``: test_decoding's spelling."""
+    is_leaf: bool
+    """It holds rows (its changes are decoded under its own label); not a partitioned table."""
+    replica_identity: str
+    """``relreplident``: d (primary key), f (every column), i (an index), n (nothing)."""
+    primary_key: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RelationLabels:
+    """How test_decoding names a table's changes now: the table and, when it is partitioned,
+    every partition below it (changes name the leaf that holds the row), and its columns."""
+
+    root: LogicalRelation
+    relations: tuple[LogicalRelation, ...]
+    """The root and every partition at any depth (the root alone when not partitioned)."""
+    columns: dict[str, str]
+    """Each column's name -> its label in a tuple (quoted by the server)."""
+
+    @property
+    def labels(self) -> frozenset[str]:
+        """The labels a row change of the table carries (its leaves')."""
+        return frozenset(r.label for r in self.relations if r.is_leaf)
+
+    def names_ours(self, label: str) -> bool:
+        """``label`` names one of the table's relations, however it is quoted."""
+        try:
+            named = split_label(label)
+        except DecodingError:
+            return False
+        return any(named == (r.schema, r.name) for r in self.relations)
+
+    def empties_table(self, truncated: Sequence[str]) -> bool | None:
+        """Whether a TRUNCATE of ``truncated`` empties the whole table (True), part of it
+        (False: some partitions only), or none of it (None)."""
+        named = set(truncated)
+        if self.root.label in named or self.labels <= named:
+            return True
+        if named & {r.label for r in self.relations}:
+            return False
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def split_label(label: str) -> tuple[str, ...]:
+    """The names in a printed ``schema.table`` label, unquoted.
+
+    Raises:
+        DecodingError: ``label`` is not one or two printed names.
+    """
+    names: list[str] = []
+    position = 0
+    while True:
+        name, position = _read_name(label, position)
+        if not name:
+            raise DecodingError(f"no name at {position} in label {label!r}")
+        names.append(_unquote_name(name))
+        if position == len(label):
+            return tuple(names)
+        if label[position] != "." or len(names) == 2:
+            raise DecodingError(f"unexpected {label[position]!r} in label {label!r}")
+        position += 1
+
+
+def relation_labels(source: SourceDialect, schema: str, table: str) -> RelationLabels | None:
+    """How test_decoding names ``schema.table``'s changes now (None: the table is gone),
+    quoted by the server itself (``quote_ident`` is test_decoding's ``quote_identifier``),
+    the partition tree read now so partitions attached since enable are the table's too.
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    params = {"schema": schema, "table": table}
+    relations = [
+        LogicalRelation(row[0], row[1], row[2], bool(row[3]), str(row[4]), tuple(row[5] or ()))
+        for row in source.run_query("logical_relations", params)
+    ]
+    root = next((r for r in relations if (r.schema, r.name) == (schema, table)), None)
+    if root is None:
+        return None
+    columns = {str(row[0]): str(row[1]) for row in source.run_query("logical_columns", params)}
+    return RelationLabels(root, tuple(relations), columns)
+
+
+def identity_problem(relation: LogicalRelation, key_columns: Sequence[str]) -> str | None:
+    """Why ``relation``'s WAL would lack the key of an updated or deleted row (None: it logs
+    it): the primary key as replica identity, on the key columns, or every column."""
+    if not relation.is_leaf or relation.replica_identity == "f":
+        return None
+    if relation.replica_identity == "d" and set(relation.primary_key) == set(key_columns):
+        return None
+    return (
+        f"give {relation.schema}.{relation.name} a primary key on "
+        f"{', '.join(key_columns) or 'its key'} or run ALTER TABLE {relation.label} "
+        "REPLICA IDENTITY FULL"
+    )
 
 
 def parse_change(data: str) -> DecodedChange | None:
@@ -61,23 +166,19 @@ def parse_change(data: str) -> DecodedChange | None:
     if not data.startswith("table "):
         return None
     header = _HEADER.match(data)
-    if header is not None:
+    if header is not None and header["op"] != TRUNCATE:
         fast = _read_tuples_fast(data, header.end())
         if fast is not None:
             return DecodedChange(header["table"], header["op"], *fast)
-    position = 6
-    table, position = _read_name(data, position)
-    if data[position] == ".":
-        rest, position = _read_name(data, position + 1)
-        table = f"{table}.{rest}"
-    if data[position : position + 2] != ": ":
-        raise DecodingError(f"no operation after the table in {data[:200]!r}")
-    position += 2
-    end = data.find(":", position)
-    if end < 0:
-        raise DecodingError(f"no operation in {data[:200]!r}")
-    op = data[position:end]
-    position = end + 1
+    tables, op, position = read_header(data)
+    table = tables[0]
+    if op == TRUNCATE:
+        flags = data[position:].split()
+        if not flags or not set(flags) <= _TRUNCATE_FLAGS:
+            raise DecodingError(f"unknown TRUNCATE flags in {data[:200]!r}")
+        return DecodedChange(table, op, {}, truncated=tables)
+    if len(tables) > 1:
+        raise DecodingError(f"{op} naming several tables in {data[:200]!r}")
     if data.startswith(" old-key:", position):
         old, position = _read_tuple(data, position + len(" old-key:"), stop=" new-tuple:")
         new, position = _read_tuple(data, position + len(" new-tuple:"))
@@ -91,7 +192,41 @@ def parse_change(data: str) -> DecodedChange | None:
     return DecodedChange(table, op, new)
 
 
-_NAME = r'"[^"]*(?:""[^"]*)*"|[^".:\[ ]+'
+def read_header(data: str) -> tuple[tuple[str, ...], str, int]:
+    """The relation labels (several for a TRUNCATE) and the operation of change row ``data``,
+    and where the rest starts.
+
+    Raises:
+        DecodingError: the row does not start like a test_decoding change.
+    """
+    header = _HEADER.match(data)
+    if header is not None:  # one table (any row but a TRUNCATE of several): one match
+        return (header["table"],), header["op"], header.end()
+    if not data.startswith("table "):
+        raise DecodingError(f"not a change row: {data[:200]!r}")
+    tables: list[str] = []
+    position = 6
+    while True:
+        start = position
+        name, position = _read_name(data, position)
+        if data.startswith(".", position):
+            _, position = _read_name(data, position + 1)
+        if not name or position == start:
+            raise DecodingError(f"no table name at {start} in {data[:200]!r}")
+        tables.append(data[start:position])
+        if not data.startswith(", ", position):
+            break
+        position += 2
+    if data[position : position + 2] != ": ":
+        raise DecodingError(f"no operation after the table in {data[:200]!r}")
+    position += 2
+    end = data.find(":", position)
+    if end < 0:
+        raise DecodingError(f"no operation in {data[:200]!r}")
+    return tuple(tables), data[position:end], end + 1
+
+
+_NAME = r'"[^"]*(?:""[^"]*)*"|[^".:\[ ,]+'
 _TYPE = r'\[[^\[\]"]*(?:\[\][^\[\]"]*)*\]'
 _QUOTED = r"'[^']*(?:''[^']*)*'"
 _BARE_TOKEN = r"[^ ']*"
@@ -138,25 +273,30 @@ def _read_tuples_fast(
 _RAW_VALUE = f"({_QUOTED}|{_BARE_TOKEN})"
 
 
-def plain_row_pattern(label: str, columns: Sequence[str]) -> re.Pattern[str]:
-    """A pattern reading a plain change row of table ``label`` in one match: the operation,
-    then each of ``columns`` (in this order, each optional: a DELETE logs the key only) as its
-    raw printed value, for :func:`plain_values`. Rows it does not match (an old key, another
-    column order, a name PostgreSQL quotes as a keyword, a ``B'...'`` bit string) are for
-    :func:`parse_change`: one match per row instead of ``findall`` and a dict (the extraction's
-    hot loop).
+def plain_row_pattern(labels: Iterable[str], columns: Sequence[str]) -> re.Pattern[str]:
+    """A pattern reading a plain change row of a relation labelled one of ``labels`` (none:
+    matched from the end of the label) in one match: the
+    operation, then each of ``columns`` (column labels, in this order, each optional: a
+    DELETE logs the key only) as its raw printed value, for :func:`plain_values`. Rows it
+    does not match (an old key, another column order, a ``B'...'`` bit string) are for
+    :func:`parse_change`: one match per row instead of ``findall`` and a dict (the
+    extraction's hot loop).
     """
-    items = "".join(f"(?: {re.escape(quote_name(name))}{_TYPE}:{_RAW_VALUE})?" for name in columns)
-    return re.compile(f"{re.escape(label)}: (INSERT|UPDATE|DELETE):{items}\\Z")
+    items = "".join(f"(?: {re.escape(column)}{_TYPE}:{_RAW_VALUE})?" for column in columns)
+    tables = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
+    return re.compile(f"(?:{tables}): (INSERT|UPDATE|DELETE):{items}\\Z")
 
 
-def plain_values(data: str, pattern: re.Pattern[str]) -> tuple[str, list[str | None]] | None:
+def plain_values(
+    data: str, pattern: re.Pattern[str], start: int = 6
+) -> tuple[str, list[str | None]] | None:
     """The operation and the column values (None: SQL NULL or not logged) of change row
-    ``data`` (after its ``table `` prefix: ``pattern`` matches from position 6), read by
-    ``pattern`` from :func:`plain_row_pattern`; None where the row is not plain (the careful
-    reader decides), among them an UPDATE that left a large value out of the WAL.
+    ``data``, read by ``pattern`` from :func:`plain_row_pattern` from ``start`` (6: after
+    ``table ``, for a pattern naming labels; the label's end for one naming none); None
+    where the row is not plain (the careful reader decides), among them an UPDATE that left
+    a large value out of the WAL.
     """
-    match = pattern.match(data, 6)
+    match = pattern.match(data, start)
     if match is None or _UNCHANGED_TOAST_TEXT in data:
         return None
     op, *raw = match.groups()
@@ -186,7 +326,7 @@ def _read_name(data: str, position: int) -> tuple[str, int]:
                 continue
             return data[position : end + 1], end + 1
     end = position
-    while end < len(data) and data[end] not in ".:[ ":
+    while end < len(data) and data[end] not in ".:[ ,":
         end += 1
     return data[position:end], end
 

@@ -205,12 +205,17 @@ def slot_backlog(
     if reader is not None:
         reason = f"process {reader} is reading the slot (an extraction): run status again"
         return replace(figures, unknown_reason=reason)
-    prefix = f"table {logical.table_label(schema, table)}: "
+    labels = logical.relation_labels(source, schema, table)
+    if labels is None:
+        reason = f"table {schema}.{table} is gone from the source"
+        return replace(figures, unknown_reason=reason)
+    # A change row of any partition, or a TRUNCATE naming the table (or a partition) first.
+    prefixes = [f"table {r.label}{sep}" for r in labels.relations for sep in (": ", ", ")]
     params = {
         "slot": slot.name,
         "limit": PENDING_PEEK_ROWS,
         "budget": PENDING_PEEK_WAL_BYTES,
-        "prefix": prefix,
+        "prefixes": prefixes,
     }
     complete, changes, first_commit, source_now = source.run_query("slot_pending_changes", params)[
         0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,8 +22,7 @@ from gluon.source.logical import (
     DecodingError,
     commit_time,
     parse_change,
-    quote_name,
-    table_label,
+    split_label,
 )
 
 
@@ -56,7 +56,8 @@ def test_quoted_names_and_an_unchanged_large_value() -> None:
         "s[text]:'unchanged-toast-datum'"
     )
     assert change is not None
-    assert change.table == table_label('My"S', "T x") == '"My""S"."T x"'
+    assert change.table == '"My""S"."T x"'
+    assert split_label(change.table) == ('My"S', "T x")
     assert change.new == {"Id": "1", "big": UNCHANGED_TOAST, "s": "unchanged-toast-datum"}
 
 
@@ -84,11 +85,17 @@ class _Source:
     engine = SimpleNamespace(url=SimpleNamespace(database="db"))
 
     def __init__(self, row: tuple[Any, ...]) -> None:
-        self.row = row if len(row) > 3 else (*row, *FREE_SLOT_AND_PRIVILEGE)
+        wal_level, self.identity, self.has_primary_key, *server = row
+        self.server = (wal_level, *(server or FREE_SLOT_AND_PRIVILEGE))
 
     def run_query(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
+        if template == "logical_relations":  # the table, not partitioned
+            key = ["id"] if self.has_primary_key else []
+            return [("app", "items", "app.items", True, self.identity, key)]
+        if template == "logical_columns":
+            return [("id", "id")]
         assert template == "logical_decoding_setup"
-        return [self.row]
+        return [self.server]
 
 
 FREE_SLOT_AND_PRIVILEGE = (10, 9, True, "gluon")
@@ -192,10 +199,12 @@ def test_the_plain_reader_agrees_with_the_careful_one_or_leaves_the_row_to_it(
     careful = _parsed_or_refused(data)
     if not isinstance(careful, DecodedChange):
         table = data[len("table ") :].split(": ", 1)[0]
-        assert logical.plain_values(data, logical.plain_row_pattern(table, ["id"])) is None
+        assert logical.plain_values(data, logical.plain_row_pattern([table], ["id"])) is None
         return
     names = [*careful.new, "not_logged"]
-    plain = logical.plain_values(data, logical.plain_row_pattern(careful.table, names))
+    plain = logical.plain_values(
+        data, logical.plain_row_pattern([careful.table], [_printed(name) for name in names])
+    )
     if careful.old is not None or logical.UNCHANGED_TOAST in careful.new.values():
         assert plain is None
     elif plain is not None:
@@ -204,7 +213,7 @@ def test_the_plain_reader_agrees_with_the_careful_one_or_leaves_the_row_to_it(
 
 def test_the_plain_reader_reads_a_bench_row_and_a_key_only_delete() -> None:
     names = ["id", "amount", "label", "at"]
-    pattern = logical.plain_row_pattern("bench.items", names)
+    pattern = logical.plain_row_pattern(["bench.items"], names)
     row = (
         "table bench.items: UPDATE: id[bigint]:1 amount[numeric]:1.37 label[text]:'it''s 1' "
         "at[timestamp without time zone]:'2024-01-01 00:00:01'"
@@ -226,6 +235,16 @@ def _parsed_or_refused(data: str) -> DecodedChange | str | None:
         return str(exc)
 
 
+def _printed(name: str) -> str:
+    """``name`` as the rows of these tests print it: quoted unless plain lower case."""
+    return name if re.fullmatch(r"[a-z_][a-z0-9_$]*", name) else _quoted(name)
+
+
+def _quoted(name: str) -> str:
+    """``name`` double-quoted (the server quotes some names, any name may be quoted)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 @given(
     rows=st.lists(
         st.tuples(
@@ -242,7 +261,7 @@ def test_random_rows_read_back_as_written(
     rows: list[tuple[str, str, str | None]], old: bool
 ) -> None:
     items = "".join(
-        f" {quote_name(name)}[{type_}]:"
+        f" {_quoted(name)}[{type_}]:"
         + ("null" if value is None else "'" + value.replace("'", "''") + "'")
         for name, type_, value in rows
     )
@@ -257,5 +276,68 @@ def test_random_rows_read_back_as_written(
     assert change.new == values
     assert change.old == (values if old else None)
     names = [name for name, _, _ in rows]
-    plain = logical.plain_values(data, logical.plain_row_pattern("public.t", names))
+    pattern = logical.plain_row_pattern(["public.t"], [_quoted(name) for name in names])
+    plain = logical.plain_values(data, pattern)
     assert plain == (None if old else ("UPDATE", [values[name] for name in names]))
+
+
+@pytest.mark.parametrize(
+    ("data", "tables"),
+    [
+        ("table public.t: TRUNCATE: (no-flags)", ("public.t",)),
+        ("table public.t: TRUNCATE: restart_seqs", ("public.t",)),
+        ("table public.t: TRUNCATE: restart_seqs cascade", ("public.t",)),
+        (
+            'table public.lp, "select"."a, b: c", public.lp_eu: TRUNCATE: cascade',
+            ("public.lp", '"select"."a, b: c"', "public.lp_eu"),
+        ),
+    ],
+)
+def test_a_truncate_names_every_table_it_empties(data: str, tables: tuple[str, ...]) -> None:
+    change = parse_change(data)
+    assert change is not None
+    assert (change.op, change.table, change.truncated) == ("TRUNCATE", tables[0], tables)
+    assert change.new == {} and change.old is None
+    assert logical.read_header(data)[:2] == (tables, "TRUNCATE")
+
+
+def test_a_truncate_with_unknown_flags_is_refused() -> None:
+    with pytest.raises(DecodingError, match="TRUNCATE flags"):
+        parse_change("table public.t: TRUNCATE: everything")
+
+
+def _relation(name: str, *, leaf: bool = True) -> logical.LogicalRelation:
+    return logical.LogicalRelation("app", name, f"app.{name}", leaf, "d", ("id",))
+
+
+PARTITIONED = logical.RelationLabels(
+    _relation("t", leaf=False),
+    (_relation("t", leaf=False), _relation("t_a"), _relation("t_b")),
+    {"id": "id"},
+)
+
+
+@pytest.mark.parametrize(
+    ("truncated", "empties"),
+    [
+        (["app.t", "app.t_a", "app.t_b"], True),  # TRUNCATE app.t names the root and leaves
+        (["app.t_a", "app.t_b"], True),  # every leaf
+        (["app.t_a"], False),  # one partition of two
+        (["app.t_a", "app.other"], False),
+        (["app.other"], None),
+        (['app."T"'], None),
+    ],
+)
+def test_a_truncate_empties_the_table_when_it_names_the_root_or_every_leaf(
+    truncated: list[str], empties: bool | None
+) -> None:
+    assert PARTITIONED.empties_table(truncated) is empties
+
+
+def test_a_label_names_the_table_however_it_is_quoted() -> None:
+    assert PARTITIONED.labels == {"app.t_a", "app.t_b"}
+    assert PARTITIONED.names_ours('"app"."t_a"') and PARTITIONED.names_ours("app.t")
+    assert not PARTITIONED.names_ours('app."T_a"') and not PARTITIONED.names_ours("app.t_c")
+    assert split_label('"we.ird"."a""b"') == ("we.ird", 'a"b')
+    with pytest.raises(DecodingError):
+        split_label("a.b.c")

@@ -3,7 +3,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H.ORDERS_LOG (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ORDER_ID NUMBER,
@@ -21,7 +21,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H.ORDERS_LOG (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ORDER_ID NUMBER,
@@ -39,7 +39,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H.ORDERS_LOG (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ORDER_ID NUMBER,
@@ -57,7 +57,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H.ORDERS_LOG (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ORDER_ID NUMBER,
@@ -75,7 +75,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H.ORDERS_LOG (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ORDER_ID NUMBER,

@@ -9,7 +9,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H."ORDER ITEMS_LOG" (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ID NUMBER,
@@ -61,7 +61,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H."ORDER ITEMS_LOG" (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ID NUMBER,
@@ -108,7 +108,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H."ORDER ITEMS_LOG" (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ID NUMBER,
@@ -219,7 +219,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H."ORDER ITEMS_LOG" (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ID NUMBER,
@@ -359,7 +359,7 @@ GRANT UNLIMITED TABLESPACE TO APP_H
 /
 CREATE TABLE APP_H."ORDER ITEMS_LOG" (
     gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
-    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D')),
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
     gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
     gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
     ID NUMBER,

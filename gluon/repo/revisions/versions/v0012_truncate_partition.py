@@ -1,0 +1,18 @@
+"""The highest control partition an extraction shipped a TRUNCATE to (revision 0012).
+
+Revision ID: 0012
+Revises: 0011
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from gluon.repo.revisions.ddl import add_column_if_missing
+
+revision = "0012"
+down_revision = "0011"
+
+
+def upgrade() -> None:
+    add_column_if_missing("incremental_state", sa.Column("truncate_partition", sa.Integer))
