@@ -6,7 +6,7 @@ Dialect-free: every SQL text comes from the dialect's templates
 ``read_changes``, ``delete_changes``); names come from ``gluon.naming``.
 
 The changelog holds ``gl_seq`` (its key, drawn from the changelog sequence;
-SQLite: AUTOINCREMENT), ``gl_op`` (``I``/``U``/``D``), ``gl_origin`` (``T``:
+SQLite: AUTOINCREMENT), ``gl_op`` (``I``/``U``/``D``/``T``), ``gl_origin`` (``T``:
 the changelog trigger on the application table, ``V``: the updatable view's
 trigger), ``gl_changed_at``, then every table column with its declared type,
 all nullable. The triggers fire once per row:
@@ -15,7 +15,16 @@ all nullable. The triggers fire once per row:
 - UPDATE that changes no column: nothing;
 - UPDATE that keeps the key: ``U`` with the new row;
 - UPDATE that changes the key: ``D`` with the old key, then ``I`` with the new row;
-- DELETE: ``D`` with the old key (other columns NULL).
+- DELETE: ``D`` with the old key (other columns NULL);
+- TRUNCATE (PostgreSQL: a statement trigger calling the same function, named by
+  :func:`truncate_trigger_name`, on every method): one ``T`` row, every table
+  column NULL: every row of the table before it is gone.
+
+A key-changing update whose old key another row of the same statement took
+(``UPDATE t SET id = id + 1`` under a key checked at statement end) records no
+``D``: PostgreSQL fires the row triggers at the end of the statement and
+writes the ``D`` only when no row holds the old key; Oracle's compound
+trigger does the same at AFTER STATEMENT.
 
 A method that does not capture an operation has no changelog trigger for it,
 unless it reports uncaptured DML (CHANGELOG_INSERT): then an update records a
@@ -288,6 +297,7 @@ def script_context(
         UsageError: no key columns, or a key column the table lacks.
     """
     staging = _find(objects, SourceObject.LAKE_ROWS_TABLE)
+    trigger = _find(objects, SourceObject.CHANGELOG_TRIGGER)
     return {
         "table": spec,
         "columns": list(spec.columns),
@@ -301,6 +311,7 @@ def script_context(
         "view": _find(objects, SourceObject.UPDATABLE_VIEW),
         "staging": staging,
         "staging_index": _index_name(source, staging) if staging else None,
+        "truncate_trigger": truncate_trigger_name(source, trigger) if trigger else None,
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
         "log_types": {
             column.name: changelog_type(source.name, column.source_type) for column in spec.columns
@@ -317,6 +328,13 @@ def changelog_type(dialect: str, source_type: str) -> str:
         if pattern.match(declared if dialect == "oracle" else declared.lower()):
             return wide
     return declared
+
+
+def truncate_trigger_name(source: SourceDialect, trigger: SourceObjectRef) -> str:
+    """The name of the statement trigger recording a TRUNCATE, next to the row trigger
+    ``trigger`` and calling the same function (where the dialect has one: PostgreSQL; a
+    trigger is either row- or statement-level). Dropping the function drops both."""
+    return shorten(f"{trigger.name}_truncate", source.max_identifier_length)
 
 
 def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:
@@ -619,16 +637,20 @@ def capture_problems(
     trigger = _find(objects, SourceObject.CHANGELOG_TRIGGER)
     if trigger is None:
         return problems
+    truncate_name = truncate_trigger_name(source, trigger)
     params = {
         "schema": trigger.schema,
         "name": trigger.name,
+        "truncate_name": truncate_name,
         "table_schema": table.schema,
         "table_name": table.name,
     }
     rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
-    fires = [bool(row[0]) for row in rows]
+    # One row per trigger: (name, fires), fires NULL where the dialect reports a missing one.
+    truncate_fires = [row[1] for row in rows if row[0] == truncate_name]
+    fires = [row[1] for row in rows if row[0] != truncate_name]
     label = f"capture trigger {trigger.schema}.{trigger.name} on {table.schema}.{table.name}"
-    if not fires:
+    if not fires or None in fires:
         problems.append(f"{label} is missing: {recreate}")
     elif not all(fires):
         enable = (
@@ -637,6 +659,15 @@ def capture_problems(
             else f"ALTER TABLE {table.schema}.{table.name} ENABLE TRIGGER {trigger.name}"
         )
         problems.append(f"{label} is disabled: enable it ({enable}), {resync}")
+    if truncate_fires and not all(truncate_fires):
+        state = "missing" if None in truncate_fires else "disabled"
+        problems.append(
+            f"TRUNCATE capture trigger {truncate_name} on {table.schema}.{table.name} is "
+            f"{state}: a TRUNCATE of the table would not reach the lake: re-create the capture "
+            "objects (offload --incremental-updates-enabled "
+            "--incremental-recreate-capture-objects); if the table was truncated meanwhile, "
+            + resync
+        )
     return problems
 
 
@@ -887,4 +918,5 @@ __all__ = [
     "read_changes",
     "script_context",
     "sequence_position",
+    "truncate_trigger_name",
 ]

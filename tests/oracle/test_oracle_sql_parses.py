@@ -319,3 +319,20 @@ def test_template_matches_golden_file(source: OracleSource, template: str) -> No
 
 def test_the_parser_does_reject_broken_sql(linter: Linter) -> None:
     assert parse_problems(linter, "SELECT FROM WHERE") != []
+
+
+def test_a_key_changing_update_writes_its_delete_after_the_statement() -> None:
+    """Issue 32 item 8: Oracle checks unique keys at statement end, so in UPDATE t SET id =
+    id + 1 a delete of the old key written by the row trigger removes the row an earlier
+    row moved into that key. The changelog trigger is a compound trigger: the row section
+    writes no delete for a key change, AFTER STATEMENT writes one for each old key no row
+    holds any more."""
+    context = CASES["create_changelog_trigger"]["CHANGELOG"]
+    rendered = connect(URL).render("create_changelog_trigger", **context)
+    assert "COMPOUND TRIGGER" in rendered
+    row_section, statement_section = rendered.split("AFTER STATEMENT IS", 1)
+    updating = row_section.split("ELSIF UPDATING THEN", 1)[1].split("ELSIF DELETING THEN")[0]
+    assert "'D', 'T'" not in updating, "the row section deletes the old key at once"
+    assert "gl_moved.EXTEND" in updating
+    assert "SELECT COUNT(*) INTO gl_held FROM APP.ORDERS" in statement_section
+    assert "'D', 'T', gl_old.ORDER_ID, gl_old.LINE_NO" in statement_section

@@ -23,28 +23,49 @@ DROP TABLE APP_H.MIXEDCASE_LOG PURGE
 
 -- case: CHANGELOG create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE
-AFTER INSERT OR UPDATE OR DELETE ON APP."MixedCase"
-FOR EACH ROW
-BEGIN
+FOR INSERT OR UPDATE OR DELETE ON APP."MixedCase"
+COMPOUND TRIGGER
   -- gluon:00000000000000000000000000000000:
-  IF INSERTING THEN
-    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
-      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
-  ELSIF UPDATING THEN
-    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
-      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+  TYPE gl_key IS RECORD (ID APP."MixedCase".ID%TYPE);
+  TYPE gl_keys IS TABLE OF gl_key;
+  gl_moved gl_keys := gl_keys();
+  gl_old gl_key;
+  gl_held PLS_INTEGER;
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
       INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
         VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
-    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
-        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
-      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
-        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW."MixedCol");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+        gl_moved.EXTEND;
+        gl_moved(gl_moved.LAST).ID := :OLD.ID;
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+      ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW."MixedCol");
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
     END IF;
-  ELSIF DELETING THEN
-    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
-      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
-  END IF;
+  END AFTER EACH ROW;
+
+  AFTER STATEMENT IS
+  BEGIN
+    FOR gl_i IN 1 .. gl_moved.COUNT LOOP
+      gl_old := gl_moved(gl_i);
+      SELECT COUNT(*) INTO gl_held FROM APP."MixedCase" gl_app
+        WHERE gl_app.ID = gl_old.ID AND ROWNUM = 1;
+      IF gl_held = 0 THEN
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', gl_old.ID);
+      END IF;
+    END LOOP;
+  END AFTER STATEMENT;
 END;
 
 -- case: CHANGELOG drop_changelog_trigger
@@ -75,23 +96,26 @@ DROP TABLE APP_H.MIXEDCASE_LOG PURGE
 
 -- case: CHANGELOG_INSERT create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE
-AFTER INSERT OR UPDATE OR DELETE ON APP."MixedCase"
-FOR EACH ROW
-BEGIN
+FOR INSERT OR UPDATE OR DELETE ON APP."MixedCase"
+COMPOUND TRIGGER
   -- gluon:00000000000000000000000000000000:
-  IF INSERTING THEN
-    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
-      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
-  ELSIF UPDATING THEN
-    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
-        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :OLD.ID);
+      END IF;
+    ELSIF DELETING THEN
       INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :OLD.ID);
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
     END IF;
-  ELSIF DELETING THEN
-    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
-      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
-  END IF;
+  END AFTER EACH ROW;
 END;
 
 -- case: CHANGELOG_INSERT drop_changelog_trigger
@@ -233,28 +257,49 @@ DROP TABLE APP_H.MIXEDCASE_LOG PURGE
 
 -- case: UPDATABLE_CHANGELOG create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H.MIXEDCASE
-AFTER INSERT OR UPDATE OR DELETE ON APP."MixedCase"
-FOR EACH ROW
-BEGIN
+FOR INSERT OR UPDATE OR DELETE ON APP."MixedCase"
+COMPOUND TRIGGER
   -- gluon:00000000000000000000000000000000:
-  IF INSERTING THEN
-    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
-      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
-  ELSIF UPDATING THEN
-    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
-      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+  TYPE gl_key IS RECORD (ID APP."MixedCase".ID%TYPE);
+  TYPE gl_keys IS TABLE OF gl_key;
+  gl_moved gl_keys := gl_keys();
+  gl_old gl_key;
+  gl_held PLS_INTEGER;
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
       INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
         VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
-    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
-        AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
-      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
-        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW."MixedCol");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+        gl_moved.EXTEND;
+        gl_moved(gl_moved.LAST).ID := :OLD.ID;
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW."MixedCol");
+      ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."MixedCol" IS NULL AND :OLD."MixedCol" IS NULL) OR (:NEW."MixedCol" IS NOT NULL AND :OLD."MixedCol" IS NOT NULL AND :NEW."MixedCol" = :OLD."MixedCol"))) THEN
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID, "MixedCol")
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW."MixedCol");
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
     END IF;
-  ELSIF DELETING THEN
-    INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
-      VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
-  END IF;
+  END AFTER EACH ROW;
+
+  AFTER STATEMENT IS
+  BEGIN
+    FOR gl_i IN 1 .. gl_moved.COUNT LOOP
+      gl_old := gl_moved(gl_i);
+      SELECT COUNT(*) INTO gl_held FROM APP."MixedCase" gl_app
+        WHERE gl_app.ID = gl_old.ID AND ROWNUM = 1;
+      IF gl_held = 0 THEN
+        INSERT INTO APP_H.MIXEDCASE_LOG (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H.MIXEDCASE_SEQ.NEXTVAL, 'D', 'T', gl_old.ID);
+      END IF;
+    END LOOP;
+  END AFTER STATEMENT;
 END;
 
 -- case: UPDATABLE_CHANGELOG drop_changelog_trigger

@@ -23,28 +23,49 @@ DROP TABLE APP_H."ORDER ITEMS_LOG" PURGE
 
 -- case: CHANGELOG create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H."ORDER ITEMS"
-AFTER INSERT OR UPDATE OR DELETE ON APP."order items"
-FOR EACH ROW
-BEGIN
+FOR INSERT OR UPDATE OR DELETE ON APP."order items"
+COMPOUND TRIGGER
   -- gluon:00000000000000000000000000000000:
-  IF INSERTING THEN
-    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
-      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
-  ELSIF UPDATING THEN
-    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
-      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
+  TYPE gl_key IS RECORD (ID APP."order items".ID%TYPE);
+  TYPE gl_keys IS TABLE OF gl_key;
+  gl_moved gl_keys := gl_keys();
+  gl_old gl_key;
+  gl_held PLS_INTEGER;
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
       INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
         VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
-    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
-        AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
-      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
-        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :NEW.ID, :NEW."unit price");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+        gl_moved.EXTEND;
+        gl_moved(gl_moved.LAST).ID := :OLD.ID;
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
+      ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :NEW.ID, :NEW."unit price");
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
     END IF;
-  ELSIF DELETING THEN
-    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
-      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
-  END IF;
+  END AFTER EACH ROW;
+
+  AFTER STATEMENT IS
+  BEGIN
+    FOR gl_i IN 1 .. gl_moved.COUNT LOOP
+      gl_old := gl_moved(gl_i);
+      SELECT COUNT(*) INTO gl_held FROM APP."order items" gl_app
+        WHERE gl_app.ID = gl_old.ID AND ROWNUM = 1;
+      IF gl_held = 0 THEN
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', gl_old.ID);
+      END IF;
+    END LOOP;
+  END AFTER STATEMENT;
 END;
 
 -- case: CHANGELOG drop_changelog_trigger
@@ -75,23 +96,26 @@ DROP TABLE APP_H."ORDER ITEMS_LOG" PURGE
 
 -- case: CHANGELOG_INSERT create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H."ORDER ITEMS"
-AFTER INSERT OR UPDATE OR DELETE ON APP."order items"
-FOR EACH ROW
-BEGIN
+FOR INSERT OR UPDATE OR DELETE ON APP."order items"
+COMPOUND TRIGGER
   -- gluon:00000000000000000000000000000000:
-  IF INSERTING THEN
-    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
-      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
-  ELSIF UPDATING THEN
-    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
-        AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
+      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
+        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :OLD.ID);
+      END IF;
+    ELSIF DELETING THEN
       INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :OLD.ID);
+        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
     END IF;
-  ELSIF DELETING THEN
-    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
-      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
-  END IF;
+  END AFTER EACH ROW;
 END;
 
 -- case: CHANGELOG_INSERT drop_changelog_trigger
@@ -233,28 +257,49 @@ DROP TABLE APP_H."ORDER ITEMS_LOG" PURGE
 
 -- case: UPDATABLE_CHANGELOG create_changelog_trigger
 CREATE OR REPLACE TRIGGER APP_H."ORDER ITEMS"
-AFTER INSERT OR UPDATE OR DELETE ON APP."order items"
-FOR EACH ROW
-BEGIN
+FOR INSERT OR UPDATE OR DELETE ON APP."order items"
+COMPOUND TRIGGER
   -- gluon:00000000000000000000000000000000:
-  IF INSERTING THEN
-    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
-      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
-  ELSIF UPDATING THEN
-    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
-      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
+  TYPE gl_key IS RECORD (ID APP."order items".ID%TYPE);
+  TYPE gl_keys IS TABLE OF gl_key;
+  gl_moved gl_keys := gl_keys();
+  gl_old gl_key;
+  gl_held PLS_INTEGER;
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
       INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
         VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
-    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
-        AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
-      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
-        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :NEW.ID, :NEW."unit price");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+        gl_moved.EXTEND;
+        gl_moved(gl_moved.LAST).ID := :OLD.ID;
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."unit price");
+      ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."unit price" IS NULL AND :OLD."unit price" IS NULL) OR (:NEW."unit price" IS NOT NULL AND :OLD."unit price" IS NOT NULL AND :NEW."unit price" = :OLD."unit price"))) THEN
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID, "unit price")
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'U', 'T', :NEW.ID, :NEW."unit price");
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
     END IF;
-  ELSIF DELETING THEN
-    INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
-      VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
-  END IF;
+  END AFTER EACH ROW;
+
+  AFTER STATEMENT IS
+  BEGIN
+    FOR gl_i IN 1 .. gl_moved.COUNT LOOP
+      gl_old := gl_moved(gl_i);
+      SELECT COUNT(*) INTO gl_held FROM APP."order items" gl_app
+        WHERE gl_app.ID = gl_old.ID AND ROWNUM = 1;
+      IF gl_held = 0 THEN
+        INSERT INTO APP_H."ORDER ITEMS_LOG" (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H."ORDER ITEMS_SEQ".NEXTVAL, 'D', 'T', gl_old.ID);
+      END IF;
+    END LOOP;
+  END AFTER STATEMENT;
 END;
 
 -- case: UPDATABLE_CHANGELOG drop_changelog_trigger
