@@ -51,6 +51,7 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import lake_column
 from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus, MergeMode
+from gluon.truncation import RowCounts, count_rows, counts_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,6 +94,8 @@ class ExtractionResult:
     seconds: float = 0.0
     screen: Screen | None = None
     """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
+    row_counts: RowCounts | None = None
+    """Where the capture cannot see a TRUNCATE: the rows compared at the run's end."""
     lake_versions: list[int] = field(default_factory=list)
     """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
     oldest_change_at: dt.datetime | None = None
@@ -162,6 +165,13 @@ def run_extraction(
                     stopping or _never,
                 )
                 shipping.detail = f"{result.rows_read} changes read, {result.rows_written} written"
+            if counts_rows(source, state):
+                with timed_step("count_rows") as counting:
+                    result.row_counts = count_rows(source, record, state)
+                    counting.detail = (
+                        f"source {result.row_counts.source_rows}, "
+                        f"lake at least {result.row_counts.lake_rows}"
+                    )
         except BaseException as exc:
             repo.incremental.finish_extraction(
                 result.run_id,
@@ -194,6 +204,8 @@ def run_extraction(
             max_seq=result.max_seq,
             control_partition=partition,
             oldest_change_at=result.oldest_change_at if result.rows_read else None,
+            source_rows=result.row_counts.source_rows if result.row_counts else None,
+            lake_rows=result.row_counts.lake_rows if result.row_counts else None,
         )
     result.seconds = time.monotonic() - started
     if problems:

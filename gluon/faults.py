@@ -58,6 +58,7 @@ REPOSITORY_WRITES = (
     "delete_increments",
     "update_columns",
     "record_shipping",
+    "record_truncate",
     "new_enablement",
     "enablement_finished",
     "claim",

@@ -384,6 +384,9 @@ def _render(result: "Result", log_path: Path | None) -> None:
         )
         for line in result.screen.messages() if result.screen else ():
             say(f"offload: warning: {result.table_key}: {line}", err=True)
+        if result.row_counts is not None and result.row_counts.dropped:
+            line = result.row_counts.warning(result.table_key, "at the end of this extraction")
+            say(f"offload: warning: {line}", err=True)
     else:
         _render_other(result)
     say(f"Log file: {log_path}")

@@ -92,6 +92,9 @@ class ExtractionMethod:
     reports_uncaptured_dml: ClassVar[bool] = False
     """The changelog trigger also records, by key, the table DML the method does not capture,
     so extraction reports it instead of letting the lake drift silently (CHANGELOG_INSERT)."""
+    sees_truncate: ClassVar[bool] = True
+    """The method's capture can record a TRUNCATE where the dialect's can
+    (``SourceDialect.captures_truncate``): not ORA_ROWSCN, which reads the table itself."""
     when_to_use: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

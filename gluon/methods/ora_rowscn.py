@@ -17,6 +17,7 @@ class OraRowscnMethod(ExtractionMethod):
     source_objects = ()
     dialects = frozenset({"oracle"})
     change_reader = ChangeReader.ORA_ROWSCN
+    sees_truncate = False
     when_to_use = (
         "The Oracle table only receives inserts and updates (a delete is never seen) "
         "and was created with ROWDEPENDENCIES."

@@ -104,6 +104,11 @@ class ExtractionRun:
     scn: int | None
     message: str | None
     enablement_id: int | None = None
+    source_rows: int | None = None
+    """Rows of the source table at the run's end, where the capture cannot see a TRUNCATE
+    (``gluon.truncation``; None: not counted)."""
+    lake_rows: int | None = None
+    """The fewest rows the lake can show once the changes waiting then are applied."""
 
 
 STATES = RecordMapping(

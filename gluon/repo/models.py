@@ -81,6 +81,10 @@ extraction_runs = sa.Table(
     # Revision 0010: when the oldest change the run shipped was captured, on this host's
     # clock (naive UTC): finished_at minus it is the source-to-lake latency (gluon.status.lag).
     sa.Column("oldest_change_at", sa.DateTime),
+    # Revision 0012: where the capture cannot see a TRUNCATE, the source's rows and the fewest
+    # the lake can show, counted at the run's end (gluon.truncation).
+    sa.Column("source_rows", sa.BigInteger),
+    sa.Column("lake_rows", sa.BigInteger),
 )
 
 compaction_runs = sa.Table(

@@ -67,6 +67,11 @@ class SourceDialect:
     Not ``;``: trigger bodies (PL/SQL, PL/pgSQL, SQLite's BEGIN ... END) contain it.
     """
 
+    captures_truncate: ClassVar[bool] = False
+    """Whether the dialect's capture records a TRUNCATE as a change (a statement trigger, a
+    decoded TRUNCATE record); where it does not, extraction compares row counts instead
+    (``gluon.truncation``). SQLite has no TRUNCATE; Oracle's row triggers do not fire on one."""
+
     implicit_source_objects: ClassVar[frozenset[str]] = frozenset()
     """Capture object kinds (``SourceObject`` values) the dialect needs no object for."""
 

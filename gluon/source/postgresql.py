@@ -117,6 +117,8 @@ def _literals(text: str) -> list[str | None]:
 class PostgreSQLSource(SourceDialect):
     name = "postgresql"
     max_identifier_length: ClassVar[int | None] = 63
+    captures_truncate: ClassVar[bool] = True
+    """An ``AFTER TRUNCATE`` statement trigger, and test_decoding's TRUNCATE record."""
     binds_arrays = True
     has_schemas = True
     name_case = "lower"

@@ -206,9 +206,17 @@ def _insert_only(status: TableStatus, limits: Thresholds, at: dt.datetime) -> li
     return [Finding(status.table_key, ERROR, "insert_only", note) for note in status.attention]
 
 
+def _source_truncated(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    """The source holds fewer rows than the lake shows, and its capture sees no TRUNCATE."""
+    if status.truncation is None:
+        return []
+    return [Finding(status.table_key, ERROR, "source_truncated", status.truncation)]
+
+
 RULES: tuple[Rule, ...] = (
     _half_enabled,
     _capture_broken,
+    _source_truncated,
     _insert_only,
     _extraction_failed,
     _compaction_failed,

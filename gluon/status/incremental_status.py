@@ -52,6 +52,7 @@ from gluon.status.model import (
     SchemaDrift,
     TableStatus,
 )
+from gluon.truncation import truncation_note
 
 PARTITION_COLUMN = "gl_control_partition"
 SEQUENCE_COLUMN = "gl_seq"
@@ -272,6 +273,9 @@ def collect_status(
         lake_objects=lake_objects,
         attention=_insert_only_notes(repo, record, state, compaction),
         lag=counter.lag(repo, state, backlog),
+        truncation=truncation_note(
+            extraction.recent_runs, f"{record.source_schema}.{record.source_table}"
+        ),
     )
 
 

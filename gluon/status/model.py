@@ -268,6 +268,9 @@ class TableStatus:
     """Insert-only notes: rejected or uncaptured changes, an in-place compaction under way."""
     lag: TableLag | None = None
     """How far the lake is behind the source (None: incremental update is not enabled)."""
+    truncation: str | None = None
+    """The source may have been truncated: its last counted extraction found fewer rows in
+    it than the lake shows (``gluon.truncation``; None: not found, or not counted)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------

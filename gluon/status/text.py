@@ -126,8 +126,9 @@ def render_status(
     lines = [f"Incremental update status of {status.table_key} at {when(status.collected_at)}", ""]
     if status.message:
         lines += [status.message[:1].upper() + status.message[1:], ""]
-    if status.attention:
-        lines += [*banner("Needs attention"), *(f"- {note}" for note in status.attention), ""]
+    notes = (*([status.truncation] if status.truncation else []), *status.attention)
+    if notes:
+        lines += [*banner("Needs attention"), *(f"- {note}" for note in notes), ""]
     if status.extraction is not None:
         lines += _extraction(status, status.extraction, verbose, wal_retained_threshold_mb)
     if status.ingestion is not None:
