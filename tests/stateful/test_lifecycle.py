@@ -10,8 +10,12 @@ disable/enable, and kill -9 at the fault points of ``gluon.faults.FAULT_POINTS``
 source's own hazards: a second installation enabling the same table, a reset
 of the changelog's sequence (refused, then the documented way out), and
 source schema changes (a column added, dropped and restored, widened).
-After every step the user view must equal the model of ``support.lifecycle``
-row for row, with no key shown twice.
+On PostgreSQL, TRUNCATE (with inserts in its transaction) empties the model.
+Each example draws its table's shape (``support.lifecycle.SHAPES``: composite
+key, keyword names, RANGE/HASH and LIST partitioned tables); the first example
+of each case has the shape ``FIRST_SHAPE`` names, so the default run covers
+them all. After every step the user view must equal the model of
+``support.lifecycle`` row for row, with no key shown twice.
 
 Commands run in this process with Typer's CliRunner (one Sail server for all);
 a killed command runs in a child process, then is run again here, as a user
@@ -21,7 +25,8 @@ still equal the model.
 
 Soak runs: ``GLUON_STATEFUL_EXAMPLES=N`` (examples per dialect and method),
 ``GLUON_STATEFUL_STEPS=N`` (steps per example) and ``GLUON_STATEFUL_SEED=S``.
-A failure prints the shrunk sequence of steps and the seed.
+A failure prints the shrunk sequence of steps and the seed
+(``GLUON_STATEFUL_SHRINK=0``: the sequence as found, unshrunk).
 """
 
 from __future__ import annotations
@@ -397,6 +402,7 @@ def lifecycle_machine(
             self.run_dml(dml)
             source = self.source
             rows = source.truncate(refill)
+            trace(f"source: TRUNCATE {source.table}, then {len(rows)} inserts")
             source.app = {row[0]: row for row in rows}
             # The rows of later increments are gone too: an increment copies none.
             source.chunks = [(predicate, {}) for predicate, _ in source.chunks]
