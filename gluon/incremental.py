@@ -131,6 +131,23 @@ def _verify_unique(
     )
 
 
+def _verify_key_not_null(source: SourceDialect, spec: TableSpec, keys: tuple[str, ...]) -> None:
+    """Refuse key columns that allow NULL (issue 26): the lake compares keys NULL-safely, so
+    every row with a NULL key would be one row there, where the source may hold many.
+    Checked before any capture object exists, for every method.
+    """
+    nullable = source.nullable_key_columns(spec, keys)
+    if not nullable:
+        return
+    listed = ", ".join(nullable)
+    raise UnsupportedError(
+        f"key column{'s' if len(nullable) > 1 else ''} {listed} of {spec.schema}.{spec.name} "
+        f"{'allow' if len(nullable) > 1 else 'allows'} NULL, and the lake takes every row "
+        f"with a NULL key for one row: make {listed} NOT NULL in the source, or name NOT "
+        f"NULL key columns with --incremental-key-columns{source.one_null_key_hint}"
+    )
+
+
 def _verify_key_identifies_rows(
     source: SourceDialect,
     spec: TableSpec,
@@ -236,6 +253,7 @@ def _plan_enable(
     method.validate(spec)
     keys = _key_columns(spec, options.key_columns)
     _verify_unique(source, spec, method, keys, options)
+    _verify_key_not_null(source, spec, keys)
     _verify_key_identifies_rows(source, spec, method, keys, options)
     if method.has_object(SourceObject.REPLICATION_SLOT):
         capture.check_logical_decoding(source, spec, keys)

@@ -75,6 +75,9 @@ class SourceDialect:
     implicit_source_objects: ClassVar[frozenset[str]] = frozenset()
     """Capture object kinds (``SourceObject`` values) the dialect needs no object for."""
 
+    one_null_key_hint: ClassVar[str] = ""
+    """How the dialect keeps NULL a single key value, for the refusal of a nullable key."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # Only a class that declares its own name registers (a subclass must not replace it).
@@ -212,17 +215,45 @@ class SourceDialect:
         Raises:
             SourceError: the dictionary cannot be read.
         """
+        keys = [columns for columns, _ in self._unique_column_sets(spec)]
+        return [spec.primary_key, *keys] if spec.primary_key else keys
+
+    def _unique_column_sets(self, spec: TableSpec) -> list[tuple[tuple[str, ...], bool]]:
+        """The ``unique_keys`` query's column sets, each with whether its NULLs count as one
+        value (a ``nulls_not_distinct`` column; a dialect whose query has none: never)."""
         rows = self.run_query("unique_keys", {"schema": spec.schema, "table": spec.name})
         found: dict[Any, list[str | None]] = {}
+        one_null: dict[Any, bool] = {}
         for row in rows:
             values = {str(key).lower(): value for key, value in row._mapping.items()}
             found.setdefault(values["index_id"], []).append(values["column_name"])
-        keys = [
-            tuple(str(name) for name in names)
-            for names in found.values()
+            one_null[values["index_id"]] = bool(values.get("nulls_not_distinct"))
+        return [
+            (tuple(str(name) for name in names), one_null[index])
+            for index, names in found.items()
             if all(name is not None for name in names)
         ]
-        return [spec.primary_key, *keys] if spec.primary_key else keys
+
+    def nullable_key_columns(self, spec: TableSpec, keys: Sequence[str]) -> tuple[str, ...]:
+        """The columns of ``keys`` whose NULLs the lake cannot tell apart (empty: none).
+
+        The lake compares keys NULL-safely: every row with a NULL key is one key there. That
+        matches the source only when the source keeps NULL a single key value: a key column
+        that cannot hold NULL, or a unique constraint over exactly ``keys`` whose NULLs are
+        not distinct (PostgreSQL 15+ ``NULLS NOT DISTINCT``).
+        """
+        nullable = tuple(key for key in keys if self.may_hold_null(spec, key))
+        if not nullable:
+            return ()
+        wanted = {key.lower() for key in keys}
+        for columns, one_null in self._unique_column_sets(spec):
+            if one_null and {name.lower() for name in columns} == wanted:
+                return ()
+        return nullable
+
+    def may_hold_null(self, spec: TableSpec, column: str) -> bool:
+        """Whether ``column`` of ``spec`` can hold NULL (its declared nullability)."""
+        return spec.column(column).nullable
 
     def _require_found(self, ref: TableRef, found: bool) -> None:
         if not found and not self._schema_exists(ref.schema):

@@ -122,6 +122,9 @@ class PostgreSQLSource(SourceDialect):
     binds_arrays = True
     has_schemas = True
     name_case = "lower"
+    one_null_key_hint = (
+        ", or declare a UNIQUE NULLS NOT DISTINCT constraint (PostgreSQL 15+) on exactly them"
+    )
 
     @classmethod
     def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:

@@ -78,6 +78,14 @@ class SQLiteSource(SourceDialect):
         # A local file: the only wait is for another process's write lock (the busy timeout).
         return {"timeout": timeouts.lock_seconds or NO_LIMIT_SECONDS}
 
+    def may_hold_null(self, spec: TableSpec, column: str) -> bool:
+        """A lone INTEGER PRIMARY KEY is the rowid (never NULL: SQLite assigns one), however
+        it is declared; any other column allows NULL unless declared NOT NULL, a primary key
+        column of a rowid table too."""
+        found = spec.column(column)
+        rowid = spec.primary_key == (found.name,) and found.source_type.strip().upper() == "INTEGER"
+        return found.nullable and not rowid
+
     def begin_script(self, connection: sa.Connection) -> None:
         # pysqlite opens a transaction only before DML, so DDL would commit one by one.
         connection.exec_driver_sql("BEGIN")

@@ -18,7 +18,7 @@ from gluon.repo.incremental import (
 )
 from gluon.status.formatting import count, duration, size, when
 from gluon.status.model import Finding, TableStatus, Thresholds
-from gluon.status.text import run_label, wal_over_threshold
+from gluon.status.text import nullable_key_message, run_label, wal_over_threshold
 
 ERROR = "error"
 WARNING = "warning"
@@ -201,6 +201,13 @@ def _schema_drift(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
     return [Finding(status.table_key, WARNING, "schema_changed", message)]
 
 
+def _nullable_key(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    if not status.nullable_keys:
+        return []
+    message = nullable_key_message(status.nullable_keys)
+    return [Finding(status.table_key, WARNING, "nullable_key", message)]
+
+
 def _insert_only(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     """Changes an insert-only table did not apply, or an in-place compaction showing duplicates."""
     return [Finding(status.table_key, ERROR, "insert_only", note) for note in status.attention]
@@ -218,6 +225,7 @@ RULES: tuple[Rule, ...] = (
     _capture_broken,
     _source_truncated,
     _insert_only,
+    _nullable_key,
     _extraction_failed,
     _compaction_failed,
     _compaction_interrupted,

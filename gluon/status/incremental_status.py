@@ -153,6 +153,16 @@ class ChangelogCounter:
             return measure_lag(repo, state, None, failure=backlog.reason)
         return measure_lag(repo, state, self._source, counted=backlog.rows)
 
+    def nullable_keys(self, record: OffloadedTable, state: IncrementalState) -> tuple[str, ...]:
+        """The table's key columns that allow NULL (empty: none, or the source is unreadable)."""
+        try:
+            source = self._dialect()
+            if source.name != record.source_dialect:
+                return ()
+            return source.nullable_key_columns(record.spec(), state.key_columns)
+        except GluonError:
+            return ()  # the backlog line already says why the source cannot be read
+
     def schema_drift(self, record: OffloadedTable) -> SchemaDrift | None:
         """How the source's columns differ from the recorded ones (None: same, or unknown)."""
         try:
@@ -272,6 +282,7 @@ def collect_status(
         ),
         lake_objects=lake_objects,
         attention=_insert_only_notes(repo, record, state, compaction),
+        nullable_keys=counter.nullable_keys(record, state),
         lag=counter.lag(repo, state, backlog),
         truncation=truncation_note(
             extraction.recent_runs, f"{record.source_schema}.{record.source_table}"

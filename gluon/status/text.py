@@ -20,6 +20,18 @@ from gluon.status.model import (
 Pairs = list[tuple[str, str]]
 
 
+def nullable_key_message(columns: tuple[str, ...]) -> str:
+    """The attention line of a table whose key columns allow NULL."""
+    listed = ", ".join(columns)
+    return (
+        f"key column{'s' if len(columns) > 1 else ''} {listed} "
+        f"{'allow' if len(columns) > 1 else 'allows'} NULL (enabled before gluon refused "
+        "that): the lake shows every row with a NULL key as one row. Make the column NOT NULL "
+        "in the source, or disable incremental update and enable it again with NOT NULL key "
+        "columns (--incremental-key-columns)"
+    )
+
+
 def banner(title: str) -> list[str]:
     """A boxed section title."""
     inner = f"| {title.upper()}: |"
@@ -126,7 +138,9 @@ def render_status(
     lines = [f"Incremental update status of {status.table_key} at {when(status.collected_at)}", ""]
     if status.message:
         lines += [status.message[:1].upper() + status.message[1:], ""]
-    notes = (*([status.truncation] if status.truncation else []), *status.attention)
+    notes = [*([status.truncation] if status.truncation else []), *status.attention]
+    if status.nullable_keys:
+        notes.append(nullable_key_message(status.nullable_keys))
     if notes:
         lines += [*banner("Needs attention"), *(f"- {note}" for note in notes), ""]
     if status.extraction is not None:

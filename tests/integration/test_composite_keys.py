@@ -25,7 +25,7 @@ from gluon.repo import Repository
 
 Values = tuple[str, ...]
 
-SHAPES = {
+SHAPES: dict[str, tuple[tuple[str, str], list[tuple[object, str]]]] = {
     # table: (key column types, first rows)
     "pairs": (("INTEGER", "VARCHAR(10)"), [(1, "a"), (1, "b"), (2, "a"), (3, "c")]),
     "days": (

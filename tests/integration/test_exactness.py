@@ -148,8 +148,8 @@ def _no_key_table(source: Source) -> None:
     with source.engine.begin() as db:
         db.execute(
             sa.text(
-                f"CREATE TABLE {source.schema}.items (id INTEGER, name VARCHAR(40), "
-                "amount NUMERIC(12,2), updated TIMESTAMP)"
+                f"CREATE TABLE {source.schema}.items (id INTEGER UNIQUE NULLS NOT DISTINCT, "
+                "name VARCHAR(40), amount NUMERIC(12,2), updated TIMESTAMP)"
             )
         )
         db.execute(
@@ -185,11 +185,10 @@ def _canonical(row: object) -> tuple[object, ...]:
 @pytest.mark.parametrize(
     "dialect, partitioning",
     [
-        ("sqlite", ()),
         ("postgresql", ()),
-        ("sqlite", ("--partition-columns=name", "--partition-granularity=1")),
+        ("postgresql", ("--partition-columns=name", "--partition-granularity=1")),
     ],
-    ids=["sqlite", "postgresql", "sqlite-partitioned"],
+    ids=["postgresql", "postgresql-partitioned"],
 )
 def test_key_columns_without_a_primary_key_and_a_null_key(
     dialect: str,
@@ -200,7 +199,9 @@ def test_key_columns_without_a_primary_key_and_a_null_key(
     run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A table with no primary key, keyed by ``--incremental-key-columns`` on a nullable column.
+    """A table with no primary key, keyed by ``--incremental-key-columns`` on a nullable column
+    the source keeps unique, NULL included (``UNIQUE NULLS NOT DISTINCT``: gluon refuses other
+    nullable keys, SQLite's among them, see test_nullable_keys.py).
 
     Catches keys compared with ``=`` instead of ``<=>`` in the merging view: the NULL
     key's base row would stay visible beside (or after the delete of) its change; and,

@@ -25,7 +25,10 @@ def _create(source: Source) -> None:
     """100 rows without a primary key: ``id`` is unique, ``grp`` is shared by two rows each."""
     with source.engine.begin() as db:
         db.execute(
-            sa.text(f"CREATE TABLE {source.table} (id INTEGER, grp INTEGER, name VARCHAR(20))")
+            sa.text(
+                f"CREATE TABLE {source.table} "
+                "(id INTEGER NOT NULL, grp INTEGER NOT NULL, name VARCHAR(20))"
+            )
         )
         for key in range(100):
             db.execute(

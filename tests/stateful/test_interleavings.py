@@ -124,9 +124,11 @@ def test_compaction_killed_after_its_first_partition(
 
 
 @pytest.mark.parametrize("method", ["IN_PLACE", "FULL"])
-def test_a_null_key_is_one_key(sqlite_machine: Callable[[str], Any], method: str) -> None:
-    """A nullable key column: the NULL-key row is updated, compacted, re-keyed and deleted."""
-    m = sqlite_machine("CHANGELOG")
+def test_a_null_key_is_one_key(machine_for: Callable[[str, str], Any], method: str) -> None:
+    """A nullable key column the source keeps unique, NULL included (PostgreSQL's UNIQUE NULLS
+    NOT DISTINCT: gluon refuses any other nullable key): the NULL-key row is updated,
+    compacted, re-keyed and deleted."""
+    m = machine_for("postgresql", "CHANGELOG")
     m.offload_and_enable(partitioned=True, nullable_key=True, partial=False)
     null_row = ("table", "insert null key", 0, "null", "1.00")
     m.extract(dml=[null_row])

@@ -427,7 +427,7 @@ def lifecycle_machine(
             if insert_only:
                 kind = "insert"  # an insert-only method captures nothing else
             if kind in ("insert", "insert null key"):
-                null_key = kind == "insert null key" and source.nullable_key and not insert_only
+                null_key = kind == "insert null key" and source.null_keys and not insert_only
                 if null_key and (None in source.app or None in source.pending):
                     null_key = False  # a key is unique, NULL included
                 row = source.insert(table, name, amount, null_key=null_key)

@@ -2,7 +2,8 @@
 
 ``LifecycleSource`` runs DML on the application table or the updatable view
 of a real SQLite or PostgreSQL database and keeps three plain dicts keyed by
-the row's key (``None`` is a key too, for the nullable key column):
+the row's key (``None`` is a key too, for PostgreSQL's nullable ``UNIQUE NULLS NOT
+DISTINCT`` key):
 
 * ``app``: the application table;
 * ``pending``: what the lake's user view must show once every captured change is
@@ -178,6 +179,11 @@ class LifecycleSource:
         """The lake's user view (lower-case names), quoted for the lake's SQL."""
         return f"`{self.schema.lower()}`.`{self.shape.table.lower()}`"
 
+    @property
+    def null_keys(self) -> bool:
+        """Whether a row may have a NULL key (a nullable key gluon accepts: PostgreSQL's)."""
+        return self.nullable_key and self.dialect == "postgresql"
+
     def create(self, rows: int = 12) -> None:
         """The table with keys 1..rows (offloaded first) and, when partial, the later chunks."""
         with self.engine.begin() as db:
@@ -206,10 +212,18 @@ class LifecycleSource:
     def _create_statements(self) -> list[str]:
         shape, table = self.shape, self.table
         first, *rest = (quoted(column) for column in shape.key)
-        columns = [f"{first} INTEGER", *(f"{column} VARCHAR(20) NOT NULL" for column in rest)]
-        columns += [f"{quoted(shape.name)} VARCHAR(40)", f"{quoted(shape.amount)} NUMERIC(12,2)"]
+        columns = [
+            f"{first} INTEGER{'' if self.null_keys else ' NOT NULL'}",
+            *(f"{column} VARCHAR(20) NOT NULL" for column in rest),
+            f"{quoted(shape.name)} VARCHAR(40)",
+            f"{quoted(shape.amount)} NUMERIC(12,2)",
+        ]
         key = ", ".join(quoted(column) for column in shape.key)
-        constraint = f"UNIQUE ({key})" if self.nullable_key else f"PRIMARY KEY ({key})"
+        constraint = f"PRIMARY KEY ({key})"
+        if self.nullable_key:
+            # gluon refuses a key column that allows NULL unless the source keeps NULL one key
+            # value (PostgreSQL 15+); on SQLite the key is a NOT NULL unique column instead.
+            constraint = f"UNIQUE {'NULLS NOT DISTINCT ' if self.null_keys else ''}({key})"
         create = f"CREATE TABLE {table} ({', '.join(columns)}, {constraint})"
         if shape.partitioning is None:
             return [create]
