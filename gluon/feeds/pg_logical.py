@@ -363,7 +363,12 @@ class PgLogicalFeed(TableFeed):
         Decodes all the WAL the slot retains: for disable and discard, never the
         extraction's no-op path.
         """
-        labels = self._labels()
+        spec = self.record.spec()
+        labels = logical.relation_labels(
+            self.source, spec.schema, spec.name
+        ) or logical.dropped_table_labels(
+            self.source, spec.schema, spec.name, [column.name for column in spec.columns]
+        )  # disabling a table that is gone drops its slot
         rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
         changes, last_commit = self._decode(rows, labels, strict=False)
         return len(changes), last_commit

@@ -143,6 +143,22 @@ def relation_labels(source: SourceDialect, schema: str, table: str) -> RelationL
     return RelationLabels(root, tuple(relations), columns)
 
 
+def dropped_table_labels(
+    source: SourceDialect, schema: str, table: str, columns: Sequence[str]
+) -> RelationLabels:
+    """How test_decoding named ``schema.table``'s changes when the table is gone (dropped,
+    or renamed) but its changes stay in the slot: the table alone (its partitions are not
+    known any more), quoted by the server.
+
+    Raises:
+        SourceError: the server cannot be asked.
+    """
+    names = [schema, table, *columns]
+    quoted = [str(row[0]) for row in source.run_query("quote_identifiers", {"names": names})]
+    root = LogicalRelation(schema, table, f"{quoted[0]}.{quoted[1]}", True, "f", ())
+    return RelationLabels(root, (root,), dict(zip(columns, quoted[2:], strict=True)))
+
+
 def identity_problem(relation: LogicalRelation, key_columns: Sequence[str]) -> str | None:
     """Why ``relation``'s WAL would lack the key of an updated or deleted row (None: it logs
     it): the primary key as replica identity, on the key columns, or every column."""

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import RunCli, lake_rows, postgres_source
+from support.incremental import RunCli, lake_rows, postgres_source, run_offload_process
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.lake import storage
 from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
@@ -359,3 +360,77 @@ def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
     extracted = _offload(run_cli, KEYWORD_TABLE, "--incremental-run-extraction")
     assert "Extracted 1 change" in extracted.stdout, extracted.stdout
     assert _confirmed(engine, "select", "user") != before
+
+
+def test_enable_refuses_a_partition_that_logs_no_key_in_one_line(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    _run(engine, *LIST_TABLE, "ALTER TABLE app.items_us REPLICA IDENTITY DEFAULT")
+    result = run_cli(
+        "offload",
+        "-t",
+        "app.items",
+        "-x",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={METHOD}",
+        "--incremental-key-columns=id",
+    )
+    assert result.exit_code != 0
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "app.items_us (a partition of app.items)" in lines[0], lines[0]
+    assert "ALTER TABLE app.items_us REPLICA IDENTITY FULL" in lines[0], lines[0]
+    with engine.connect() as db:
+        slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar_one()
+    assert slots == 0, "nothing was created"
+
+
+@pytest.mark.parametrize(
+    ("mode", "point"),
+    [
+        ("DEFERRED", "extract.after_delta_commit"),
+        ("DEFERRED", "extract.before_slot_advance"),
+        ("IMMEDIATE", "extract.after_merge_commit"),
+        ("IMMEDIATE", "extract.before_slot_advance"),
+    ],
+)
+def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
+    engine: sa.Engine, run_cli: RunCli, mode: str, point: str
+) -> None:
+    _run(engine, *RANGE_HASH_TABLE)
+    _enable(run_cli, "app.items", f"--incremental-merge-mode={mode}")
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE app.items SET amount = 0 WHERE id < 5"))
+        db.execute(sa.text("TRUNCATE app.items"))
+        db.execute(sa.text("INSERT INTO app.items VALUES (1, 'a', 1), (500, 'b', 2)"))
+    crashed = run_offload_process(
+        "-t", "app.items", "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    _run(engine, "INSERT INTO app.items VALUES (2, 'c', 3)")
+    _check_lake(run_cli, engine, mode)
+    if mode == "DEFERRED":
+        assert _shipped("app")[-4:] == [("T", None), ("I", 1), ("I", 500), ("I", 2)]
+        assert len(_shipped("app")) == 8  # 4 updates, the T, 3 inserts: each once
+
+
+def test_a_table_dropped_with_changes_in_its_slot_can_be_disabled(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    _run(
+        engine,
+        'CREATE SCHEMA "select"',
+        f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
+    )
+    _enable(run_cli, KEYWORD_TABLE)
+    _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')", f"DROP TABLE {KEYWORD_TABLE}")
+    line = _failed_extraction(run_cli, KEYWORD_TABLE)
+    assert "gone" in line or "does not exist" in line or "not found" in line, line
+    refused = run_cli("offload", "-t", KEYWORD_TABLE, "-x", "--incremental-updates-disabled")
+    assert refused.exit_code != 0
+    assert "1 change" in refused.stderr, refused.stderr  # counted under the dropped name
+    _offload(run_cli, KEYWORD_TABLE, "--incremental-discard-changes")
+    _offload(run_cli, KEYWORD_TABLE, "--incremental-updates-disabled")
+    with engine.connect() as db:
+        slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar_one()
+    assert slots == 0

@@ -341,3 +341,24 @@ def test_a_label_names_the_table_however_it_is_quoted() -> None:
     assert split_label('"we.ird"."a""b"') == ("we.ird", 'a"b')
     with pytest.raises(DecodingError):
         split_label("a.b.c")
+
+
+@given(
+    names=st.lists(
+        st.tuples(
+            st.text(alphabet='ab ".:,_', min_size=1, max_size=5),
+            st.text(alphabet='ab ".:,_', min_size=1, max_size=5),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    flags=st.sampled_from(["(no-flags)", "restart_seqs", "cascade", "restart_seqs cascade"]),
+)
+def test_random_truncate_rows_name_their_tables_back(
+    names: list[tuple[str, str]], flags: str
+) -> None:
+    labels = [f"{_quoted(schema)}.{_quoted(table)}" for schema, table in names]
+    data = f"table {', '.join(labels)}: TRUNCATE: {flags}"
+    change = parse_change(data)
+    assert change is not None and change.truncated == tuple(labels)
+    assert [split_label(label) for label in change.truncated] == names
