@@ -23,6 +23,7 @@ from support.incremental import (
     enable,
     extract,
     lake_state,
+    postgres_source,
     run_offload_process,
     sqlite_source,
     workload_for,
@@ -235,3 +236,21 @@ def test_insert_only_screening_takes_keys_inserted_again_after_a_truncate(
         source.table.upper()
     )
     assert summary.counts == {}, summary
+
+
+@pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
+def test_a_truncate_read_from_a_postgresql_changelog(
+    mode: str,
+    pg_url: str,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL's changelog read (its own reader) carries the all-NULL 'T' row."""
+    source = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = _with_truncate(run_cli, source, "CHANGELOG", f"--incremental-merge-mode={mode}")
+    assert lake_state(source.schema) == workload.expected == workload.source_rows()
+    if mode == "DEFERRED":
+        _compact(run_cli, source)
+    assert _base(source) == workload.expected
