@@ -266,11 +266,11 @@ class TableStatus:
     lake_objects: tuple[ObjectInfo, ...] = ()
     attention: tuple[str, ...] = ()
     """Insert-only notes: rejected or uncaptured changes, an in-place compaction under way."""
+    lag: TableLag | None = None
+    """How far the lake is behind the source (None: incremental update is not enabled)."""
     nullable_keys: tuple[str, ...] = ()
     """Key columns that allow NULL, which enable refuses now (a table enabled before that):
     the lake shows every row with a NULL key as one row."""
-    lag: TableLag | None = None
-    """How far the lake is behind the source (None: incremental update is not enabled)."""
     truncation: str | None = None
     """The source may have been truncated: its last counted extraction found fewer rows in
     it than the lake shows (``gluon.truncation``; None: not found, or not counted)."""

@@ -14,8 +14,10 @@ import random
 import subprocess
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import sqlalchemy as sa
+from deltalake import DeltaTable, write_deltalake
 from support.cli import error_lines
 from support.incremental import (
     SEED,
@@ -284,6 +286,40 @@ def test_updates_and_deletes_under_changelog_insert_are_reported(
 
     # A later no-op extraction still says so.
     assert "were not captured" in extract(run_cli, source).stderr
+
+
+@pytest.mark.parametrize("method", INSERT_ONLY)
+def test_the_view_shows_only_the_inserts_of_the_delta_table(
+    method: str,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The insert-only view appends the delta table's inserts (``gl_op = 'I'``), nothing else.
+
+    Extraction screens updates and deletes out before the Delta commit (they are recorded,
+    see gluon/insert_only.py), so only a delta table written otherwise (by a gluon from before
+    the screen) holds them; such rows are written here directly: two uncaptured updates of
+    base rows and a delete. A view filtering ``gl_op <> 'D'``
+    would show the updated keys twice (issue 26, item 10)."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    items_table(source)
+    enable(run_cli, source, method)
+    state = Repository(load_settings().repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    schema = DeltaTable(state.delta_path).to_pyarrow_table().schema
+    empty = dict.fromkeys(schema.names)
+    legacy = [
+        {**empty, "id": key, "name": name, "gl_op": op, "gl_seq": 1000 + key}
+        for key, name, op in [(2, "updated", "U"), (3, "n3", "D"), (4, "again", "U")]
+    ]
+    for row in legacy:
+        row.update(gl_extraction_id=1000, gl_control_partition=state.active_partition)
+    write_deltalake(state.delta_path, pa.Table.from_pylist(legacy, schema=schema), mode="append")
+
+    assert lake_items(source) == [(1, "n1"), (2, "n2"), (3, "n3"), (4, "n4"), (5, "n5")]
 
 
 def test_a_composite_key_given_out_of_table_order_is_matched_column_by_column(

@@ -10,6 +10,8 @@ import datetime as dt
 import json
 import os
 import socket
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -399,3 +401,34 @@ def test_a_killed_extraction_shows_as_interrupted(
     after = _status(run_cli)["extraction"]
     assert after["last_run"]["status"] == "success" and after["interrupted"] == 1
     assert _lake() == _source(engine, "placed < '2020-03-01'")
+
+
+def test_a_lifecycle_command_is_refused_at_once_while_the_extraction_lock_is_held(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lifecycle lock takes the extraction lock too (issue 26, item 10): a disable while an
+    extraction holds the table exits 3 at once and changes nothing. The extraction lock is held
+    by this process, so the command, in a child process, has nothing else to wait for: a
+    lifecycle lock without the extraction lock would disable the table here (exit 0), not hang.
+    """
+    engine = _orders(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", str(engine.url))
+    _offloaded_with_changes(engine, run_cli)
+    with locks.extraction_lock(load_settings(), KEY):
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from gluon.cli.offload import main; main()",
+                *("-t", "main.orders", "-x", "--incremental-updates-disabled"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 3, (done.stdout, done.stderr)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{KEY} is locked by a running extraction (pid " in lines[0], lines
+    state = Repository(load_settings().repo_url).incremental.get_state(KEY)
+    assert state is not None and state.status == "enabled"

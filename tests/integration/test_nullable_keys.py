@@ -141,6 +141,8 @@ def test_a_nullable_key_column_is_refused_before_anything_is_created(
     assert _source_objects(source) == before, "the refused enable created source objects"
     repo = Repository(load_settings().repo_url)
     assert repo.incremental.get_state(table.upper()) is None, "the refused enable left a state"
+    assert repo.get_table(table.upper()) is None, "the refused enable offloaded the table"
+    assert list(offload_home.rglob("_delta_log")) == [], "the refused enable wrote to the lake"
 
 
 def _pg_rows(source: Source) -> Rows:

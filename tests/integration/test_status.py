@@ -44,6 +44,7 @@ TOP_LEVEL_KEYS = [
     "lake_objects",
     "attention",
     "lag",
+    "nullable_keys",
     "truncation",
 ]
 SECTIONS = [

@@ -263,6 +263,30 @@ def test_describe_table_skips_partitioning_of_a_plain_table(
     assert [template for template, _ in calls] == ["find_table", "describe_columns", "primary_key"]
 
 
+def test_nullable_key_columns_follow_the_dictionary(
+    source: OracleSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Oracle has no NULLS NOT DISTINCT: a key column that allows NULL is reported (enable
+    refuses it) even under a unique constraint on exactly the key columns (issue 26)."""
+    unique = [  # the unique_keys template's rows: a constraint on (ORDER_ID, AMOUNT)
+        FakeRow({"INDEX_ID": "U1", "COLUMN_NAME": "ORDER_ID", "POSITION": 1}),
+        FakeRow({"INDEX_ID": "U1", "COLUMN_NAME": "AMOUNT", "POSITION": 2}),
+    ]
+    asked: list[str] = []
+
+    def run_query(template: str, *args: Any, **kwargs: Any) -> list[FakeRow]:
+        asked.append(template)
+        return unique
+
+    monkeypatch.setattr(source, "run_query", run_query)
+    spec = spec_of("OFFLOAD_TYPES")
+    assert source.nullable_key_columns(spec, ("ORDER_ID", "LINE_NO")) == ()
+    assert asked == [], "NOT NULL key columns need no dictionary query"
+    assert source.nullable_key_columns(spec, ("ORDER_ID", "AMOUNT")) == ("AMOUNT",)
+    assert asked == ["unique_keys"]
+    assert source.one_null_key_hint == ""
+
+
 def test_describe_table_not_found(source: OracleSource, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(source, "run_query", lambda *args, **kwargs: [])
     with pytest.raises(NotFoundError, match=r"APP\.MISSING does not exist"):
