@@ -51,7 +51,7 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import lake_column
 from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus, MergeMode
-from gluon.truncation import RowCounts, count_rows, counts_rows
+from gluon.truncation import RowCounts, count_rows, counts_rows, last_lake_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -167,10 +167,12 @@ def run_extraction(
                 shipping.detail = f"{result.rows_read} changes read, {result.rows_written} written"
             if counts_rows(source, state):
                 with timed_step("count_rows") as counting:
-                    result.row_counts = count_rows(source, record, state)
+                    result.row_counts = _count_rows(repo, source, record, state, result)
+                    counts = result.row_counts
                     counting.detail = (
-                        f"source {result.row_counts.source_rows}, "
-                        f"lake at least {result.row_counts.lake_rows}"
+                        "nothing to compare with yet"
+                        if counts is None
+                        else f"source {counts.source_rows}, lake at least {counts.lake_rows}"
                     )
         except BaseException as exc:
             repo.incremental.finish_extraction(
@@ -286,6 +288,27 @@ def _ship(
             if stopping():
                 log.info("stopping after this batch: the rest ships at the next run")
                 break
+
+
+def _count_rows(
+    repo: Repository,
+    source: SourceDialect,
+    record: OffloadedTable,
+    state: IncrementalState,
+    result: ExtractionResult,
+) -> RowCounts | None:
+    """The rows a run compares where the capture cannot see a TRUNCATE (``gluon.truncation``).
+
+    A run that shipped nothing reuses the lake bound of the last counted run of this
+    enablement (none yet: nothing is compared); it reads no Delta log.
+    """
+    lake_rows = None
+    if not result.rows_read:
+        runs = repo.incremental.extraction_runs(record.table_key, enablement_id=state.enablement_id)
+        lake_rows = last_lake_rows(runs)
+        if lake_rows is None:
+            return None
+    return count_rows(source, record, state, lake_rows=lake_rows)
 
 
 def _never() -> bool:

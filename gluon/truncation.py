@@ -59,20 +59,39 @@ def counts_rows(source: SourceDialect, state: IncrementalState) -> bool:
     return method.view_kind is ViewKind.MERGE and not sees
 
 
-def count_rows(source: SourceDialect, record: OffloadedTable, state: IncrementalState) -> RowCounts:
+def count_rows(
+    source: SourceDialect,
+    record: OffloadedTable,
+    state: IncrementalState,
+    *,
+    lake_rows: int | None = None,
+) -> RowCounts:
     """The source's rows now, and the fewest the lake can show once the changes waiting now
-    are applied. The source is counted first: a change made after it is in the changelog."""
+    are applied. The source is counted first: a change made after it is in the changelog.
+
+    ``lake_rows``: the bound an earlier run of this enablement recorded, for a run that
+    shipped nothing since (the lake only grew by compactions then); the Delta logs are not
+    read, so a no-op run loads no Delta library.
+    """
     source_rows = source.count_rows(record.spec())
     waiting = capture.count_changes(source, capture_objects(state))
-    lake_rows = delta_stats(record.base_path).rows - waiting
-    if state.merge_mode != MergeMode.IMMEDIATE:  # the staging table holds a merged batch
-        partitions = delta_stats(state.delta_path, partition_column=CONTROL_PARTITION).partitions
-        lake_rows -= sum(
-            part.rows
-            for part in partitions
-            if part.value is not None and int(part.value) >= state.view_min_partition
-        )
-    return RowCounts(source_rows, max(lake_rows, 0))
+    if lake_rows is None:
+        lake_rows = delta_stats(record.base_path).rows
+        if state.merge_mode != MergeMode.IMMEDIATE:  # the staging table holds a merged batch
+            partitions = delta_stats(
+                state.delta_path, partition_column=CONTROL_PARTITION
+            ).partitions
+            lake_rows -= sum(
+                part.rows
+                for part in partitions
+                if part.value is not None and int(part.value) >= state.view_min_partition
+            )
+    return RowCounts(source_rows, max(lake_rows - waiting, 0))
+
+
+def last_lake_rows(runs: list[ExtractionRun]) -> int | None:
+    """The lake bound the newest counted run of ``runs`` (newest first) recorded."""
+    return next((run.lake_rows for run in runs if run.lake_rows is not None), None)
 
 
 def truncation_note(runs: tuple[ExtractionRun, ...], table: str) -> str | None:

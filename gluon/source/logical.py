@@ -16,7 +16,7 @@ import datetime as dt
 import functools
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -77,11 +77,13 @@ class RelationLabels:
     """The root and every partition at any depth (the root alone when not partitioned)."""
     columns: dict[str, str]
     """Each column's name -> its label in a tuple (quoted by the server)."""
+    labels: frozenset[str] = field(init=False)
+    """The labels a row change of the table carries (its leaves'): looked up for every row
+    of the slot, so computed once."""
 
-    @property
-    def labels(self) -> frozenset[str]:
-        """The labels a row change of the table carries (its leaves')."""
-        return frozenset(r.label for r in self.relations if r.is_leaf)
+    def __post_init__(self) -> None:
+        leaves = frozenset(r.label for r in self.relations if r.is_leaf)
+        object.__setattr__(self, "labels", leaves)
 
     def names_ours(self, label: str) -> bool:
         """``label`` names one of the table's relations, however it is quoted."""
