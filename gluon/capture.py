@@ -24,7 +24,9 @@ A key-changing update whose old key another row of the same statement took
 (``UPDATE t SET id = id + 1`` under a key checked at statement end) records no
 ``D``: PostgreSQL fires the row triggers at the end of the statement and
 writes the ``D`` only when no row holds the old key; Oracle's compound
-trigger does the same at AFTER STATEMENT.
+trigger does the same at AFTER STATEMENT; SQLite's row triggers, which fire as
+each row changes, make the same check (a row holding the old key then moved
+into it earlier in the statement).
 
 A method that does not capture an operation has no changelog trigger for it,
 unless it reports uncaptured DML (CHANGELOG_INSERT): then an update records a
@@ -662,7 +664,7 @@ def capture_problems(
     if truncate_fires and not all(truncate_fires):
         state = "missing" if None in truncate_fires else "disabled"
         problems.append(
-            f"TRUNCATE capture trigger {truncate_name} on {table.schema}.{table.name} is "
+            f"capture trigger {truncate_name} (for TRUNCATE) on {table.schema}.{table.name} is "
             f"{state}: a TRUNCATE of the table would not reach the lake: re-create the capture "
             "objects (offload --incremental-updates-enabled "
             "--incremental-recreate-capture-objects); if the table was truncated meanwhile, "

@@ -11,7 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.incremental import RunCli, Source, enable, extract, lake_rows, postgres_source
+from support.incremental import (
+    RunCli,
+    Source,
+    enable,
+    extract,
+    lake_rows,
+    postgres_source,
+    sqlite_source,
+)
 
 from gluon.config import load_settings
 from gluon.lake import storage
@@ -99,3 +107,61 @@ def test_swaps_and_keys_changed_many_times_stay_exact(pg_source: Source, run_cli
     expected = _source_rows(pg_source)
     assert len(expected) == 9
     assert _lake_rows(pg_source, "DEFERRED") == expected
+
+
+def test_upserts_stay_exact(pg_source: Source, run_cli: RunCli) -> None:
+    """INSERT ... ON CONFLICT DO UPDATE (an immediate key: ON CONFLICT takes no deferrable
+    one), including an upsert that changes the key of the conflicting row."""
+    with pg_source.engine.begin() as db:
+        db.exec_driver_sql("CREATE TABLE app.items (id integer PRIMARY KEY, name text)")
+        db.exec_driver_sql(
+            "INSERT INTO app.items SELECT g, 'row ' || g FROM generate_series(1, 4) g"
+        )
+    enable(run_cli, pg_source, "CHANGELOG")
+    with pg_source.engine.begin() as db:
+        db.exec_driver_sql(
+            "INSERT INTO app.items VALUES (1, 'one'), (9, 'nine') "
+            "ON CONFLICT (id) DO UPDATE SET name = excluded.name"
+        )
+        db.exec_driver_sql(
+            "INSERT INTO app.items VALUES (2, 'two') "
+            "ON CONFLICT (id) DO UPDATE SET id = excluded.id + 100, name = excluded.name"
+        )
+        db.exec_driver_sql("INSERT INTO app.items VALUES (3, 'same') ON CONFLICT (id) DO NOTHING")
+    extract(run_cli, pg_source)
+    expected = _source_rows(pg_source)
+    assert sorted(expected) == [1, 3, 4, 9, 102]
+    assert _lake_rows(pg_source, "DEFERRED") == expected
+
+
+@pytest.mark.parametrize("order", ["ASC", "DESC"])
+def test_sqlite_key_columns_without_a_unique_index_shift_exactly(
+    tmp_path: Path,
+    offload_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: RunCli,
+    order: str,
+) -> None:
+    """SQLite checks a unique index row by row, but key columns named with
+    --incremental-key-columns need none: UPDATE ... SET id = id + 1 then moves rows onto
+    keys other rows of the statement leave. SQLite fires row triggers as each row changes;
+    the rows are visited in either order (a descending index)."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    with source.engine.begin() as db:
+        db.exec_driver_sql("CREATE TABLE items (id integer NOT NULL, name text)")
+        db.exec_driver_sql(f"CREATE INDEX items_id ON items (id {order})")
+        db.exec_driver_sql(
+            "INSERT INTO items VALUES (1, 'one'), (2, 'two'), (3, 'three'), (4, 'four')"
+        )
+    enable(run_cli, source, "CHANGELOG", "--incremental-key-columns=id")
+    with source.engine.begin() as db:
+        db.exec_driver_sql("UPDATE items SET id = id + 1 WHERE id > 0")
+        db.exec_driver_sql(
+            "UPDATE items SET id = CASE id WHEN 2 THEN 3 ELSE 2 END WHERE id IN (2, 3)"
+        )
+    extract(run_cli, source)
+    with source.engine.connect() as db:
+        expected = {row[0]: tuple(row) for row in db.exec_driver_sql("SELECT id, name FROM items")}
+    assert expected == {2: (2, "two"), 3: (3, "one"), 4: (4, "three"), 5: (5, "four")}
+    assert _lake_rows(source, "DEFERRED") == expected
