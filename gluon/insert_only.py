@@ -41,6 +41,7 @@ from gluon.repo.rejects import (
     RejectedChanges,
     RejectSummary,
 )
+from gluon.states import MergeMode
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -97,7 +98,9 @@ class Screen:
             session,
             record.columns,
             record.base_path,
-            state.delta_path,
+            # IMMEDIATE: the staging table's batch is merged already (an extraction finishes a
+            # staged batch first), and its inserts before a TRUNCATE are not in the lake.
+            None if state.merge_mode == MergeMode.IMMEDIATE else state.delta_path,
             state.view_min_partition,
             keys,
             inserts,

@@ -174,7 +174,7 @@ def keys_in_lake(
     session: LakeSession,
     columns: tuple[Column, ...],
     base_path: str,
-    delta_path: str,
+    delta_path: str | None,
     min_partition: int,
     keys: list[str],
     inserts: pa.Table,
@@ -184,8 +184,9 @@ def keys_in_lake(
     """The ``keys`` values of ``inserts`` the user view already shows (NULL-safe, like the
     views), as tuples in the order of ``keys`` (lake names of some of the table's ``columns``).
 
-    ``truncated``: the delta table's partitions from ``min_partition`` may hold a TRUNCATE;
-    then only inserts after the last one count (the view shows nothing from before it).
+    ``delta_path``: the delta table (None: merge mode IMMEDIATE, where the base table holds
+    every shipped change). ``truncated``: its partitions from ``min_partition`` may hold a
+    TRUNCATE; then only inserts after the last one count (the view shows nothing before it).
     """
     if inserts.num_rows == 0:
         return set()
@@ -197,17 +198,20 @@ def keys_in_lake(
     wanted = spark.createDataFrame(inserts.select(keys), schema=struct_type(key_columns))
     quoted = [sql.quote(name) for name in keys]
     base = spark.read.format("delta").load(base_path).select(*quoted)
-    delta = (
-        spark.read.format("delta")
-        .load(delta_path)
-        .where(sql.inserted_since(min_partition))
-        .select(*quoted, "gl_seq")
-    )
-    last_truncate = _last_truncate(session, delta_path, min_partition) if truncated else None
-    if last_truncate is not None:
-        lake = delta.where(F.col("gl_seq") > last_truncate).select(*quoted).alias("gl_lake")
+    if delta_path is None:
+        lake = base.alias("gl_lake")
     else:
-        lake = base.unionByName(delta.select(*quoted)).alias("gl_lake")
+        delta = (
+            spark.read.format("delta")
+            .load(delta_path)
+            .where(sql.inserted_since(min_partition))
+            .select(*quoted, "gl_seq")
+        )
+        last_truncate = _last_truncate(session, delta_path, min_partition) if truncated else None
+        if last_truncate is not None:
+            lake = delta.where(F.col("gl_seq") > last_truncate).select(*quoted).alias("gl_lake")
+        else:
+            lake = base.unionByName(delta.select(*quoted)).alias("gl_lake")
     condition = reduce(
         lambda left, right: left & right,
         [

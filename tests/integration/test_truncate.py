@@ -225,11 +225,13 @@ def test_insert_only_screening_takes_keys_inserted_again_after_a_truncate(
     enable(run_cli, source, "CHANGELOG_INSERT", f"--incremental-merge-mode={mode}")
     workload.round(5)
     extract(run_cli, source)
+    _insert_again(source, workload, [200])  # a new key, in the TRUNCATE's batch before it
     truncate_through_changelog(source, workload)
     _insert_again(source, workload, [1, 2, 3])  # the same batch as the TRUNCATE
     extract(run_cli, source)
     assert lake_state(source.schema) == workload.expected == workload.source_rows()
-    _insert_again(source, workload, [4, 5])  # a later batch: the lake's 'T' is behind them
+    # A later batch: the lake's 'T' is behind them (and key 200 went with it).
+    _insert_again(source, workload, [4, 5, 200])
     extract(run_cli, source)
     assert lake_state(source.schema) == workload.expected == workload.source_rows()
     summary = RejectedChanges(Repository(load_settings().repo_url).engine).summary(
@@ -254,3 +256,27 @@ def test_a_truncate_read_from_a_postgresql_changelog(
     if mode == "DEFERRED":
         _compact(run_cli, source)
     assert _base(source) == workload.expected
+
+
+@pytest.mark.parametrize("compaction", ["IN_PLACE", "PARTITION_WISE_FULL"])
+def test_a_compaction_of_a_truncate_killed_at_its_rewrite_steps_finishes_exactly(
+    compaction: str,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Killed while rewriting partitions a TRUNCATE emptied (and right after switching the
+    views): readers between the kills and the finished run see exactly the source."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = _with_truncate(run_cli, source, "CHANGELOG", *PARTITIONED)
+    flags = ("--incremental-run-compaction", "--incremental-wait-time=0", *COMPACTIONS[compaction])
+    for point in ["compact.after_partition", "compact.after_compact", "compact.after_switch_views"]:
+        died = run_offload_process("-t", source.table, "-x", *flags, env={"GLUON_FAULT": point})
+        assert died.returncode == FAULT_EXIT_CODE, (point, died.stderr)
+        assert lake_state(source.schema) == workload.expected, f"reader after {point}"
+    finished = run_offload_process("-t", source.table, "-x", *flags)
+    assert finished.returncode == 0, finished.stderr
+    assert _base(source) == workload.expected == workload.source_rows()
+    assert lake_state(source.schema) == workload.expected

@@ -104,3 +104,25 @@ def test_a_fractional_vacuum_retention_is_not_truncated_to_nothing(tmp_path: Pat
     time.sleep(0.01)  # (the replaced file is a moment old: a 0-hour retention removes it)
     assert storage.vacuum(location, retention_hours=0.5) == 0
     assert storage.vacuum(location, retention_hours=0) == 1
+
+
+@pytest.mark.parametrize("kind", ["merge", "union_all"])
+def test_a_view_looks_for_a_truncate_only_when_told_one_may_be_there(kind: str) -> None:
+    """The repository's record (``IncrementalState.truncates_from``) decides: a table never
+    truncated reads no 'T' scan, one that was reads the changes' 'T' rows in range only."""
+
+    def view(truncated: bool) -> str:
+        return sql.merged_rows(
+            kind,
+            columns=["k", "v"],
+            keys=["k"],
+            base="b",
+            delta="d",
+            low=3,
+            high=None,
+            truncated=truncated,
+        )
+
+    assert "gl_truncate" not in view(False) and "'T'" not in view(False)
+    aware = view(True)
+    assert "gl_truncate.gl_control_partition >= 3 AND gl_truncate.gl_op = 'T'" in aware
