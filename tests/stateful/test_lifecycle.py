@@ -440,6 +440,11 @@ def lifecycle_machine(
                 return
             if kind == "no-op update":
                 source.noop_update(table, key)
+                if capture and dialect == "postgresql":
+                    # PostgreSQL's row trigger and its WAL record every updated row, changed
+                    # or not (SQLite's trigger skips unchanged rows): the source's row ships,
+                    # also where DML while disabled left the lake behind.
+                    self.captured(source.app[key])
             elif kind == "update":
                 row = source.update(table, key, name, amount)
                 if source.app[key] != row:
