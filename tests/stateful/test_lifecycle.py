@@ -10,8 +10,12 @@ disable/enable, and kill -9 at the fault points of ``gluon.faults.FAULT_POINTS``
 source's own hazards: a second installation enabling the same table, a reset
 of the changelog's sequence (refused, then the documented way out), and
 source schema changes (a column added, dropped and restored, widened).
-After every step the user view must equal the model of ``support.lifecycle``
-row for row, with no key shown twice.
+On PostgreSQL, TRUNCATE (with inserts in its transaction) empties the model.
+Each example draws its table's shape (``support.lifecycle.SHAPES``: composite
+key, keyword names, RANGE/HASH and LIST partitioned tables); the first example
+of each case has the shape ``FIRST_SHAPE`` names, so the default run covers
+them all. After every step the user view must equal the model of
+``support.lifecycle`` row for row, with no key shown twice.
 
 Commands run in this process with Typer's CliRunner (one Sail server for all);
 a killed command runs in a child process, then is run again here, as a user
@@ -21,7 +25,8 @@ still equal the model.
 
 Soak runs: ``GLUON_STATEFUL_EXAMPLES=N`` (examples per dialect and method),
 ``GLUON_STATEFUL_STEPS=N`` (steps per example) and ``GLUON_STATEFUL_SEED=S``.
-A failure prints the shrunk sequence of steps and the seed.
+A failure prints the shrunk sequence of steps and the seed
+(``GLUON_STATEFUL_SHRINK=0``: the sequence as found, unshrunk).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from hypothesis import HealthCheck, Verbosity, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -48,7 +53,23 @@ from hypothesis.stateful import (
 )
 from support.cli import GLUON_SETTINGS, run_cli
 from support.incremental import methods_for, run_offload_process
-from support.lifecycle import Key, LifecycleSource, Model, Row, canonical, show, sort_key
+from support.lifecycle import (
+    COMPOSITE,
+    KEYWORDS,
+    LIST_PARTITIONED,
+    PLAIN,
+    RANGE_PARTITIONED,
+    Key,
+    LifecycleSource,
+    Model,
+    Row,
+    Shape,
+    canonical,
+    quoted,
+    shapes_for,
+    show,
+    sort_key,
+)
 from support.postgres import PostgresServer
 
 from gluon.catalog import lake_session
@@ -62,6 +83,7 @@ from gluon.repo import Repository
 EXAMPLES = int(os.environ.get("GLUON_STATEFUL_EXAMPLES", "2"))
 STEPS = int(os.environ.get("GLUON_STATEFUL_STEPS", "12"))
 SEED = int(os.environ.get("GLUON_STATEFUL_SEED", "20261122"))
+SHRINK = os.environ.get("GLUON_STATEFUL_SHRINK", "1") != "0"
 
 NAMES = st.sampled_from(["alpha", "beta", "", "δέλτα", None])
 AMOUNTS = st.sampled_from(["0.00", "1.50", "-99.99", "12345.67", None])
@@ -81,6 +103,9 @@ STATEMENTS = st.tuples(
 
 View statements run on the application table when the method has no updatable view."""
 DML = st.lists(STATEMENTS, max_size=4)
+Refill = tuple[str | None, str | None]
+REFILL = st.tuples(NAMES, AMOUNTS)
+"""A row inserted in a TRUNCATE's transaction: (name, amount)."""
 """The source DML every step starts with."""
 COMPACTIONS = {
     "IN_PLACE": ("--incremental-in-place-compaction",),
@@ -130,10 +155,10 @@ def trace(line: str) -> None:
         print(" ", " ".join(line.replace("Log file:", "").split())[:300])
 
 
-def user_view(schema: str) -> list[Row]:
+def user_view(source: LifecycleSource) -> list[Row]:
     with lake_session(load_settings()) as session:
-        rows = session.sql(f"SELECT * FROM {schema}.items").toArrow().to_pylist()
-    return [canonical(row) for row in rows]
+        rows = session.sql(f"SELECT * FROM {source.user_view}").toArrow().to_pylist()
+    return [canonical(row, source.shape) for row in rows]
 
 
 class Nothing:
@@ -158,9 +183,13 @@ def lifecycle_machine(
     method_name: str,
     make_url: Callable[[], str],
     merge_modes: tuple[str, ...] = ("DEFERRED",),
+    shapes: tuple[Shape, ...] = (),
 ) -> type:
     """The state machine class for one dialect and method; the model enables with one of
-    ``merge_modes`` (``--incremental-merge-mode``) for the whole example."""
+    ``merge_modes`` (``--incremental-merge-mode``) for the whole example, on a table of
+    one of ``shapes`` (default: every shape of the dialect; the first is the simplest
+    example's)."""
+    shapes = shapes or shapes_for(dialect)
     method = registered_methods()[method_name]
     triggers = method.has_object(SourceObject.CHANGELOG_TRIGGER)
     logged = method.has_object(SourceObject.REPLICATION_SLOT)
@@ -213,33 +242,41 @@ def lifecycle_machine(
         # -- setup ---------------------------------------------------------------------------
 
         @initialize(
+            shape=st.sampled_from(shapes),
             partitioned=st.booleans(),
             nullable_key=st.booleans(),
             partial=st.booleans(),
             merge_mode=st.sampled_from(merge_modes),
         )
         def offload_and_enable(
-            self, partitioned: bool, nullable_key: bool, partial: bool, merge_mode: str = "DEFERRED"
+            self,
+            shape: Shape,
+            partitioned: bool,
+            nullable_key: bool,
+            partial: bool,
+            merge_mode: str = "DEFERRED",
         ) -> None:
             self.immediate = merge_mode == "IMMEDIATE"
             url = make_url()
             os.environ["GLUON_SOURCE_URL"] = url
-            schema = "main" if dialect == "sqlite" else "app"
-            self.source = LifecycleSource(dialect, url, schema, nullable_key, partial)
+            nullable_key = nullable_key and shape.nullable
+            trace(f"shape {shape.label}, nullable key {nullable_key}, partial {partial}")
+            self.source = LifecycleSource(dialect, url, shape, nullable_key, partial)
             self.source.create()
+            key = shape.key[0]
             if logged and nullable_key:
                 # PG_LOGICAL needs the key of deleted rows in the WAL: a UNIQUE column is no
                 # replica identity, the whole old row is (docs/operations.md, PG_LOGICAL).
                 assert self.ddl(f"ALTER TABLE {self.source.table} REPLICA IDENTITY FULL") is None
             self.key_flags: tuple[str, ...] = (
-                ("--incremental-key-columns=id",) if nullable_key else ()
+                (f"--incremental-key-columns={key}",) if nullable_key else ()
             )
             if nullable_key and insert_only:
                 # A UNIQUE column that allows NULL is no key constraint for an insert-only
                 # method; the model never inserts a NULL key there, so the user may vouch.
                 self.key_flags += ("--incremental-no-verify-primary-key",)
             self.offload_flags = (
-                ("--partition-columns=id", "--partition-granularity=10") if partitioned else ()
+                (f"--partition-columns={key}", "--partition-granularity=10") if partitioned else ()
             )
             if partial:
                 first = self.offload(
@@ -293,18 +330,16 @@ def lifecycle_machine(
                 self.source.view = self.updatable_view()
 
         def updatable_view(self) -> str:
-            state = Repository(load_settings().repo_url).incremental.get_state(
-                self.source.table.upper()
-            )
+            state = Repository(load_settings().repo_url).incremental.get_state(self.source.key)
             assert state is not None
             view = next(o for o in state.source_objects if o.kind == "updatable_view")
-            return f"{view.schema}.{view.name}"
+            return f"{quoted(view.schema)}.{quoted(view.name)}"
 
         # -- checks --------------------------------------------------------------------------
 
         def check(self, *allowed: Model, label: str = "") -> None:
             """The user view equals one of ``allowed`` (default: the lake model), no key twice."""
-            rows = user_view(self.source.schema)
+            rows = user_view(self.source)
             keys = [row[0] for row in rows]
             shown = {row[0]: row for row in rows}
             models = allowed or (self.source.lake,)
@@ -357,6 +392,26 @@ def lifecycle_machine(
             """DML alone, one transaction per statement."""
             self.run_dml(dml)
 
+        @precondition(lambda self: dialect == "postgresql" and hasattr(self, "source"))
+        @rule(dml=DML, refill=st.lists(REFILL, max_size=2))
+        def truncate(
+            self, dml: list[Statement], refill: list[tuple[str | None, str | None]]
+        ) -> None:
+            """TRUNCATE, and inserts in the same transaction: the model empties (the
+            source's row of every method that captures it) and holds the new rows."""
+            self.run_dml(dml)
+            source = self.source
+            rows = source.truncate(refill)
+            trace(f"source: TRUNCATE {source.table}, then {len(rows)} inserts")
+            source.app = {row[0]: row for row in rows}
+            # The rows of later increments are gone too: an increment copies none.
+            source.chunks = [(predicate, {}) for predicate, _ in source.chunks]
+            if self.enabled and (triggers or logged):
+                source.pending.clear()
+                self.captured_since_extraction = True
+                for row in rows:
+                    self.captured(row)
+
         def run_dml(self, dml: list[Statement]) -> None:
             for target, *statement in dml:
                 if target == "view" and patches and self.enabled:
@@ -385,6 +440,11 @@ def lifecycle_machine(
                 return
             if kind == "no-op update":
                 source.noop_update(table, key)
+                if capture and logged:
+                    # The WAL records every updated row, changed or not (the triggers skip
+                    # an unchanged row): the source's row ships, also where DML while
+                    # disabled left the lake behind.
+                    self.captured(source.app[key])
             elif kind == "update":
                 row = source.update(table, key, name, amount)
                 if source.app[key] != row:
@@ -666,7 +726,8 @@ def lifecycle_machine(
         @rule(dml=DML, bound=st.sampled_from([5, 50, 2000, None]))
         def stage_lake_rows(self, dml: list[Statement], bound: int | None) -> None:
             self.run_dml(dml)
-            predicate = "none" if bound is None else f"column(id) < numeric({bound})"
+            key = self.source.shape.key[0]
+            predicate = "none" if bound is None else f"column({key}) < numeric({bound})"
             done = self.offload(f"--incremental-stage-lake-rows={predicate}")
             # Refused while patches await extraction; it never changes the lake either way.
             assert done.code in (0, 1), done
@@ -675,7 +736,7 @@ def lifecycle_machine(
         @rule(dml=DML, point=st.sampled_from(STAGE_POINTS), nth=NTH)
         def stage_lake_rows_killed(self, dml: list[Statement], point: str, nth: int) -> None:
             self.run_dml(dml)
-            predicate = "column(id) < numeric(2000)"
+            predicate = f"column({self.source.shape.key[0]}) < numeric(2000)"
             finished = self.killed(point, nth, f"--incremental-stage-lake-rows={predicate}")
             if finished:
                 assert finished.code in (0, 1), finished
@@ -684,20 +745,19 @@ def lifecycle_machine(
 
         # -- the source's own hazards ----------------------------------------------------------
 
-        def source_object(self, kind: SourceObject) -> str | None:
-            state = Repository(load_settings().repo_url).incremental.get_state(
-                self.source.table.upper()
-            )
+        def source_object(self, kind: SourceObject) -> tuple[str, str]:
+            """The (schema, name) of one of the method's source objects."""
+            state = Repository(load_settings().repo_url).incremental.get_state(self.source.key)
             assert state is not None
-            item = next((o for o in state.source_objects if o.kind == kind.value), None)
-            if item is None:
-                return None
-            return item.name if dialect == "sqlite" else f"{item.schema}.{item.name}"
+            item = next(o for o in state.source_objects if o.kind == kind.value)
+            return item.schema, item.name
+
+        def quoted_object(self, kind: SourceObject) -> str:
+            schema, name = self.source_object(kind)
+            return f"{quoted(schema)}.{quoted(name)}"
 
         def shipped_seq(self) -> int:
-            state = Repository(load_settings().repo_url).incremental.get_state(
-                self.source.table.upper()
-            )
+            state = Repository(load_settings().repo_url).incremental.get_state(self.source.key)
             assert state is not None
             return state.shipped_seq or 0
 
@@ -732,11 +792,23 @@ def lifecycle_machine(
         def set_sequence(self, value: int) -> None:
             """Make the changelog hand out ``value + 1`` next (what a DBA's RESTART does)."""
             if dialect == "sqlite":
-                changelog = self.source_object(SourceObject.CHANGELOG_TABLE)
+                _, changelog = self.source_object(SourceObject.CHANGELOG_TABLE)
                 self.ddl(f"UPDATE sqlite_sequence SET seq = {value} WHERE name = '{changelog}'")
             else:
-                sequence = self.source_object(SourceObject.CHANGELOG_SEQUENCE)
+                sequence = self.quoted_object(SourceObject.CHANGELOG_SEQUENCE)
                 self.ddl(f"ALTER SEQUENCE {sequence} RESTART WITH {value + 1}")
+
+        def sequence_position(self) -> int:
+            """The last value the changelog's sequence handed out (0: none)."""
+            with self.source.engine.connect() as db:
+                if dialect == "sqlite":
+                    _, changelog = self.source_object(SourceObject.CHANGELOG_TABLE)
+                    statement = "SELECT seq FROM sqlite_sequence WHERE name = :name"
+                    value = db.execute(sa.text(statement), {"name": changelog}).scalar()
+                    return int(value or 0)
+                sequence = self.quoted_object(SourceObject.CHANGELOG_SEQUENCE)
+                row = db.execute(sa.text(f"SELECT last_value, is_called FROM {sequence}")).one()
+                return int(row[0]) if row[1] else int(row[0]) - 1
 
         @precondition(
             lambda self: (
@@ -750,8 +822,15 @@ def lifecycle_machine(
             shipped = self.shipped_seq()
             self.set_sequence(0)
             self.run_dml(after)
+            climbed_back = self.sequence_position() >= shipped
             done = self.offload("--incremental-run-extraction")
             if shipped == 0:  # nothing shipped yet: nothing to confuse the new changes with
+                self.extracted(done)
+                return
+            if climbed_back and done.code == 0:
+                # The new changes took the sequence back to what was shipped: a reused gl_seq
+                # is refused while the change it repeats is in the delta table, but one that
+                # only repeats a compacted change orders right (the check after the step).
                 self.extracted(done)
                 return
             assert done.code == 1 and len(done.stderr.strip().splitlines()) == 1, done
@@ -760,9 +839,8 @@ def lifecycle_machine(
             # docs/operations.md, "Changelog sequence reset": restart above what was shipped,
             # empty the changelog, ship, compact, disable, offload again from the table.
             self.set_sequence(shipped)
-            changelog = self.source_object(SourceObject.CHANGELOG_TABLE)
-            prefix = "main." if dialect == "sqlite" else ""
-            assert self.ddl(f"DELETE FROM {prefix}{changelog}") is None
+            changelog = self.quoted_object(SourceObject.CHANGELOG_TABLE)
+            assert self.ddl(f"DELETE FROM {changelog}") is None
             self.source.pending = dict(self.source.lake)  # the rebuild brings their effect
             self.captured_since_extraction = False
             self.compaction_cycle(dml=[], method="FULL", retain=False, during=[])
@@ -783,12 +861,13 @@ def lifecycle_machine(
             if self.compaction is not None:
                 return False  # carried after the compaction under way
             with lake_session(load_settings()) as session:
-                names = session.sql(f"SELECT * FROM {self.source.schema}.items").columns
+                names = session.sql(f"SELECT * FROM {self.source.user_view}").columns
             if self.immediate:
                 # The user-facing table is the base table itself: it stores the lake partition
                 # column a partitioned offload derives (gl_part_<column>), no view hides it.
                 names = [name for name in names if not name.lower().startswith("gl_part_")]
-            assert [name.lower() for name in names][3:] == ["note"] * (self.note != "absent"), (
+            own = len(self.source.shape.columns)
+            assert [name.lower() for name in names][own:] == ["note"] * (self.note != "absent"), (
                 f"{label}: the user view has columns {names}"
             )
             return True
@@ -824,7 +903,8 @@ def lifecycle_machine(
         @rule(dml=DML)
         def widen_column(self, dml: list[Statement]) -> None:
             """A longer varchar: application DML goes on, the next extraction carries it."""
-            statement = f"ALTER TABLE {self.source.table} ALTER COLUMN name TYPE VARCHAR(80)"
+            name = quoted(self.source.shape.name)
+            statement = f"ALTER TABLE {self.source.table} ALTER COLUMN {name} TYPE VARCHAR(80)"
             refused = self.ddl(statement)
             if refused is not None:  # a view of gluon's depends on it: the DBA is told so
                 assert "depend" in refused, refused
@@ -848,6 +928,8 @@ def _machine_settings() -> settings:
         if os.environ.get("GLUON_STATEFUL_VERBOSE")
         else Verbosity.normal,
         suppress_health_check=list(HealthCheck),
+        # A failure found late in a soak can take an hour to shrink: SHRINK=0 reports it as found.
+        phases=[phase for phase in Phase if phase is not Phase.shrink or SHRINK],
     )
 
 
@@ -856,31 +938,53 @@ MODEL_CHOOSES = ("IMMEDIATE", "DEFERRED")
 """The merge-mode cases: the model chooses at enable (its first, simplest example: IMMEDIATE)."""
 
 
+FIRST_SHAPE = {
+    "sqlite-CHANGELOG": KEYWORDS,
+    "sqlite-CHANGELOG_INSERT": COMPOSITE,
+    "sqlite-UPDATABLE": COMPOSITE,
+    "sqlite-UPDATABLE_CHANGELOG": KEYWORDS,
+    "sqlite-UPDATABLE_INSERT": KEYWORDS,
+    "sqlite-CHANGELOG-merge-mode": COMPOSITE,
+    "postgresql-CHANGELOG": RANGE_PARTITIONED,
+    "postgresql-CHANGELOG_INSERT": COMPOSITE,
+    "postgresql-PG_LOGICAL": KEYWORDS,
+    "postgresql-UPDATABLE": LIST_PARTITIONED,
+    "postgresql-UPDATABLE_CHANGELOG": KEYWORDS,
+    "postgresql-UPDATABLE_INSERT": RANGE_PARTITIONED,
+    "postgresql-CHANGELOG-merge-mode": LIST_PARTITIONED,
+    "postgresql-PG_LOGICAL-merge-mode": RANGE_PARTITIONED,
+}
+"""The shape of each case's first, simplest example (its second draws any shape): the
+default run covers every shape, and each on a trigger method and on PG_LOGICAL or
+IMMEDIATE."""
+
+
+def _case(dialect: str, method: str, merge_modes: tuple[str, ...]) -> Any:
+    case = f"{dialect}-{method}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
+    first = FIRST_SHAPE.get(case, PLAIN)
+    shapes = (first, *(shape for shape in shapes_for(dialect) if shape != first))
+    return pytest.param(dialect, method, merge_modes, shapes, id=case)
+
+
 def _cases() -> list[Any]:
     return (
         [
-            pytest.param(dialect, method, MERGE_MODES, id=f"{dialect}-{method}")
+            _case(dialect, method, MERGE_MODES)
             for dialect in ("sqlite", "postgresql")
             for method in methods_for(dialect)
         ]
-        + [
-            pytest.param(dialect, "CHANGELOG", MODEL_CHOOSES, id=f"{dialect}-CHANGELOG-merge-mode")
-            for dialect in ("sqlite", "postgresql")
-        ]
-        + [
-            pytest.param(
-                "postgresql", "PG_LOGICAL", MODEL_CHOOSES, id="postgresql-PG_LOGICAL-merge-mode"
-            )
-        ]
+        + [_case(dialect, "CHANGELOG", MODEL_CHOOSES) for dialect in ("sqlite", "postgresql")]
+        + [_case("postgresql", "PG_LOGICAL", MODEL_CHOOSES)]
     )
 
 
 @pytest.mark.timeout(3600)  # shrinking a failure re-runs many sequences
-@pytest.mark.parametrize(("dialect", "method", "merge_modes"), _cases())
+@pytest.mark.parametrize(("dialect", "method", "merge_modes", "shapes"), _cases())
 def test_lifecycle_keeps_the_lake_equal_to_the_model(
     dialect: str,
     method: str,
     merge_modes: tuple[str, ...],
+    shapes: tuple[Shape, ...],
     stateful_tmp: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -895,7 +999,7 @@ def test_lifecycle_keeps_the_lake_equal_to_the_model(
         def make_url() -> str:
             return server.create_database(f"lifecycle_{uuid.uuid4().hex[:12]}")
 
-    machine = lifecycle_machine(dialect, method, make_url, merge_modes)
+    machine = lifecycle_machine(dialect, method, make_url, merge_modes, shapes)
     test = get_state_machine_test(machine, settings=_machine_settings(), _min_steps=STEPS)
     # Each case draws its own sequences from the one seed (a soak run varies the seed).
     case = f"{dialect}-{method}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
