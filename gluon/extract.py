@@ -365,12 +365,20 @@ class _MergeImmediately:
 
     def resume(self) -> None:
         """Finish the batch a dead run staged: merge it unless the base table applied it,
-        then remove its changes from the changelog (again, if that was done already)."""
+        then remove its changes from the changelog (again, if that was done already).
+
+        Only a batch of a run that did not succeed: a run that succeeded removed its changes
+        itself, and a change now in the changelog with one of its ``gl_seq`` is a new change
+        under a reset sequence (removing it would lose it; ``_shipped_before`` refuses it).
+        """
         # Usually the last run's batch, merged and done: only its gl_seq are read then.
-        staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq"])
+        staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq", "gl_extraction_id"])
         if staged is None:
             return
         self._apply(staged)
+        unconfirmed = self.feed.repo.incremental.unconfirmed_extractions(self.state.table_key)
+        if staged.extraction_id not in unconfirmed:
+            return
         self.feed.done(staged.rows)
         log.debug("staged batch %d is in the base table and out of the changelog", staged.version)
 
