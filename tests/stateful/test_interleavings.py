@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.lifecycle import PLAIN
 from test_lifecycle import lifecycle_machine
 
 UPDATE_FIRST_ROWS = [("table", "update", pick, "beta", "1.50") for pick in range(3)]
@@ -53,7 +54,7 @@ def _finish(machine: Any) -> None:
 def test_increment_during_a_compaction_loses_no_rows(sqlite_machine: Callable[[str], Any]) -> None:
     """Issue 11.1: a partial-offload increment while a compaction waits for its acknowledgement."""
     m = sqlite_machine("CHANGELOG")
-    m.offload_and_enable(partitioned=False, nullable_key=False, partial=True)
+    m.offload_and_enable(shape=PLAIN, partitioned=False, nullable_key=False, partial=True)
     m.extract(dml=UPDATE_FIRST_ROWS)
     m.compact(dml=[], method="FULL", retain=False)  # stops at the acknowledgement step
     m.extract(dml=[])
@@ -70,7 +71,7 @@ def test_disable_and_enable_with_an_unfinished_compaction(
 ) -> None:
     """Issue 11.2: a compaction killed after switch_views, disable, enable, new changes."""
     m = sqlite_machine("CHANGELOG")
-    m.offload_and_enable(partitioned=True, nullable_key=False, partial=False)
+    m.offload_and_enable(shape=PLAIN, partitioned=True, nullable_key=False, partial=False)
     m.extract(dml=UPDATE_FIRST_ROWS)
     m.compact(dml=[], method="IN_PLACE", retain=False)
     m.extract(dml=[])
@@ -94,7 +95,7 @@ def test_compaction_killed_between_its_first_repository_writes(
     """Found by the model test: a kill between the run's first writes (the partitions it
     compacts, then where they start) left a run that every resume failed on (KeyError)."""
     m = sqlite_machine("CHANGELOG")
-    m.offload_and_enable(partitioned=True, nullable_key=False, partial=False)
+    m.offload_and_enable(shape=PLAIN, partitioned=True, nullable_key=False, partial=False)
     m.extract(dml=UPDATE_FIRST_ROWS)
     m.compact_killed(
         dml=[], method="PARTITION_WISE_FULL", retain=False, point="repo.after_update_run", nth=nth
@@ -112,7 +113,7 @@ def test_compaction_killed_after_its_first_partition(
 ) -> None:
     """A compaction step that stopped half-way (one of several partitions written) resumes."""
     m = sqlite_machine("CHANGELOG")
-    m.offload_and_enable(partitioned=True, nullable_key=True, partial=False)
+    m.offload_and_enable(shape=PLAIN, partitioned=True, nullable_key=True, partial=False)
     spread = [("table", "update", pick * 4, "gamma", "2.00") for pick in range(3)]
     m.extract(dml=[*spread, ("table", "insert null key", 0, "n", None)])
     m.compact(dml=[], method=method, retain=True)
@@ -129,7 +130,7 @@ def test_a_null_key_is_one_key(machine_for: Callable[[str, str], Any], method: s
     NOT DISTINCT: gluon refuses any other nullable key): the NULL-key row is updated,
     compacted, re-keyed and deleted."""
     m = machine_for("postgresql", "CHANGELOG")
-    m.offload_and_enable(partitioned=True, nullable_key=True, partial=False)
+    m.offload_and_enable(shape=PLAIN, partitioned=True, nullable_key=True, partial=False)
     null_row = ("table", "insert null key", 0, "null", "1.00")
     m.extract(dml=[null_row])
     m.compaction_cycle(dml=[], method=method, retain=False, during=[])
@@ -151,7 +152,7 @@ def test_a_change_shipped_before_a_diversion_is_not_shipped_again(
     diverts ingestion: the next extraction (into the new partition) must skip what the killed
     one committed to the old partition (an insert-only view would show it twice)."""
     m = sqlite_machine("CHANGELOG_INSERT")
-    m.offload_and_enable(partitioned=False, nullable_key=False, partial=False)
+    m.offload_and_enable(shape=PLAIN, partitioned=False, nullable_key=False, partial=False)
     m.run_dml(INSERTS)
     assert m.killed("extract.after_delta_commit", 1, "--incremental-run-extraction") is None
     m.source.lake = dict(m.source.pending)  # committed: the lake shows the inserts
@@ -186,7 +187,7 @@ def test_unpartitioned_in_place_retaining_killed_again_and_again(
     """The kill matrix: an unpartitioned in-place compaction with retained objects, killed at
     one point after another (each run resumes the last), readers always see the model."""
     m = machine_for(dialect, method)
-    m.offload_and_enable(partitioned=False, nullable_key=True, partial=False)
+    m.offload_and_enable(shape=PLAIN, partitioned=False, nullable_key=True, partial=False)
     m.extract(dml=[*UPDATE_FIRST_ROWS, *INSERTS])
     m.compact(dml=[], method="IN_PLACE", retain=True)
     m.extract(dml=INSERTS)  # acknowledges; these land in the new control partition
