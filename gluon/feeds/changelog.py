@@ -82,28 +82,16 @@ class ChangelogFeed(TableFeed):
         return unfit.unfit_change(self.record, self.state, text, lake_column, later)
 
     def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
-        from gluon.source.arrow import UnfitValueError  # pyarrow: rows are read here
-
         spec = self.record.spec()
         objects = capture_objects(self.state)
         texts = capture.read_change_texts(self.source, spec, objects, seqs)
-        remaining = sorted(texts)
-        found: list[unfit.UnfitChange] = []
-        while remaining:
-            try:
-                capture.read_changes(self.source, spec, objects, limit=None, seqs=remaining)
-            except UnfitValueError as exc:
-                refused = [seq for seq in unfit.refused_seqs(exc) if seq in remaining]
-                if not refused:
-                    raise
-                found += [self._unfit(texts[seq], exc.column) for seq in refused]
-                remaining = [seq for seq in remaining if seq not in refused]
-                continue
-            break
+        found, remaining = unfit.narrow(
+            list(texts),
+            lambda some: capture.read_changes(self.source, spec, objects, limit=None, seqs=some),
+            lambda seq, column: self._unfit(texts[seq], column),
+        )
         return unfit.UnfitSearch(
-            sorted(found, key=lambda change: change.gl_seq),
-            remaining,
-            {seq: text.values for seq, text in texts.items()},
+            found, remaining, {seq: text.values for seq, text in texts.items()}
         )
 
     def set_aside(self, changes: list[unfit.UnfitChange]) -> None:

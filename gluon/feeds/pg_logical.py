@@ -365,32 +365,18 @@ class PgLogicalFeed(TableFeed):
         refuses; changes set aside already are skipped by the decoding."""
         import pyarrow as pa
 
-        from gluon.source.arrow import UnfitValueError  # pyarrow: rows are typed here
-
         spec = self.record.spec()
         schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
         rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
         decoded = self._decode(rows, self._labels())[0]
         texts = self._texts(decoded)
         wanted = {seq: row for seq, row in zip(texts, decoded, strict=True) if seq in seqs}
-        remaining = sorted(wanted)
-        found: list[unfit.UnfitChange] = []
-        while remaining:
-            try:
-                self._typed([wanted[seq] for seq in remaining], schema)
-            except UnfitValueError as exc:
-                refused = [seq for seq in unfit.refused_seqs(exc) if seq in remaining]
-                if not refused:
-                    raise
-                found += [self._unfit(texts, seq, exc.column) for seq in refused]
-                remaining = [seq for seq in remaining if seq not in refused]
-                continue
-            break
-        return unfit.UnfitSearch(
-            sorted(found, key=lambda change: change.gl_seq),
-            remaining,
-            {seq: texts[seq].values for seq in wanted},
+        found, remaining = unfit.narrow(
+            list(wanted),
+            lambda some: self._typed([wanted[seq] for seq in some], schema),
+            lambda seq, column: self._unfit(texts, seq, column),
         )
+        return unfit.UnfitSearch(found, remaining, {seq: texts[seq].values for seq in wanted})
 
     def set_aside(self, changes: list[unfit.UnfitChange]) -> None:
         """Nothing to delete: the repository's record makes every read skip them, and the next

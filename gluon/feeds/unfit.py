@@ -10,6 +10,7 @@ the value as the source prints it) and the exact command that sets just those ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -144,3 +145,33 @@ def refusal(
         f"{set_aside_command(record, [change.gl_seq for change in changes])} ({DOCS})",
         changes,
     )
+
+
+def narrow(
+    seqs: list[int],
+    convert: Callable[[list[int]], object],
+    found: Callable[[int, str], UnfitChange],
+) -> tuple[list[UnfitChange], list[int]]:
+    """Which changes of ``seqs`` the lake refuses, and those it takes: ``convert`` types the
+    changes given, raising ``UnfitValueError`` for those that do not fit; each refusal is
+    named by ``found(gl_seq, lake column)`` and the rest tried again until they all fit.
+
+    Raises:
+        UnfitValueError: a conversion failed without naming a change of ``seqs``.
+    """
+    from gluon.source.arrow import UnfitValueError  # pyarrow: the changes were read
+
+    remaining = sorted(seqs)
+    refusals: list[UnfitChange] = []
+    while remaining:
+        try:
+            convert(remaining)
+        except UnfitValueError as exc:
+            refused = [seq for seq in refused_seqs(exc) if seq in remaining]
+            if not refused:
+                raise
+            refusals += [found(seq, exc.column) for seq in refused]
+            remaining = [seq for seq in remaining if seq not in refused]
+            continue
+        break
+    return sorted(refusals, key=lambda change: change.gl_seq), remaining
