@@ -208,33 +208,24 @@ class IncrementalRepository:
     @repository_write("record_shipping")
     def record_shipping(self, table_key: str, highest_seq: int) -> None:
         """Raise the table's ``shipped_seq`` to ``highest_seq`` (never lowers it)."""
-        table = models.incremental_state
-        with self.engine.begin() as connection:
-            connection.execute(
-                table.update()
-                .where(
-                    table.c.table_key == table_key,
-                    sa.or_(table.c.shipped_seq.is_(None), table.c.shipped_seq < highest_seq),
-                )
-                .values(shipped_seq=highest_seq, updated_at=now())
-            )
+        self._raise_to(table_key, "shipped_seq", highest_seq)
 
     @repository_write("record_truncate")
     def record_truncate(self, table_key: str, partition: int) -> None:
         """Raise the table's ``truncate_partition`` to ``partition`` (never lowers it): a
         batch holding a TRUNCATE is about to be committed there."""
+        self._raise_to(table_key, "truncate_partition", partition)
+
+    def _raise_to(self, table_key: str, column_name: str, value: int) -> None:
+        """Set the state's ``column_name`` to ``value`` where it is NULL or lower, in one
+        statement (a concurrent writer's higher value is never lowered)."""
         table = models.incremental_state
+        column = table.c[column_name]
         with self.engine.begin() as connection:
             connection.execute(
                 table.update()
-                .where(
-                    table.c.table_key == table_key,
-                    sa.or_(
-                        table.c.truncate_partition.is_(None),
-                        table.c.truncate_partition < partition,
-                    ),
-                )
-                .values(truncate_partition=partition, updated_at=now())
+                .where(table.c.table_key == table_key, sa.or_(column.is_(None), column < value))
+                .values({column_name: value, "updated_at": now()})
             )
 
     @repository_write("delete_state")
