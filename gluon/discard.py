@@ -33,6 +33,7 @@ from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
 from gluon.naming import TableRef
+from gluon.progress import ShownLine, plan_lines, sentence
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
 from gluon.states import MergeMode, parse_merge_mode
@@ -50,6 +51,9 @@ class DiscardResult:
     """Delta table changes (DEFERRED) or staged changes not merged yet (IMMEDIATE)."""
     steps: list[str] = field(default_factory=list)
     message: str = ""
+
+    def shown(self) -> list[ShownLine]:
+        return [sentence(self.message)] if self.executed else plan_lines(self.table_key, self.steps)
 
 
 def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:

@@ -44,7 +44,7 @@ from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
-from gluon.progress import NullProgress, Progress, timed_step
+from gluon.progress import NullProgress, Progress, ShownLine, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
@@ -100,6 +100,21 @@ class ExtractionResult:
     """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
     oldest_change_at: dt.datetime | None = None
     """When the oldest change this run found pending was captured (for the lake's latency)."""
+
+    def shown(self) -> list[ShownLine]:
+        ack = ", acknowledged change ingestion diversion" if self.acknowledged else ""
+        lines = [
+            ShownLine(
+                f"Extracted {self.rows_written} changes of {self.table_key} to control "
+                f"partition {self.control_partition} in {self.seconds:.1f}s{ack}"
+            )
+        ]
+        for line in self.screen.messages() if self.screen else ():
+            lines.append(ShownLine(f"{self.table_key}: {line}", "warning"))
+        if self.row_counts is not None and self.row_counts.dropped:
+            at_end = self.row_counts.warning(self.table_key, "at the end of this extraction")
+            lines.append(ShownLine(at_end, "warning"))
+        return lines
 
 
 NOT_ENABLED_HINT = (

@@ -41,7 +41,7 @@ from gluon.offload import (
     plan_steps,
     validate_offload,
 )
-from gluon.progress import NullProgress, Progress, timed_step
+from gluon.progress import NullProgress, Progress, ShownLine, plan_lines, sentence, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import (
@@ -80,6 +80,11 @@ class IncrementalResult:
     executed: bool
     message: str = ""
     rows: int | None = None
+
+    def shown(self) -> list[ShownLine]:
+        if not self.executed:
+            return plan_lines(self.table_key, [step.description for step in self.steps])
+        return [sentence(self.message, otherwise="Done")]
 
 
 def _key_columns(spec: TableSpec, requested: tuple[str, ...]) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ from gluon.lake.session import LakeSession, open_session
 from gluon.locks import lifecycle_lock
 from gluon.naming import TableRef, lake_names
 from gluon.partitioning import plan_partitioning
-from gluon.progress import NullProgress, Progress, timed_step
+from gluon.progress import NullProgress, Progress, ShownLine, plan_lines, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.increments import PENDING
@@ -72,6 +72,13 @@ class OffloadResult:
     rows: int | None = None
     user_view: str = ""
     base_path: str = ""
+
+    def shown(self) -> list[ShownLine]:
+        if not self.executed:
+            return plan_lines(self.table_key, [step.description for step in self.steps])
+        return [
+            ShownLine(f"Offloaded {self.table_key}: {self.rows} rows, query it as {self.user_view}")
+        ]
 
 
 @dataclass(slots=True)

@@ -1,12 +1,13 @@
-"""Progress reporting from services to whoever shows it (the CLI draws rich bars), and the
-timer every command's steps are logged with."""
+"""Progress reporting from services to whoever shows it (the CLI draws rich bars), the
+timer every command's steps are logged with, and the lines a result shows at the end."""
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Protocol
 
 
@@ -64,3 +65,35 @@ def timed_step(name: str) -> Iterator[StepRecord]:
         raise
     detail = f" ({record.detail})" if record.detail else ""
     STEP_LOG.info("step %s: done in %.3fs%s", name, time.monotonic() - started, detail)
+
+
+@dataclass(frozen=True, slots=True)
+class ShownLine:
+    """One line of what a command shows when a service returns (the result renders itself:
+    ``Shows``; the command prints)."""
+
+    text: str
+    label: str = ""
+    """Empty: a result line, on stdout. ``warning`` or ``note``: on stderr, after the
+    program's name (``offload: warning: ...``)."""
+
+
+class Shows(Protocol):
+    """A service's result that says what the command shows for it."""
+
+    def shown(self) -> list[ShownLine]: ...
+
+
+def plan_lines(table_key: str, descriptions: Iterable[str]) -> list[ShownLine]:
+    """The steps a command would run without ``-x``, numbered."""
+    lines = [ShownLine(f"Steps for {table_key} (nothing was changed; add -x to run them):")]
+    lines += [
+        ShownLine(f"  {number}. {description}")
+        for number, description in enumerate(descriptions, start=1)
+    ]
+    return lines
+
+
+def sentence(message: str, otherwise: str = "") -> ShownLine:
+    """``message`` as a result line that starts with a capital letter."""
+    return ShownLine(message[:1].upper() + message[1:] if message else otherwise)

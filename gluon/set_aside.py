@@ -36,6 +36,7 @@ from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
 from gluon.naming import TableRef
+from gluon.progress import ShownLine, plan_lines, sentence
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
@@ -70,6 +71,9 @@ class SetAsideResult:
     steps: list[str] = field(default_factory=list)
     message: str = ""
     changes: list[UnfitChange] = field(default_factory=list)
+
+    def shown(self) -> list[ShownLine]:
+        return [sentence(self.message)] if self.executed else plan_lines(self.table_key, self.steps)
 
 
 def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalState]:

@@ -65,6 +65,24 @@ class MergeMode(StrEnum):
     commit per batch); no delta table, no views, no compaction."""
 
 
+MERGE_MODE_SUMMARIES = {
+    MergeMode.DEFERRED: "changes go to a delta table read through views until a compaction "
+    "merges them",
+    MergeMode.IMMEDIATE: "each extraction merges its changes into the base table, a plain "
+    "Delta table any Delta reader sees current",
+}
+"""Each mode in a few words, for ``offload --help`` (``merge_mode_choices``)."""
+
+
+def merge_mode_choices() -> str:
+    """Every merge mode with its summary, the default first: for help texts."""
+    return " or ".join(
+        f"{mode.value} ({'default: ' if mode is MergeMode.DEFERRED else ''}"
+        f"{MERGE_MODE_SUMMARIES[mode]})"
+        for mode in MergeMode
+    )
+
+
 def parse_merge_mode(text: str | None) -> MergeMode:
     """``--incremental-merge-mode`` (None: the default, DEFERRED).
 

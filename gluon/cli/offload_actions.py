@@ -15,14 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from gluon.cli.actions import ONE_ACTION, Action, OffloadArguments, refuse_ignored_options
+from gluon.cli.actions import ONE_ACTION, chosen_actions, refuse_ignored_options
 from gluon.cli.common import progress_for, stderr
+from gluon.cli.declare import check_values, declared_options
+from gluon.cli.offload_options import Action, OffloadArguments
 from gluon.cli.options import split_list
 from gluon.compact import options as compaction_rules
 from gluon.config import Settings
 from gluon.errors import UsageError
-from gluon.extract import ExtractionResult, check_batch_size, extraction_plan, run_extraction
-from gluon.increments import IncrementRequest, check_offload_predicate
+from gluon.extract import ExtractionResult, extraction_plan, run_extraction
+from gluon.increments import IncrementRequest
 from gluon.naming import TableRef
 from gluon.states import MergeMode, parse_merge_mode
 
@@ -30,7 +32,7 @@ from gluon.states import MergeMode, parse_merge_mode
 # imports this module, and an extraction (the command cron runs most, usually with nothing
 # to do) must not pay for importing compaction, offload and patching code (issue 14).
 if TYPE_CHECKING:
-    from gluon.compact import CompactionResult
+    from gluon.compact import CompactionOptions, CompactionResult
     from gluon.compact.abandon import AbandonResult
     from gluon.discard import DiscardResult
     from gluon.incremental import IncrementalResult
@@ -53,24 +55,13 @@ PROGRAM = "offload"
 
 def validate(arguments: OffloadArguments) -> None:
     """Refuse values no action can take, before the log file is created (one line, exit 2;
-    Click's own range checks print a usage block instead).
+    Click's own range checks print a usage block instead): each option's ``check``.
 
     Raises:
-        UsageError: a bad table name, a value out of range or not finite, an empty predicate.
+        UsageError: a bad table name, a value out of range or not finite, an empty predicate,
+            a key column named twice.
     """
-    TableRef.parse(arguments.table)
-    check_batch_size(arguments.batch_size)
-    compaction_rules.check_option_values(
-        delta_threshold=arguments.delta_threshold,
-        wait_minutes=arguments.wait_time,
-        vacuum_retention_hours=arguments.vacuum_retention_hours,
-        acknowledgement_timeout_seconds=arguments.acknowledgement_timeout,
-    )
-    check_offload_predicate(arguments.offload_predicate)
-    if arguments.set_aside_changes is not None:
-        from gluon.set_aside import parse_seqs
-
-        parse_seqs(arguments.set_aside_changes)
+    check_values(arguments)
 
 
 def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
@@ -80,7 +71,7 @@ def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
         UsageError: more than one action, or conflicting compaction methods (named as such,
             whichever the action, rather than as an option the action ignores).
     """
-    chosen = arguments.chosen_actions()
+    chosen = chosen_actions(arguments)
     if len(chosen) > 1:
         raise UsageError(ONE_ACTION)
     _compaction_method(arguments)
@@ -194,23 +185,10 @@ def compact(
     arguments: OffloadArguments, settings: Settings
 ) -> CompactionResult | IncrementalResult:
     """Merge the extracted changes into the base table (or resume the unfinished run)."""
-    from gluon.compact import CompactionOptions, run_compaction
+    from gluon.compact import run_compaction
 
     refuse_ignored_options(arguments, Action.COMPACTION)
-    options = CompactionOptions(
-        table=TableRef.parse(arguments.table),
-        method=_compaction_method(arguments),
-        terminate_at_acknowledgement=arguments.terminate_compaction,
-        delta_threshold=arguments.delta_threshold,
-        wait_minutes=arguments.wait_time,
-        retain_obsolete_objects=arguments.retain_obsolete_objects,
-        without_snapshot=arguments.without_snapshot,
-        vacuum_retention_hours=arguments.vacuum_retention_hours,
-        acknowledgement_timeout_seconds=arguments.acknowledgement_timeout,
-        given=frozenset(
-            COMPACTION_OPTIONS[name] for name in arguments.given if name in COMPACTION_OPTIONS
-        ),
-    )
+    options = _compaction_options(arguments)
     if not arguments.execute:
         from gluon.compact.plan import compaction_plan
         from gluon.incremental import IncrementalResult
@@ -222,21 +200,6 @@ def compact(
     return run_compaction(
         settings, options, progress_for(quiet=False), warn=warn_now, waiting=say_waiting
     )
-
-
-COMPACTION_OPTIONS = {
-    "full_compaction": "method",
-    "partition_wise_full_compaction": "method",
-    "in_place_compaction": "method",
-    "terminate_compaction": "terminate_at_acknowledgement",
-    "delta_threshold": "delta_threshold",
-    "wait_time": "wait_minutes",
-    "acknowledgement_timeout": "acknowledgement_timeout_seconds",
-    "retain_obsolete_objects": "retain_obsolete_objects",
-    "without_snapshot": "without_snapshot",
-    "vacuum_retention_hours": "vacuum_retention_hours",
-}
-"""The command's compaction parameters -> the ``CompactionOptions`` fields they set."""
 
 
 def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
@@ -330,6 +293,22 @@ def _compaction_method(arguments: OffloadArguments) -> compaction_rules.Compacti
         partition_wise_full=arguments.partition_wise_full_compaction,
         in_place=arguments.in_place_compaction,
     )
+
+
+def _compaction_options(arguments: OffloadArguments) -> CompactionOptions:
+    """The options the command line gives the compaction: each declared option sets the
+    ``CompactionOptions`` field its ``sets`` names; those typed count as given (a resumed run
+    notes only those it does not use)."""
+    values: dict[str, object] = {"method": _compaction_method(arguments)}
+    given = {"method"} if values["method"] is not None else set()
+    for declared in declared_options(OffloadArguments):
+        field = declared.spec.sets
+        if field is None or field == "method":  # the method flags: ``_compaction_method``
+            continue
+        values[field] = getattr(arguments, declared.name)
+        if declared.name in arguments.given:
+            given.add(field)
+    return compaction_rules.compaction_options(TableRef.parse(arguments.table), values, given=given)
 
 
 def _offload_options(arguments: OffloadArguments) -> OffloadOptions:

@@ -29,7 +29,7 @@ from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
-from gluon.progress import NullProgress
+from gluon.progress import NullProgress, ShownLine, plan_lines, sentence
 from gluon.repo import Repository
 from gluon.repo.compaction import ABANDONED, OPEN_STATUSES, CompactionRun
 from gluon.repo.incremental import ENABLED, IncrementalState
@@ -53,6 +53,11 @@ class AbandonResult:
     steps: list[AbandonStep]
     executed: bool
     message: str = ""
+
+    def shown(self) -> list[ShownLine]:
+        if self.executed:
+            return [sentence(self.message)]
+        return plan_lines(self.table_key, [step.description for step in self.steps])
 
 
 def abandon_refusal(repo: Repository, run: CompactionRun, state: IncrementalState) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Collection, Mapping
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
@@ -85,6 +86,26 @@ def chosen_method(
     return chosen[0] if chosen else None
 
 
+def check_count(option: str, value: int) -> None:
+    """Refuse a count below 0 (``--incremental-delta-threshold``).
+
+    Raises:
+        UsageError: names ``option`` and the value.
+    """
+    if value < 0:
+        raise UsageError(f"{option} must be at least 0, found {value}")
+
+
+def check_amount(option: str, value: float | None) -> None:
+    """Refuse a time that is below 0 or not finite (None: not given, no limit).
+
+    Raises:
+        UsageError: names ``option`` and the value.
+    """
+    if value is not None and not (math.isfinite(value) and value >= 0):
+        raise UsageError(f"{option} must be a finite number of at least 0, found {value}")
+
+
 def check_option_values(
     *,
     delta_threshold: int,
@@ -97,16 +118,32 @@ def check_option_values(
     Raises:
         UsageError: a value below 0 or not finite.
     """
-    if delta_threshold < 0:
-        raise UsageError(
-            f"--incremental-delta-threshold must be at least 0, found {delta_threshold}"
-        )
-    values = [
-        ("--incremental-wait-time", wait_minutes),
-        ("--incremental-vacuum-retention-hours", vacuum_retention_hours),
-    ]
-    if acknowledgement_timeout_seconds is not None:
-        values.append(("--incremental-acknowledgement-timeout", acknowledgement_timeout_seconds))
-    for option, value in values:
-        if not (math.isfinite(value) and value >= 0):
-            raise UsageError(f"{option} must be a finite number of at least 0, found {value}")
+    check_count("--incremental-delta-threshold", delta_threshold)
+    check_amount("--incremental-wait-time", wait_minutes)
+    check_amount("--incremental-vacuum-retention-hours", vacuum_retention_hours)
+    check_amount("--incremental-acknowledgement-timeout", acknowledgement_timeout_seconds)
+
+
+def compaction_options(
+    table: TableRef, values: Mapping[str, Any], *, given: Collection[str] | None = None
+) -> CompactionOptions:
+    """The options of one compaction of ``table``: the one place they are built, from the
+    command line (``offload --incremental-run-compaction``) and from the service's file.
+
+    Args:
+        values: ``CompactionOptions`` fields by name; a field left out keeps its default.
+        given: the fields the user gave (None: all of them; see ``CompactionOptions.given``).
+
+    Raises:
+        UsageError: a value no run can take (``check_option_values``).
+    """
+    options = CompactionOptions(
+        table=table, given=None if given is None else frozenset(given), **values
+    )
+    check_option_values(
+        delta_threshold=options.delta_threshold,
+        wait_minutes=options.wait_minutes,
+        vacuum_retention_hours=options.vacuum_retention_hours,
+        acknowledgement_timeout_seconds=options.acknowledgement_timeout_seconds,
+    )
+    return options

@@ -19,7 +19,7 @@ from gluon.lake.changes import PARTITION_COLUMN
 from gluon.locks import compaction_lock, lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
-from gluon.progress import NullProgress, Progress, timed_step
+from gluon.progress import NullProgress, Progress, ShownLine, timed_step
 from gluon.repo import Repository
 from gluon.repo.compaction import FAILED, SUCCESS, CompactionRun
 from gluon.states import MergeMode
@@ -43,6 +43,12 @@ class CompactionResult:
     notice: str = ""
     """A resumed run keeps its recorded options: which ones differ from this command's."""
     message: str = ""
+
+    def shown(self) -> list[ShownLine]:
+        lines = [ShownLine(self.warning, "warning")] if self.warning else []
+        if self.notice:
+            lines.append(ShownLine(self.notice, "note"))
+        return [*lines, ShownLine(f"{self.table_key}: {self.message}")]
 
 
 def run_compaction(

@@ -3,9 +3,10 @@
 Adding a method:
 1. a module ``gluon/methods/<name>.py`` holding one ``ExtractionMethod`` subclass
    ``<Name>Method`` that declares the spec's facts as class attributes: ``name``
-   (the ``--incremental-extraction-method`` value), ``is_basic``,
-   ``captured_dml``, ``offload_use_cases``, ``view_kind``, ``source_objects``,
-   ``dialects``, ``change_reader``, ``verifies_unique_key``, ``when_to_use``;
+   (the ``--incremental-extraction-method`` value), ``summary`` (a few words
+   for ``offload --help``), ``is_basic``, ``captured_dml``, ``offload_use_cases``,
+   ``view_kind``, ``source_objects``, ``dialects``, ``change_reader``,
+   ``verifies_unique_key``, ``when_to_use``;
    override ``validate`` only when some source tables must be refused;
 2. import the module below, so that importing ``gluon.methods`` registers it;
 3. a new ``SourceObject`` kind needs ``create_<kind>``/``drop_<kind>`` templates
@@ -27,13 +28,14 @@ from gluon.methods import (
     updatable_changelog,
     updatable_insert,
 )
-from gluon.methods.base import ExtractionMethod, get_method, registered_methods
+from gluon.methods.base import ExtractionMethod, get_method, method_choices, registered_methods
 
 __all__ = [
     "ExtractionMethod",
     "changelog",
     "changelog_insert",
     "get_method",
+    "method_choices",
     "ora_rowscn",
     "pg_logical",
     "registered_methods",

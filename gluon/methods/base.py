@@ -78,6 +78,8 @@ class ExtractionMethod:
 
     name: ClassVar[str] = ""
     """The ``--incremental-extraction-method`` value."""
+    summary: ClassVar[str] = ""
+    """A few words on how it captures, for ``offload --help`` (``method_choices``)."""
     is_basic: ClassVar[bool] = False
     """The spec's 'basic' methods (Table 1)."""
     captured_dml: ClassVar[frozenset[DML]] = frozenset()
@@ -125,6 +127,12 @@ class ExtractionMethod:
 def registered_methods() -> dict[str, type[ExtractionMethod]]:
     """Every method by name (importing ``gluon.methods`` loads them all)."""
     return dict(_REGISTRY)
+
+
+def method_choices() -> str:
+    """Every method with its summary, for help texts: ``CHANGELOG (a trigger on the table),
+    ...``."""
+    return ", ".join(f"{name} ({method.summary})" for name, method in _REGISTRY.items())
 
 
 def get_method(name: str) -> type[ExtractionMethod]:

@@ -13,6 +13,7 @@ from gluon.methods.base import (
 
 class ChangelogMethod(ExtractionMethod):
     name = "CHANGELOG"
+    summary = "a trigger on the table"
     is_basic = True
     captured_dml = frozenset(DML)
     offload_use_cases = frozenset({OffloadUseCase.FULL_100_0, OffloadUseCase.FULL_100_10})

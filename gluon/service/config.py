@@ -38,7 +38,8 @@ from gluon.compact.options import (
     DEFAULT_VACUUM_RETENTION_HOURS,
     DEFAULT_WAIT_MINUTES,
     CompactionMethod,
-    check_option_values,
+    CompactionOptions,
+    compaction_options,
 )
 from gluon.errors import UsageError
 from gluon.extract import DEFAULT_BATCH_SIZE, check_batch_size
@@ -101,13 +102,8 @@ class CompactionSchedule:
     window: Window | None
     every_seconds: float | None
     retry_seconds: float
-    method: CompactionMethod | None
-    delta_threshold: int
-    wait_minutes: float
-    retain_obsolete_objects: bool
-    without_snapshot: bool
-    vacuum_retention_hours: float
-    acknowledgement_timeout_seconds: float | None
+    options: CompactionOptions
+    """How each compaction runs (every option the file can set counts as given)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,11 +196,13 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         section = body["compaction"]
         if not isinstance(section, dict):
             raise ConfigFileError(f"{path}: table {name}: compaction must be a table of settings")
-        compaction = _compaction(section, path, name)
+        compaction = _compaction(section, path, name, ref)
     return TableConfig(ref, interval, batch_size, compaction)
 
 
-def _compaction(section: dict[str, Any], path: Path, name: str) -> CompactionSchedule:
+def _compaction(
+    section: dict[str, Any], path: Path, name: str, ref: TableRef
+) -> CompactionSchedule:
     _only(section, COMPACTION_KEYS, path, name, "compaction")
     window = _window(section["window"], path, name) if "window" in section else None
     every = (
@@ -246,26 +244,21 @@ def _compaction(section: dict[str, Any], path: Path, name: str) -> CompactionSch
         if "acknowledgement_timeout" in section
         else None
     )
+    values = {
+        "method": method,
+        "delta_threshold": threshold,
+        "wait_minutes": wait,
+        "retain_obsolete_objects": _flag(section, "retain_obsolete_objects", path, name),
+        "without_snapshot": _flag(section, "without_snapshot", path, name),
+        "vacuum_retention_hours": retention,
+        "acknowledgement_timeout_seconds": timeout,
+    }
     try:
-        check_option_values(
-            delta_threshold=threshold,
-            wait_minutes=wait,
-            vacuum_retention_hours=retention,
-            acknowledgement_timeout_seconds=timeout,
-        )
+        options = compaction_options(ref, values)
     except UsageError as exc:
         raise ConfigFileError(f"{path}: table {name}: compaction {_as_key(str(exc))}") from None
     return CompactionSchedule(
-        window=window,
-        every_seconds=every,
-        retry_seconds=retry,
-        method=method,
-        delta_threshold=threshold,
-        wait_minutes=wait,
-        retain_obsolete_objects=_flag(section, "retain_obsolete_objects", path, name),
-        without_snapshot=_flag(section, "without_snapshot", path, name),
-        vacuum_retention_hours=retention,
-        acknowledgement_timeout_seconds=timeout,
+        window=window, every_seconds=every, retry_seconds=retry, options=options
     )
 
 

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from gluon.compact.options import CompactionOptions
 from gluon.config import EngineKind, Settings
 from gluon.errors import GluonError, LockHeldError, UsageError
 from gluon.lake.session import first_line, open_session
@@ -253,19 +252,9 @@ class Service:
 
         schedule = table.compaction
         assert schedule is not None
-        options = CompactionOptions(
-            table=table.ref,
-            method=schedule.method,
-            delta_threshold=schedule.delta_threshold,
-            wait_minutes=schedule.wait_minutes,
-            retain_obsolete_objects=schedule.retain_obsolete_objects,
-            without_snapshot=schedule.without_snapshot,
-            vacuum_retention_hours=schedule.vacuum_retention_hours,
-            acknowledgement_timeout_seconds=schedule.acknowledgement_timeout_seconds,
-        )
         result = run_compaction(
             self.settings,
-            options,
+            schedule.options,
             warn=lambda message: log.warning("%s: %s", table.key, message),
             waiting=lambda message: log.info("%s", message),
             stopping=stop.is_set,

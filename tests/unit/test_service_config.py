@@ -52,10 +52,12 @@ def test_a_good_file_gives_every_setting_with_defaults_filled_in(tmp_path: Path)
     assert schedule is not None
     assert str(schedule.window) == "23:00-02:00 UTC"
     assert schedule.every_seconds == 86400
-    assert schedule.method is CompactionMethod.FULL
-    assert (schedule.delta_threshold, schedule.wait_minutes) == (100, 0.5)
-    assert schedule.retain_obsolete_objects and not schedule.without_snapshot
-    assert schedule.acknowledgement_timeout_seconds == 600
+    options = schedule.options
+    assert options.table == products.ref
+    assert options.method is CompactionMethod.FULL
+    assert (options.delta_threshold, options.wait_minutes) == (100, 0.5)
+    assert options.retain_obsolete_objects and not options.without_snapshot
+    assert options.acknowledgement_timeout_seconds == 600
     assert orders.key == "SH.ORDERS"
     assert orders.extraction_interval_seconds == 60  # from [defaults]
     assert orders.compaction is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from gluon.compact.options import CompactionOptions
 from gluon.naming import TableRef
 from gluon.service.config import CompactionSchedule, TableConfig, Window
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
@@ -25,13 +26,7 @@ def table(
             window=window,
             every_seconds=every,
             retry_seconds=retry,
-            method=None,
-            delta_threshold=1,
-            wait_minutes=0,
-            retain_obsolete_objects=False,
-            without_snapshot=False,
-            vacuum_retention_hours=168,
-            acknowledgement_timeout_seconds=None,
+            options=CompactionOptions(table=TableRef.parse(name), wait_minutes=0),
         )
     return TableConfig(TableRef.parse(name), interval, 1000, compaction)
 
