@@ -48,7 +48,8 @@ class OptionSpec:
     """The action this option chooses when given (at most one per command line)."""
     check: Check | None = None
     sets: str | None = None
-    """The field of the service's options this one sets, where the names differ."""
+    """The field of the service's options this one sets (``CompactionOptions``); the
+    compaction method flags all set ``method``, each to the method its help names."""
     typer_options: tuple[tuple[str, Any], ...] = ()
     """More ``typer.Option`` arguments (``metavar``, ``case_sensitive``, ``show_default``)."""
 
@@ -102,8 +103,14 @@ def declared_options(cls: type) -> Iterator[Declared]:
     """The options ``cls`` declares, in declaration order (fields without a spec are not)."""
     for field in dataclasses.fields(cls):
         spec = field.metadata.get(SPEC)
-        if spec is not None:
-            yield Declared(field.name, field.type, field.default, spec)
+        if spec is None:
+            continue
+        if isinstance(field.type, str):  # typer would take the text for the type
+            raise TypeError(
+                f"{cls.__name__}.{field.name}: its type is the string {field.type!r}; declare "
+                "options in a module without `from __future__ import annotations`"
+            )
+        yield Declared(field.name, field.type, field.default, spec)
 
 
 def command_signature(

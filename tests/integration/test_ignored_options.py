@@ -1,6 +1,7 @@
 """Options an ``offload`` action would ignore are refused: one line, exit 2, nothing changed.
 
-The table of what each action accepts is ``gluon/cli/actions.py``; these cases
+What each action accepts is declared with each option (``accepted_by`` in
+``gluon/cli/offload_options.py``, read into ``gluon/cli/actions.py``); these cases
 run the real command against a real SQLite source.
 """
 

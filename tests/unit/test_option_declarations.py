@@ -120,3 +120,17 @@ def test_a_key_column_named_twice_is_refused_before_anything(
     ]
     assert result.stdout == ""
     assert list(offload_home.iterdir()) == []  # no log, no repository, no lake
+
+
+def test_options_declared_with_string_annotations_are_refused() -> None:
+    """This module has ``from __future__ import annotations``: typer would read the text."""
+    import dataclasses
+
+    from gluon.cli.declare import option
+
+    @dataclasses.dataclass(frozen=True)
+    class Declared:
+        size: int = option("--size", default=1, help="A size.")
+
+    with pytest.raises(TypeError, match=re.escape("Declared.size: its type is the string 'int'")):
+        list(declared_options(Declared))
