@@ -134,3 +134,19 @@ def test_options_declared_with_string_annotations_are_refused() -> None:
 
     with pytest.raises(TypeError, match=re.escape("Declared.size: its type is the string 'int'")):
         list(declared_options(Declared))
+
+
+def test_two_actions_are_refused_with_every_action_flag_listed(offload_home: Path) -> None:
+    result = run_cli(
+        "offload",
+        "-t",
+        "main.products",
+        "--incremental-print-grants",
+        "--incremental-set-aside-changes=3",
+    )
+    assert result.exit_code == 2, result.stderr
+    [line] = error_lines(result)
+    listed = line.removeprefix("offload: error: use only one of ").split(", ")
+    assert "--incremental-print-grants" in listed
+    assert "--incremental-set-aside-changes" in listed
+    assert all(flag.startswith("--incremental-") and " " not in flag for flag in listed), listed
