@@ -21,6 +21,7 @@ from gluon.compact.options import (
 )
 from gluon.extract import DEFAULT_BATCH_SIZE, ExtractionResult
 from gluon.increments import RequestedOffloadType
+from gluon.methods.base import methods_help
 
 if TYPE_CHECKING:
     from gluon.cli.offload_actions import Result
@@ -124,11 +125,7 @@ def offload(
         str | None,
         typer.Option(
             "--incremental-extraction-method",
-            help=(
-                "How changes are captured: CHANGELOG (trigger on the table), UPDATABLE (patch "
-                "through the updatable view), UPDATABLE_CHANGELOG (both), CHANGELOG_INSERT and "
-                "UPDATABLE_INSERT (insert-only), ORA_ROWSCN (Oracle, no deletes)."
-            ),
+            help=methods_help(),
         ),
     ] = None,
     key_columns: Annotated[

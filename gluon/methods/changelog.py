@@ -14,6 +14,7 @@ from gluon.methods.base import (
 class ChangelogMethod(ExtractionMethod):
     name = "CHANGELOG"
     is_basic = True
+    summary = "trigger on the table"
     captured_dml = frozenset(DML)
     offload_use_cases = frozenset({OffloadUseCase.FULL_100_0, OffloadUseCase.FULL_100_10})
     source_objects = (*CHANGELOG_OBJECTS, SourceObject.CHANGELOG_TRIGGER)

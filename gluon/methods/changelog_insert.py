@@ -17,6 +17,7 @@ class ChangelogInsertMethod(ExtractionMethod):
     reported by extraction (never applied: the lake of an insert-only table only grows)."""
 
     name = "CHANGELOG_INSERT"
+    summary = "insert-only, trigger on the table"
     captured_dml = frozenset({DML.INSERT})
     offload_use_cases = frozenset({OffloadUseCase.FULL_100_0, OffloadUseCase.FULL_100_10})
     view_kind = ViewKind.UNION_ALL

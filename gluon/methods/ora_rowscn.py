@@ -11,6 +11,7 @@ class OraRowscnMethod(ExtractionMethod):
     """Reads rows whose ``ORA_ROWSCN`` moved past the last extraction; deletes go unseen."""
 
     name = "ORA_ROWSCN"
+    summary = "Oracle, no deletes"
     is_basic = True
     captured_dml = frozenset({DML.INSERT, DML.UPDATE})
     offload_use_cases = frozenset({OffloadUseCase.FULL_100_0, OffloadUseCase.FULL_100_10})

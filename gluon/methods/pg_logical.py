@@ -9,6 +9,7 @@ class PgLogicalMethod(ExtractionMethod):
     """Reads the committed changes a logical replication slot keeps for the table."""
 
     name = "PG_LOGICAL"
+    summary = "PostgreSQL logical decoding, no trigger"
     is_basic = False
     captured_dml = frozenset(DML)
     offload_use_cases = frozenset({OffloadUseCase.FULL_100_0, OffloadUseCase.FULL_100_10})

@@ -19,6 +19,7 @@ class UpdatableMethod(ExtractionMethod):
     """
 
     name = "UPDATABLE"
+    summary = "patch through the updatable view"
     is_basic = True
     captured_dml = frozenset({DML.INSERT, DML.UPDATE, DML.DELETE})
     offload_use_cases = frozenset(OffloadUseCase)

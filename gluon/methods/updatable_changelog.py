@@ -21,6 +21,7 @@ class UpdatableChangelogMethod(ExtractionMethod):
     """
 
     name = "UPDATABLE_CHANGELOG"
+    summary = "trigger and updatable view"
     captured_dml = frozenset(DML)
     offload_use_cases = frozenset({OffloadUseCase.FULL_100_0, OffloadUseCase.FULL_100_10})
     source_objects = (

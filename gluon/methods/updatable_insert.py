@@ -20,6 +20,7 @@ class UpdatableInsertMethod(ExtractionMethod):
     """
 
     name = "UPDATABLE_INSERT"
+    summary = "insert-only, through the updatable view"
     captured_dml = frozenset({DML.INSERT})
     offload_use_cases = frozenset(OffloadUseCase)
     view_kind = ViewKind.UNION_ALL
