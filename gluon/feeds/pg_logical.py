@@ -72,7 +72,7 @@ def logical_sequence(commit_lsn: int, position: int) -> int:
 
 SLOT_BUSY_WAIT_SECONDS = 30.0
 """How long a read waits for another reader of the slot: status counting the backlog holds
-it for a bounded peek (``gluon.status.lag``); a slot has one reader at a time."""
+it for a bounded peek (``gluon.feeds.slot``); a slot has one reader at a time."""
 
 
 def peek_slot(
