@@ -50,7 +50,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,40 +60,26 @@ import sqlalchemy as sa
 
 from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.faults import fault_point
-from gluon.methods.base import DML, ExtractionMethod, SourceObject, ViewKind
-from gluon.naming import TableRef, shorten, slot_name, source_object_names
+from gluon.methods.base import (
+    CREATION_ORDER,
+    DML,
+    OBJECT_TYPES,
+    SNAPSHOT_KINDS,
+    UNMARKED_KINDS,
+    ExtractionMethod,
+    SourceObject,
+    ViewKind,
+)
+from gluon.naming import TableRef, shorten, source_object_names
 from gluon.ownership import TAKE_OVER_OPTION, Marker, Ownership, classify, describe, parse_marker
 from gluon.schema import TableSpec
-from gluon.source import logical
+from gluon.source import dialect_class
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 log = logging.getLogger(__name__)
-
-CREATION_ORDER: tuple[SourceObject, ...] = (
-    SourceObject.HYBRID_SCHEMA,
-    SourceObject.CHANGELOG_SEQUENCE,
-    SourceObject.CHANGELOG_TABLE,
-    SourceObject.CHANGELOG_TRIGGER,
-    SourceObject.LAKE_ROWS_TABLE,
-    SourceObject.UPDATABLE_VIEW,
-    SourceObject.UPDATABLE_TRIGGER,
-    SourceObject.REPLICATION_SLOT,
-)
-"""Objects are created in this order and dropped in the reverse order."""
-
-OBJECT_TYPES: dict[SourceObject, str] = {
-    SourceObject.HYBRID_SCHEMA: "SCHEMA",
-    SourceObject.CHANGELOG_SEQUENCE: "SEQUENCE",
-    SourceObject.CHANGELOG_TABLE: "TABLE",
-    SourceObject.CHANGELOG_TRIGGER: "TRIGGER",
-    SourceObject.LAKE_ROWS_TABLE: "TABLE",
-    SourceObject.UPDATABLE_VIEW: "VIEW",
-    SourceObject.UPDATABLE_TRIGGER: "TRIGGER",
-    SourceObject.REPLICATION_SLOT: "SLOT",
-}
 
 REPLACED_ON_CREATE: frozenset[SourceObject] = frozenset(
     {SourceObject.CHANGELOG_TRIGGER, SourceObject.UPDATABLE_VIEW, SourceObject.UPDATABLE_TRIGGER}
@@ -123,38 +108,6 @@ CHANGELOG_SHAPE: frozenset[str] = frozenset({"gl_seq", "gl_op", "gl_origin"})
 
 NO_INSTALLATION = Marker("0" * 32, "")
 """The marker objects get when created outside an installation (tests, tooling)."""
-
-WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
-    "postgresql": (
-        (re.compile(r"^(character varying|varchar|character|char|bpchar)(\(\d+\))?$"), "text"),
-        (re.compile(r"^(smallint|integer|int|int2|int4)$"), "bigint"),
-        (re.compile(r"^(numeric|decimal)(\(\d+(,\s*-?\d+)?\))?$"), "numeric"),
-        (re.compile(r"^real$"), "double precision"),
-        (re.compile(r"^(bit varying|varbit|bit)(\(\d+\))?$"), "bit varying"),
-    ),
-    "oracle": (
-        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(4000)"),
-        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(2000)"),
-        (re.compile(r"^NUMBER\(\d+(,\s*-?\d+)?\)$"), "NUMBER"),
-        (re.compile(r"^RAW\(\d+\)$"), "RAW(2000)"),
-        (re.compile(r"^BINARY_FLOAT$"), "BINARY_DOUBLE"),
-    ),
-}
-"""Changelog column types wide enough that widening a source column (varchar(10) to
-varchar(50), int to bigint, a larger numeric precision) never makes the capture
-trigger, and with it the application's DML, fail. SQLite does not enforce types."""
-
-EXTENDED_WIDE_TYPES: dict[str, tuple[tuple[re.Pattern[str], str], ...]] = {
-    "oracle": (
-        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(32767)"),
-        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(16383)"),
-        (re.compile(r"^RAW\(\d+\)$"), "RAW(32767)"),
-    ),
-}
-"""Where the server allows extended strings (Oracle MAX_STRING_SIZE=EXTENDED, the default
-on Autonomous Database: VARCHAR2 and RAW up to 32767 bytes), the wide types are the
-extended maxima, ahead of :data:`WIDE_TYPES`: VARCHAR2(4000) would refuse a longer value
-and fail the application's DML."""
 
 ARRAY_DELETE_CHUNK = 100_000
 """Runs of sequence values per DELETE where the dialect binds arrays (see ``sequence_runs``)."""
@@ -332,7 +285,7 @@ def script_context(
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
         "log_types": {
             column.name: changelog_type(
-                source.name, column.source_type, extended_strings=source.extended_strings
+                type(source), column.source_type, extended_strings=source.extended_strings
             )
             for column in spec.columns
         },
@@ -341,16 +294,17 @@ def script_context(
     }
 
 
-def changelog_type(dialect: str, source_type: str, *, extended_strings: bool = False) -> str:
-    """The changelog column type recording a source column of ``source_type`` (see WIDE_TYPES;
-    ``extended_strings``: the server allows longer strings, see EXTENDED_WIDE_TYPES)."""
+def changelog_type(
+    dialect: str | type[SourceDialect], source_type: str, *, extended_strings: bool = False
+) -> str:
+    """The changelog column type recording a source column of ``source_type`` (the dialect's
+    ``wide_types``; ``extended_strings``: the server allows longer strings, its
+    ``extended_wide_types`` first)."""
     declared = source_type.strip()
-    rules = (
-        *(EXTENDED_WIDE_TYPES.get(dialect, ()) if extended_strings else ()),
-        *WIDE_TYPES.get(dialect, ()),
-    )
+    cls = dialect_class(dialect) if isinstance(dialect, str) else dialect
+    rules = (*(cls.extended_wide_types if extended_strings else ()), *cls.wide_types)
     for pattern, wide in rules:
-        if pattern.match(declared if dialect == "oracle" else declared.lower()):
+        if pattern.match(declared):
             return wide
     return declared
 
@@ -472,18 +426,17 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
 def slot_exporting_snapshot(source: SourceDialect, slot: SourceObjectRef) -> Iterator[None]:
     """Create replication slot ``slot``; the source's reads inside see its exported snapshot.
 
-    The initial offload of a PG_LOGICAL enable runs inside: it copies exactly the
-    transactions committed before the slot's consistent point, the slot streams exactly
-    the others, so no change is missed or shipped twice across the boundary.
+    The initial offload of an enable whose method has a slot (``SNAPSHOT_KINDS``) runs
+    inside: it copies exactly the transactions committed before the slot's consistent
+    point, the slot streams exactly the others, so no change is missed or shipped twice
+    across the boundary.
 
     Raises:
-        UnsupportedError: the source cannot export a slot's snapshot (not PostgreSQL).
+        UnsupportedError: the source cannot export a slot's snapshot.
         SourceError: the slot could not be created.
     """
-    from gluon.source.postgresql import PostgreSQLSource  # the only dialect with slots
-
-    if slot.kind is not SourceObject.REPLICATION_SLOT or not isinstance(source, PostgreSQLSource):
-        raise UnsupportedError(f"{source.name} sources have no replication slot to export")
+    if slot.kind not in SNAPSHOT_KINDS:
+        raise UnsupportedError(f"{slot.object_type.lower()} {slot.name} exports no snapshot")
     log.info("creating %s %s with its snapshot", slot.object_type.lower(), slot.display_name)
     fault_point("capture.before_create_object")
     with source.slot_with_snapshot(slot.name):
@@ -492,14 +445,6 @@ def slot_exporting_snapshot(source: SourceDialect, slot: SourceObjectRef) -> Ite
 
 
 # -- ownership ------------------------------------------------------------------------------
-
-UNMARKED_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
-"""Kinds no dialect can mark (a slot takes no comment): the repository's record is the mark."""
-
-UNMARKABLE: dict[str, frozenset[SourceObject]] = {
-    "oracle": frozenset({SourceObject.CHANGELOG_SEQUENCE, SourceObject.HYBRID_SCHEMA}),
-}
-"""Kinds a dialect cannot comment: they are judged by the changelog table they serve."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -598,7 +543,7 @@ def existing_objects(
         SourceError: the catalog cannot be read.
     """
     found: list[ExistingObject] = []
-    unmarkable = UNMARKABLE.get(source.name, frozenset())
+    unmarkable = source.unmarkable_source_objects
     for item in sorted(objects, key=_rank):
         if not _exists(source, item) or item.kind in unmarkable:
             continue
@@ -618,56 +563,6 @@ def existing_objects(
             judged = changelog or ExistingObject(item, unmarked, None, True)
             found.append(ExistingObject(item, judged.ownership, judged.marker, True))
     return sorted(found, key=lambda existing: _rank(existing.item))
-
-
-def check_logical_decoding(
-    source: SourceDialect, spec: TableSpec, key_columns: Sequence[str]
-) -> None:
-    """Refuse a table whose changes logical decoding cannot give with their key, or a
-    server or user that cannot give it a slot.
-
-    Raises:
-        UnsupportedError: wal_level is not logical, no replication slot is free, the user
-            may not use slots, or the table's replica identity does not log the key of an
-            updated or deleted row (one line each, with the fix).
-    """
-    slot = slot_name(TableRef(spec.schema, spec.name), source.engine.url.database)
-    rows = source.run_query(
-        "logical_decoding_setup", {"schema": spec.schema, "table": spec.name, "slot": slot}
-    )
-    if not rows:
-        return  # the table is gone: the offload says so
-    wal_level, max_slots, used_slots, can_replicate, user = rows[0]
-    if wal_level != "logical":
-        raise UnsupportedError(
-            f"PG_LOGICAL needs wal_level=logical (the server runs with {wal_level}): run "
-            "ALTER SYSTEM SET wal_level = logical and restart PostgreSQL"
-        )
-    if not can_replicate:
-        raise UnsupportedError(
-            f"PG_LOGICAL needs a user allowed to use replication slots: {user} has neither "
-            f"the REPLICATION privilege nor superuser: run ALTER ROLE {user} REPLICATION as "
-            "a superuser"
-        )
-    if used_slots >= max_slots:
-        raise UnsupportedError(
-            f"PG_LOGICAL needs a free replication slot: all {max_slots} the server allows "
-            "(max_replication_slots) are in use: drop one no consumer reads "
-            "(SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE "
-            "...), or raise max_replication_slots (ALTER SYSTEM, then restart PostgreSQL)"
-        )
-    labels = logical.relation_labels(source, spec.schema, spec.name)
-    if labels is None:
-        return
-    for relation in labels.relations:
-        problem = logical.identity_problem(relation, key_columns)
-        if problem is None:
-            continue
-        where = "" if relation is labels.root else f" (a partition of {labels.root.label})"
-        raise UnsupportedError(
-            f"PG_LOGICAL needs the key of every updated or deleted row of {relation.label}"
-            f"{where} in the WAL: {problem}"
-        )
 
 
 def capture_problems(
@@ -732,10 +627,8 @@ def capture_problems(
             f"the table fails): drop it at once ({drop}), then {recreate}"
         )
     elif not all(fires):
-        enable = (
-            f"ALTER TRIGGER {trigger.schema}.{trigger.name} ENABLE"
-            if source.name == "oracle"
-            else f"ALTER TABLE {table.schema}.{table.name} ENABLE TRIGGER {trigger.name}"
+        enable = " ".join(
+            source.render("enable_capture_trigger", trigger=trigger, table=table).split()
         )
         problems.append(f"{label} is disabled: enable it ({enable}), {resync}")
     if truncate and truncate_fires and not all(truncate_fires):

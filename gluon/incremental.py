@@ -4,9 +4,9 @@ Enabling creates the capture objects in the source first, then (with an
 initial offload in the same command) copies the table, then creates the lake
 objects. Creating capture first means no change is missed: a change made
 during the copy may also be in the copy, and re-applying a full row image is
-harmless for merging views. A replication slot (PG_LOGICAL) is exact instead:
-the copy reads under the snapshot the slot exports at its creation, so each
-change is in the copy or in the slot, never both. Every step is idempotent; a
+harmless for merging views. A replication slot is exact instead
+(``SNAPSHOT_KINDS``): the copy reads under the snapshot the slot exports at its
+creation, so each change is in the copy or in the slot, never both. Every step is idempotent; a
 run that failed halfway is completed by running the same command again.
 """
 
@@ -22,14 +22,14 @@ from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import GluonError, LakeError, StateError, UnsupportedError, UsageError
 from gluon.faults import fault_raise
-from gluon.feeds import FEEDS, PgLogicalFeed, capture_objects, object_records
+from gluon.feeds import FEEDS, capture_objects, object_records
 from gluon.increments import OffloadType
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN, create_delta_table
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
-from gluon.methods import get_method
-from gluon.methods.base import ChangeReader, ExtractionMethod, SourceObject, ViewKind
+from gluon.methods import get_method, registered_methods
+from gluon.methods.base import SNAPSHOT_KINDS, ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.offload import (
     OFFLOADED,
@@ -300,10 +300,10 @@ def _plan_enable(
     if existing is not None:
         _refuse_mode_switch(existing, options.merge_mode)
     merge_mode = options.merge_mode or MergeMode.DEFERRED
-    if merge_mode is MergeMode.IMMEDIATE and method.change_reader is ChangeReader.ORA_ROWSCN:
+    if merge_mode is MergeMode.IMMEDIATE and not FEEDS[method.change_reader].merges_batches:
         # The merge records each batch once; a feed that re-reads row images has no batch.
         raise UnsupportedError(
-            f"--incremental-merge-mode=IMMEDIATE needs a changelog method or PG_LOGICAL; "
+            f"--incremental-merge-mode=IMMEDIATE needs one of {_batch_methods()}; "
             f"{method.name} reads changes by position: use --incremental-merge-mode=DEFERRED"
         )
     if existing is not None and not resume:
@@ -335,8 +335,7 @@ def _plan_enable(
     _verify_unique(source, spec, method, keys, options)
     _verify_key_not_null(source, spec, keys)
     _verify_key_identifies_rows(source, spec, method, keys, options)
-    if method.has_object(SourceObject.REPLICATION_SLOT):
-        capture.check_logical_decoding(source, spec, keys)
+    FEEDS[method.change_reader].check_enable(source, spec, keys, method)
     objects = (
         capture_objects(existing)
         if resume and existing
@@ -384,6 +383,15 @@ def _plan_enable(
         resume,
         marker,
         taken_over,
+    )
+
+
+def _batch_methods() -> str:
+    """The methods whose changes merge mode IMMEDIATE can merge (numbered batches)."""
+    return ", ".join(
+        name
+        for name, method in registered_methods().items()
+        if FEEDS[method.change_reader].merges_batches
     )
 
 
@@ -469,7 +477,7 @@ def _enable_steps(plan: _EnablePlan) -> list[Step]:
             f"create {object_.object_type.lower()} {object_.display_name} in the source"
             + (
                 " (the copy reads the snapshot it exports)"
-                if plan.offload and object_.kind is SourceObject.REPLICATION_SLOT
+                if plan.offload and object_.kind in SNAPSHOT_KINDS
                 else ""
             ),
         )
@@ -685,7 +693,7 @@ def _slot_to_export(plan: _EnablePlan) -> capture.SourceObjectRef | None:
     connection and nothing was extracted from it (the table is not enabled yet), so it is
     dropped and created again with the offload that is about to run.
     """
-    slot = next((item for item in plan.objects if item.kind is SourceObject.REPLICATION_SLOT), None)
+    slot = next((item for item in plan.objects if item.kind in SNAPSHOT_KINDS), None)
     if slot is None or plan.offload is None:
         return None
     if capture.object_exists(plan.source, slot):
@@ -878,20 +886,6 @@ def disable_incremental(
         )
 
 
-def _slot_backlog(
-    source: SourceDialect,
-    record: OffloadedTable,
-    state: IncrementalState,
-    repo: Repository,
-    droppable: list[capture.SourceObjectRef],
-) -> int:
-    """Changes of the table its replication slot keeps (0 without one): dropping the slot
-    would lose them, as dropping a changelog would."""
-    if not any(item.kind is SourceObject.REPLICATION_SLOT for item in droppable):
-        return 0
-    return PgLogicalFeed(source, record, state, repo).backlog() or 0
-
-
 def _disable_incremental(
     settings: Settings,
     repo: Repository,
@@ -922,15 +916,11 @@ def _disable_incremental(
     missing = [item for item in objects if item not in {found.item for found in existing}]
     refuse_unfinished_compaction(repo, ref, state)
     if state.status == ENABLED:
-        changelog = [item for item in droppable if item.kind is SourceObject.CHANGELOG_TABLE]
-        pending = capture.count_changes(source, changelog) + _slot_backlog(
-            source, record, state, repo, droppable
-        )
+        feed = FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+        pending = feed.lost_on_drop(droppable)
         if pending:
-            slot = any(item.kind is SourceObject.REPLICATION_SLOT for item in droppable)
-            where = "its replication slot" if slot else "the changelog"
             raise StateError(
-                f"{ref.key} has {pending} changes in {where}: run "
+                f"{ref.key} has {pending} changes in {feed.waits_in}: run "
                 "--incremental-run-extraction "
                 "and --incremental-run-compaction first, or drop them with "
                 "--incremental-discard-changes -x"

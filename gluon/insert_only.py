@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 from gluon.errors import StateError
 from gluon.lake.changes import TRUNCATE, keys_in_lake
 from gluon.lake.session import LakeSession
-from gluon.methods import get_method
-from gluon.methods.base import ViewKind
+from gluon.methods import get_method, registered_methods
+from gluon.methods.base import DML, ViewKind
 from gluon.naming import lake_identifier
 from gluon.repo import Repository
 from gluon.repo.rejects import (
@@ -159,6 +159,20 @@ def _listed(keys: list[dict[str, Any]], total: int) -> str:
     return f"{shown}{more}"
 
 
+def _merging_counterpart(method: str) -> str:
+    """The method that creates the same capture objects as ``method`` and captures every
+    change into a merging view (CHANGELOG_INSERT's is CHANGELOG), or a description."""
+    insert_only = get_method(method)
+    for name, candidate in registered_methods().items():
+        if (
+            candidate.source_objects == insert_only.source_objects
+            and candidate.captured_dml == frozenset(DML)
+            and candidate.view_kind is ViewKind.MERGE
+        ):
+            return name
+    return "a method"
+
+
 def attention_messages(summary: RejectSummary, method: str) -> list[str]:
     """One line per kind of rejected change: what happened, which keys, what to do."""
     lines = []
@@ -173,7 +187,7 @@ def attention_messages(summary: RejectSummary, method: str) -> list[str]:
             f"{summary.counts.get(UNCAPTURED_DELETE, 0)} deletes; keys "
             f"{_listed(keys[:5], uncaptured)}): the lake no longer matches the source for "
             "them; re-offload with --reset-backend-table (after --incremental-updates-disabled), "
-            "or switch to CHANGELOG, which captures updates and deletes"
+            f"or switch to {_merging_counterpart(method)}, which captures updates and deletes"
         )
     duplicates = summary.counts.get(DUPLICATE_KEY, 0)
     if duplicates:

@@ -127,13 +127,13 @@ def _find(objects: Sequence[SourceObjectRef], kind: SourceObject) -> SourceObjec
     return next((item for item in objects if item.kind is kind), None)
 
 
-def _methods_with_staging() -> str:
+def _methods_with_staging(separator: str = ", ") -> str:
     names = [
         name
         for name, method in sorted(registered_methods().items())
         if method.has_object(SourceObject.LAKE_ROWS_TABLE)
     ]
-    return ", ".join(names)
+    return separator.join(names)
 
 
 def _plan(settings: Settings, options: StageOptions, repo: Repository) -> _Plan:
@@ -144,7 +144,8 @@ def _plan(settings: Settings, options: StageOptions, repo: Repository) -> _Plan:
     if record is None or state is None or state.status != ENABLED:
         raise StateError(
             f"incremental update is not enabled for {key}: enable it with "
-            "--incremental-updates-enabled --incremental-extraction-method=UPDATABLE"
+            "--incremental-updates-enabled and --incremental-extraction-method="
+            f"{_methods_with_staging(' or ')}"
         )
     method = get_method(state.method)
     if not method.has_object(SourceObject.LAKE_ROWS_TABLE):

@@ -320,7 +320,7 @@ def _capture_column_type(
     widening); the lake-rows table mirrors the application table."""
     if item.kind is SourceObject.CHANGELOG_TABLE:
         return capture.changelog_type(
-            source.name, column.source_type, extended_strings=source.extended_strings
+            type(source), column.source_type, extended_strings=source.extended_strings
         )
     return column.source_type
 

@@ -2,12 +2,22 @@
 
 One feed per ``ChangeReader`` of the method registry (``FEEDS``), each in its own module:
 ``changelog`` (the changelog methods), ``rowscn`` (ORA_ROWSCN) and ``pg_logical``
-(PG_LOGICAL); ``base`` holds the protocol they share.
+(PG_LOGICAL, with ``slot``: what enabling checks and status counts of its slot); ``base``
+holds the protocol they share. What differs between them is declared or done here, behind
+the protocol: callers look a feed up by ``FEEDS[method.change_reader]`` and never ask
+which one it is (``tests/unit/test_plugin_boundary.py``).
 """
 
 from __future__ import annotations
 
-from gluon.feeds.base import REBUILD_HINT, ChangeFeed, capture_objects, object_records
+from gluon.feeds.base import (
+    REBUILD_HINT,
+    ChangeFeed,
+    Pending,
+    SlotBacklog,
+    capture_objects,
+    object_records,
+)
 from gluon.feeds.changelog import ChangelogFeed
 from gluon.feeds.pg_logical import PgLogicalFeed
 from gluon.feeds.rowscn import RowscnFeed
@@ -24,8 +34,10 @@ __all__ = [
     "REBUILD_HINT",
     "ChangeFeed",
     "ChangelogFeed",
+    "Pending",
     "PgLogicalFeed",
     "RowscnFeed",
+    "SlotBacklog",
     "capture_objects",
     "object_records",
 ]

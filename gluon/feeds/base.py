@@ -4,15 +4,17 @@ objects a table's incremental state records."""
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from gluon import capture
 from gluon.errors import UnsupportedError
 from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
-from gluon.methods.base import SourceObject
+from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
+from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -42,6 +44,39 @@ def object_records(objects: list[capture.SourceObjectRef]) -> tuple[SourceObject
     )
 
 
+@dataclass(frozen=True, slots=True)
+class SlotBacklog:
+    """Where a table's replication slot stands (None: unknown, see the reason)."""
+
+    slot: str
+    retained_bytes: int | None
+    """WAL the slot makes the source keep (from where decoding restarts to now)."""
+    unconfirmed_bytes: int | None
+    """WAL written since the last position an extraction confirmed."""
+    pending: int | None
+    """Row changes of the table waiting in the slot (a key change counts once)."""
+    oldest: capture.OldestChange | None
+    """The first pending transaction of the table, by its commit time (None: none pending,
+    or unknown)."""
+    unknown_reason: str | None = None
+    """Why ``pending`` and ``oldest`` are unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The changes of a table waiting in the source, as status counts them."""
+
+    count: int | None
+    """How many (None: unknown, see ``unknown_reason``)."""
+    oldest: capture.OldestChange | None = None
+    """The oldest of them (None: none waits, not asked for, or unknown)."""
+    unknown_reason: str | None = None
+    problems: tuple[str, ...] = ()
+    """What stops changes from being captured now, one line each with the way out."""
+    slot: SlotBacklog | None = None
+    """A slot's own figures (the WAL it makes the source keep); None: the feed has no slot."""
+
+
 REBUILD_HINT = (
     "rebuild the lake copy from the table (docs/operations.md, 'Changelog sequence reset')"
 )
@@ -61,6 +96,50 @@ class ChangeFeed(Protocol):
     oldest_change_at: dt.datetime | None
     """When the oldest change read so far was captured, on this host's clock, if reading
     tells (a slot's COMMIT does); None: the extraction asks the capture objects."""
+    merges_batches: ClassVar[bool]
+    """Its changes come in numbered batches that merge mode IMMEDIATE merges once each (not
+    a feed that re-reads row images)."""
+    position_kind: ClassVar[str]
+    """What orders the changes it ships, in status's words (``sequence``, ``SCN``)."""
+    counts_pending: ClassVar[bool]
+    """Status can count the changes waiting (:meth:`pending_in`); False: it cannot tell."""
+
+    @classmethod
+    def check_enable(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        key_columns: Sequence[str],
+        method: type[ExtractionMethod],
+    ) -> None:
+        """Refuse to enable ``method`` on ``spec`` when the source cannot give this feed the
+        table's changes (raises ``UnsupportedError``, one line with the fix)."""
+        ...
+
+    @staticmethod
+    def held_in(objects: Sequence[capture.SourceObjectRef]) -> str | None:
+        """The changelog table the changes wait in, ``SCHEMA.NAME``, as status names it
+        (None: the feed keeps none). No database access."""
+        ...
+
+    @classmethod
+    def pending_in(
+        cls,
+        source: SourceDialect,
+        record: OffloadedTable,
+        state: IncrementalState,
+        *,
+        counted: int | None = None,
+        oldest: bool = True,
+        check_capture: bool = False,
+    ) -> Pending:
+        """The changes waiting now, for status (``counted``: the count just taken, not taken
+        again; ``oldest``: find the oldest; ``check_capture``: also say what stops capture).
+
+        Raises:
+            GluonError: the source cannot be read.
+        """
+        ...
 
     def verify(self) -> None:
         """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
@@ -85,6 +164,11 @@ class ChangeFeed(Protocol):
     def backlog(self) -> int | None:
         """Changes waiting in the source now, which a discard or a disable would drop (None:
         the feed keeps none, it reads the table itself). Exact, however long it takes."""
+        ...
+
+    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
+        """Changes waiting in ``droppable`` (capture objects a disable is about to drop),
+        which dropping them would lose: a disable refuses while there are any."""
         ...
 
     def discard_step(self, count: int | None) -> str:
@@ -117,6 +201,25 @@ class TableFeed:
     repo: Repository
     oldest_change_at: dt.datetime | None = None
     """See :attr:`ChangeFeed.oldest_change_at` (None until a read tells)."""
+    merges_batches: ClassVar[bool] = True
+    position_kind: ClassVar[str] = "sequence"
+    counts_pending: ClassVar[bool] = True
+
+    @classmethod
+    def check_enable(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        key_columns: Sequence[str],
+        method: type[ExtractionMethod],
+    ) -> None:
+        """See :meth:`ChangeFeed.check_enable` (a feed that needs nothing special refuses
+        nothing)."""
+
+    @staticmethod
+    def held_in(objects: Sequence[capture.SourceObjectRef]) -> str | None:
+        """See :meth:`ChangeFeed.held_in`."""
+        return None
 
     def shipping(self, changes: pa.Table) -> None:
         """Raise the repository's ``shipped_seq`` to the batch's highest ``gl_seq``, before the

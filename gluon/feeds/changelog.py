@@ -3,6 +3,7 @@ rows are deleted by their exact ``gl_seq`` values."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -10,8 +11,10 @@ from gluon import capture
 from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
 from gluon.feeds import unfit
-from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects
+from gluon.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects
 from gluon.methods.base import SourceObject
+from gluon.repo import OffloadedTable
+from gluon.repo.incremental import IncrementalState
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -115,6 +118,38 @@ class ChangelogFeed(TableFeed):
 
     def backlog(self) -> int | None:
         return self.pending()
+
+    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
+        return capture.count_changes(self.source, list(droppable))
+
+    @staticmethod
+    def held_in(objects: Sequence[capture.SourceObjectRef]) -> str | None:
+        changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
+        return None if changelog is None else f"{changelog.schema}.{changelog.name}"
+
+    @classmethod
+    def pending_in(
+        cls,
+        source: SourceDialect,
+        record: OffloadedTable,
+        state: IncrementalState,
+        *,
+        counted: int | None = None,
+        oldest: bool = True,
+        check_capture: bool = False,
+    ) -> Pending:
+        """The changelog's rows, and the oldest by its ``gl_changed_at`` (one query through
+        the changelog's key: cheap however long the changelog is)."""
+        objects = capture_objects(state)
+        problems: tuple[str, ...] = ()
+        if check_capture:
+            problems = tuple(capture.capture_problems(source, record.spec(), objects))
+            if any(problem.startswith("changelog table") for problem in problems):
+                missing = f"changelog table {cls.held_in(objects)} is missing"
+                return Pending(None, None, missing, problems)
+        count = capture.count_changes(source, objects) if counted is None else counted
+        first = capture.oldest_change(source, objects) if oldest else None
+        return Pending(count, first, None, problems)
 
     def discard_step(self, count: int | None) -> str:
         return f"delete {count} changes from the changelog"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,9 +18,13 @@ import sqlalchemy as sa
 from gluon import capture
 from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
+from gluon.feeds import slot as slots
 from gluon.feeds import unfit
-from gluon.feeds.base import REBUILD_HINT, TableFeed, capture_objects, highest_seq
-from gluon.methods.base import SourceObject
+from gluon.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects, highest_seq
+from gluon.methods.base import ExtractionMethod, SourceObject
+from gluon.repo import OffloadedTable
+from gluon.repo.incremental import IncrementalState
+from gluon.schema import TableSpec
 from gluon.source import logical
 from gluon.source.base import SourceDialect
 
@@ -67,7 +72,7 @@ def logical_sequence(commit_lsn: int, position: int) -> int:
 
 SLOT_BUSY_WAIT_SECONDS = 30.0
 """How long a read waits for another reader of the slot: status counting the backlog holds
-it for a bounded peek (``gluon.status.lag``); a slot has one reader at a time."""
+it for a bounded peek (``gluon.feeds.slot``); a slot has one reader at a time."""
 
 
 def peek_slot(
@@ -88,6 +93,15 @@ def peek_slot(
         time.sleep(0.2)
 
 
+def _slot_of(state: IncrementalState) -> capture.SourceObjectRef:
+    found = next(
+        (o for o in capture_objects(state) if o.kind is SourceObject.REPLICATION_SLOT), None
+    )
+    if found is None:
+        raise StateError(f"the incremental state of {state.table_key} names no slot")
+    return found
+
+
 @dataclass(slots=True)
 class PgLogicalFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the replication slot is advanced past the transactions read"
@@ -105,11 +119,45 @@ class PgLogicalFeed(TableFeed):
 
     @property
     def slot(self) -> capture.SourceObjectRef:
-        objects = capture_objects(self.state)
-        found = next((o for o in objects if o.kind is SourceObject.REPLICATION_SLOT), None)
-        if found is None:
-            raise StateError(f"the incremental state of {self.state.table_key} names no slot")
-        return found
+        return _slot_of(self.state)
+
+    @classmethod
+    def check_enable(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        key_columns: Sequence[str],
+        method: type[ExtractionMethod],
+    ) -> None:
+        """Refuse a server, user or table logical decoding cannot serve (``gluon.feeds.slot``)."""
+        slots.check_logical_decoding(source, spec, key_columns, method.name)
+
+    @classmethod
+    def pending_in(
+        cls,
+        source: SourceDialect,
+        record: OffloadedTable,
+        state: IncrementalState,
+        *,
+        counted: int | None = None,
+        oldest: bool = True,
+        check_capture: bool = False,
+    ) -> Pending:
+        """The changes of the table the slot keeps, from one bounded peek (``slot_backlog``),
+        and the WAL it makes the source keep; a slot that is gone stopped capture."""
+        slot = _slot_of(state)
+        spec = record.spec()
+        figures = slots.slot_backlog(source, slot, spec.schema, spec.name)
+        if figures is None:
+            missing = f"replication slot {slot.name} is missing"
+            return Pending(None, None, missing, (f"{missing}: changes were not captured since",))
+        return Pending(figures.pending, figures.oldest, figures.unknown_reason, slot=figures)
+
+    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
+        """What the slot keeps of the table, when it is to be dropped (0 otherwise)."""
+        if self.slot not in droppable:
+            return 0
+        return self.backlog() or 0
 
     def verify(self) -> None:
         """Refuse to read when the slot is gone: the changes it kept are lost."""

@@ -4,13 +4,16 @@ re-reads the same row images, which the merging view applies idempotently."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import sqlalchemy as sa
 
 from gluon import capture
-from gluon.feeds.base import TableFeed
+from gluon.feeds.base import Pending, TableFeed
+from gluon.repo import OffloadedTable
+from gluon.repo.incremental import IncrementalState
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -21,6 +24,11 @@ if TYPE_CHECKING:
 class RowscnFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the highest ORA_ROWSCN read is recorded in the repository"
     waits_in: ClassVar[str] = "the table (rows changed since the SCN recorded)"
+    merges_batches: ClassVar[bool] = False
+    """Re-reads row images, no numbered batch: merge mode IMMEDIATE cannot merge them once."""
+    position_kind: ClassVar[str] = "SCN"
+    counts_pending: ClassVar[bool] = False
+    """Rows changed since the SCN are found only by reading the table."""
     sequences_are_unique: bool = False
     _upto: int | None = None
     _finished: bool = False
@@ -66,6 +74,22 @@ class RowscnFeed(TableFeed):
 
     def backlog(self) -> int | None:
         return None
+
+    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
+        return 0  # nothing is kept: the table itself holds the changed rows
+
+    @classmethod
+    def pending_in(
+        cls,
+        source: SourceDialect,
+        record: OffloadedTable,
+        state: IncrementalState,
+        *,
+        counted: int | None = None,
+        oldest: bool = True,
+        check_capture: bool = False,
+    ) -> Pending:
+        return Pending(None, None, f"{state.method} keeps no changelog: it cannot tell")
 
     def discard_step(self, count: int | None) -> str:
         return "skip the row changes made since the last extraction (ORA_ROWSCN)"

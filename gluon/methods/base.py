@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import difflib
+import logging
 from enum import StrEnum
+from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
-from gluon.errors import UsageError
+from gluon.errors import ConfigError, UsageError
 from gluon.schema import TableSpec
 
 
@@ -61,7 +63,49 @@ class ChangeReader(StrEnum):
     """PostgreSQL logical decoding: the committed changes a replication slot keeps."""
 
 
+CREATION_ORDER: tuple[SourceObject, ...] = (
+    SourceObject.HYBRID_SCHEMA,
+    SourceObject.CHANGELOG_SEQUENCE,
+    SourceObject.CHANGELOG_TABLE,
+    SourceObject.CHANGELOG_TRIGGER,
+    SourceObject.LAKE_ROWS_TABLE,
+    SourceObject.UPDATABLE_VIEW,
+    SourceObject.UPDATABLE_TRIGGER,
+    SourceObject.REPLICATION_SLOT,
+)
+"""Objects are created in this order and dropped in the reverse order."""
+
+OBJECT_TYPES: dict[SourceObject, str] = {
+    SourceObject.HYBRID_SCHEMA: "SCHEMA",
+    SourceObject.CHANGELOG_SEQUENCE: "SEQUENCE",
+    SourceObject.CHANGELOG_TABLE: "TABLE",
+    SourceObject.CHANGELOG_TRIGGER: "TRIGGER",
+    SourceObject.LAKE_ROWS_TABLE: "TABLE",
+    SourceObject.UPDATABLE_VIEW: "VIEW",
+    SourceObject.UPDATABLE_TRIGGER: "TRIGGER",
+    SourceObject.REPLICATION_SLOT: "SLOT",
+}
+"""The catalog's object type of each kind (what ``object_exists`` looks for)."""
+
+UNMARKED_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
+"""Kinds no dialect can mark (a slot takes no comment): the repository's record is the mark."""
+
+SNAPSHOT_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
+"""Kinds created with a snapshot an initial offload in the same command reads: each change
+is then in the copy or captured, never both (``SourceDialect.slot_with_snapshot``)."""
+
 _REGISTRY: dict[str, type[ExtractionMethod]] = {}
+
+METHODS_ENTRY_POINTS = "gluon.methods"
+"""Entry point group of methods from packages outside gluon (name: the method's name;
+value: its module or its class)."""
+
+_PLUGIN_PROBLEMS: dict[str, str] = {}
+"""Entry points that failed to load, by name: why (said when that name is asked for)."""
+
+_plugins_loaded = False
+
+log = logging.getLogger(__name__)
 
 CHANGELOG_OBJECTS = (SourceObject.CHANGELOG_TABLE, SourceObject.CHANGELOG_SEQUENCE)
 
@@ -124,15 +168,36 @@ class ExtractionMethod:
         """Refuse a source table this method cannot serve (raise a GluonError)."""
 
 
+def _load_plugins() -> None:
+    """Import the methods installed packages declare (group :data:`METHODS_ENTRY_POINTS`),
+    once; subclassing registers them. One that fails to load is skipped (other commands go
+    on working) and named when asked for."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return
+    _plugins_loaded = True
+    for entry in entry_points(group=METHODS_ENTRY_POINTS):
+        try:
+            entry.load()
+        except Exception as exc:  # a broken plugin must not break every command
+            _PLUGIN_PROBLEMS[entry.name.upper()] = f"{type(exc).__name__}: {exc}"
+            log.warning("extraction method plugin %s did not load: %s", entry.value, exc)
+
+
 def registered_methods() -> dict[str, type[ExtractionMethod]]:
-    """Every method by name (importing ``gluon.methods`` loads them all)."""
+    """Every method by name: gluon's own (importing ``gluon.methods`` loads them) and those
+    of installed packages (entry point group :data:`METHODS_ENTRY_POINTS`)."""
+    _load_plugins()
     return dict(_REGISTRY)
 
 
 def method_choices() -> str:
     """Every method with its summary, for help texts: ``CHANGELOG (a trigger on the table),
     ...``."""
-    return ", ".join(f"{name} ({method.summary})" for name, method in _REGISTRY.items())
+    return ", ".join(
+        f"{name} ({method.summary})" if method.summary else name
+        for name, method in registered_methods().items()
+    )
 
 
 def get_method(name: str) -> type[ExtractionMethod]:
@@ -140,8 +205,15 @@ def get_method(name: str) -> type[ExtractionMethod]:
 
     Raises:
         UsageError: unknown name; the closest valid name is suggested.
+        ConfigError: the package declaring the method failed to load.
     """
+    _load_plugins()
     method = _REGISTRY.get(name.upper())
+    if method is None and name.upper() in _PLUGIN_PROBLEMS:
+        raise ConfigError(
+            f"extraction method {name.upper()} is declared by an installed package that failed "
+            f"to load ({_PLUGIN_PROBLEMS[name.upper()]}): reinstall or remove that package"
+        )
     if method is None:
         close = difflib.get_close_matches(name.upper(), _REGISTRY, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""

@@ -16,12 +16,21 @@ Adding a dialect:
    open a transaction before DDL;
 3. add the module name to ``DIALECT_MODULES`` below and a test file (for
    capture: subclass ``tests/support/capture_contract.CaptureContract``).
+
+A dialect can also come from a package outside gluon, with no edit here: it declares an
+entry point in the group ``gluon.dialects`` (name: the SQLAlchemy backend name; value:
+``package.module:ClassName``) and ships its templates in a folder it names in
+``template_folders``. Subclassing a dialect (``class MySource(PostgreSQLSource)``) reuses
+that dialect's templates and overrides only what differs; SQLAlchemy must know the backend
+name too (its own ``sqlalchemy.dialects`` entry points). Callers never name a dialect:
+what differs is a class attribute or a hook of ``SourceDialect``.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+from importlib.metadata import entry_points
 
 import sqlalchemy as sa
 
@@ -36,20 +45,50 @@ DIALECT_MODULES: dict[str, str] = {
 }
 
 
+DIALECTS_ENTRY_POINTS = "gluon.dialects"
+"""Entry point group of dialects from packages outside gluon (see the module docstring)."""
+
+
+def dialect_names() -> list[str]:
+    """Every dialect gluon can connect to: its own and those of installed packages."""
+    plugins = {entry.name for entry in entry_points(group=DIALECTS_ENTRY_POINTS)}
+    return sorted(set(DIALECT_MODULES) | plugins)
+
+
 def dialect_class(name: str) -> type[SourceDialect]:
-    """The dialect class registered under ``name``, importing its module on demand.
+    """The dialect class registered under ``name``, importing its module on demand (gluon's
+    own, else an installed package's entry point in :data:`DIALECTS_ENTRY_POINTS`).
 
     Raises:
         UnsupportedError: no such dialect (the closest name is suggested).
+        ConfigError: the package declaring it failed to load, or declares something else.
     """
     module = DIALECT_MODULES.get(name)
-    if module is None:
-        close = difflib.get_close_matches(name, DIALECT_MODULES, n=1)
+    if module is not None:
+        importlib.import_module(module)
+        return registered_dialects()[name]
+    plugin = next(iter(entry_points(group=DIALECTS_ENTRY_POINTS, name=name)), None)
+    if plugin is None:
+        known = dialect_names()
+        close = difflib.get_close_matches(name, known, n=1)
         hint = f" (did you mean {close[0]}?)" if close else ""
-        supported = ", ".join(sorted(DIALECT_MODULES))
-        raise UnsupportedError(f"source dialect {name!r} is not supported{hint}; use {supported}")
-    importlib.import_module(module)
-    return registered_dialects()[name]
+        raise UnsupportedError(
+            f"source dialect {name!r} is not supported{hint}; use {', '.join(known)}"
+        )
+    try:
+        loaded = plugin.load()
+    except Exception as exc:  # the plugin's own import failed: say which package to fix
+        raise ConfigError(
+            f"source dialect {name} is declared by an installed package that failed to load "
+            f"({type(exc).__name__}: {exc}): reinstall or remove that package"
+        ) from None
+    found = registered_dialects().get(name)
+    if found is None:
+        raise ConfigError(
+            f"entry point {name} = {plugin.value} ({DIALECTS_ENTRY_POINTS}) gives {loaded!r}, "
+            f"not a SourceDialect named {name!r}"
+        )
+    return found
 
 
 def connect_configured(settings: Settings) -> SourceDialect:
@@ -88,4 +127,4 @@ def connect(url: str, timeouts: SourceTimeouts | None = None) -> SourceDialect:
     return source
 
 
-__all__ = ["SourceDialect", "connect", "dialect_class"]
+__all__ = ["DIALECTS_ENTRY_POINTS", "SourceDialect", "connect", "dialect_class", "dialect_names"]

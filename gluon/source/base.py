@@ -7,7 +7,9 @@ automatic (``__init_subclass__``); see ``gluon/source/__init__.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -16,7 +18,7 @@ import sqlalchemy as sa
 from gluon import templates
 from gluon.config import SourceTimeouts
 from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
-from gluon.methods.base import ExtractionMethod
+from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
 
@@ -89,6 +91,26 @@ class SourceDialect:
     one_null_key_hint: ClassVar[str] = ""
     """How the dialect keeps NULL a single key value, for the refusal of a nullable key."""
 
+    unmarkable_source_objects: ClassVar[frozenset[SourceObject]] = frozenset()
+    """Capture object kinds the dialect cannot comment (mark as gluon's): they are judged by
+    the changelog table they serve (``gluon.capture.existing_objects``)."""
+
+    wide_types: ClassVar[tuple[tuple[re.Pattern[str], str], ...]] = ()
+    """Changelog column types wide enough that widening a source column (varchar(10) to
+    varchar(50), int to bigint, a larger numeric precision) never makes the capture
+    trigger, and with it the application's DML, fail: (pattern of the declared type, wide
+    type), first match wins; no match keeps the declared type (SQLite enforces no types)."""
+
+    extended_wide_types: ClassVar[tuple[tuple[re.Pattern[str], str], ...]] = ()
+    """Where the server allows extended strings (:attr:`extended_strings`; Oracle
+    MAX_STRING_SIZE=EXTENDED, the default on Autonomous Database: VARCHAR2 and RAW up to
+    32767 bytes), the wide types tried ahead of :attr:`wide_types`: VARCHAR2(4000) would
+    refuse a longer value and fail the application's DML."""
+
+    template_folders: ClassVar[tuple[str, ...]] = ()
+    """Folders (absolute paths) searched for this dialect's templates before those of the
+    dialects it extends: a dialect outside gluon ships its templates there."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # Only a class that declares its own name registers (a subclass must not replace it).
@@ -115,7 +137,7 @@ class SourceDialect:
         """The limit names are made to fit: the class's until :meth:`read_server_limits`."""
         self.extended_strings = False
         """The server takes strings past the usual maximum (Oracle MAX_STRING_SIZE=EXTENDED):
-        changelog columns are typed wider (``gluon.capture.EXTENDED_WIDE_TYPES``)."""
+        changelog columns are typed wider (:attr:`extended_wide_types`)."""
 
     def read_server_limits(self) -> None:
         """Set :attr:`identifier_length` and :attr:`extended_strings` from the connected
@@ -132,9 +154,23 @@ class SourceDialect:
         """Quote an identifier the way this database needs (only when needed)."""
         return str(self._preparer.quote(identifier))
 
+    @classmethod
+    def template_search(cls) -> tuple[str, ...]:
+        """Where this dialect's templates are looked up, first match wins (``default/``
+        last, added by ``gluon.templates``): its own folders, then those of each dialect it
+        extends, so ``class MySource(PostgreSQLSource)`` overrides only what differs."""
+        folders: list[str] = []
+        for klass in cls.__mro__:
+            if not issubclass(klass, SourceDialect) or klass is SourceDialect:
+                continue
+            folders += klass.__dict__.get("template_folders", ())
+            if "name" in klass.__dict__ and klass.name:
+                folders.append(klass.name)
+        return tuple(folders)
+
     def render(self, template: str, **context: Any) -> str:
         """Render one of this dialect's SQL templates."""
-        return templates.render(self.name, template, quote=self.quote, **context)
+        return templates.render(self.template_search(), template, quote=self.quote, **context)
 
     def run_query(
         self, template: str, params: dict[str, Any] | None = None, **context: Any
@@ -230,6 +266,15 @@ class SourceDialect:
         server release (title -> statements); empty where docs/operations.md section 13
         says it in a sentence. No database access."""
         return {}
+
+    def slot_with_snapshot(self, slot: str) -> AbstractContextManager[str]:
+        """Create replication slot ``slot`` and read under the snapshot it exports until exit
+        (yields the snapshot's name); a dialect with replication slots overrides it.
+
+        Raises:
+            UnsupportedError: the dialect has no replication slot.
+        """
+        raise UnsupportedError(f"{self.name} sources have no replication slot to export")
 
     def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
         """Why the code object (trigger, view) ``schema.name`` does not compile, in one line;

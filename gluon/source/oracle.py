@@ -67,7 +67,7 @@ import sqlalchemy as sa
 
 from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UnsupportedError, UsageError
-from gluon.methods.base import ChangeReader, ExtractionMethod
+from gluon.methods.base import ChangeReader, ExtractionMethod, SourceObject
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
 from gluon.source.base import SourceDialect, StatementRefused, _first_line
@@ -390,6 +390,22 @@ class OracleSource(SourceDialect):
 
     has_schemas = True
     name_case = "upper"
+    unmarkable_source_objects = frozenset(
+        {SourceObject.CHANGELOG_SEQUENCE, SourceObject.HYBRID_SCHEMA}
+    )
+    """A sequence and a schema take no comment in Oracle."""
+    wide_types = (
+        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(4000)"),
+        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(2000)"),
+        (re.compile(r"^NUMBER\(\d+(,\s*-?\d+)?\)$"), "NUMBER"),
+        (re.compile(r"^RAW\(\d+\)$"), "RAW(2000)"),
+        (re.compile(r"^BINARY_FLOAT$"), "BINARY_DOUBLE"),
+    )
+    extended_wide_types = (
+        (re.compile(r"^(VARCHAR2|VARCHAR|CHAR)\(\d+( BYTE| CHAR)?\)$"), "VARCHAR2(32767)"),
+        (re.compile(r"^(NVARCHAR2|NCHAR)\(\d+\)$"), "NVARCHAR2(16383)"),
+        (re.compile(r"^RAW\(\d+\)$"), "RAW(32767)"),
+    )
 
     fetch_arraysize: ClassVar[int] = 1_000
     """Rows per round trip (oracledb's default is 100)."""

@@ -122,6 +122,16 @@ class PostgreSQLSource(SourceDialect):
     binds_arrays = True
     has_schemas = True
     name_case = "lower"
+    wide_types = tuple(
+        (re.compile(pattern, re.IGNORECASE), wide)
+        for pattern, wide in (
+            (r"^(character varying|varchar|character|char|bpchar)(\(\d+\))?$", "text"),
+            (r"^(smallint|integer|int|int2|int4)$", "bigint"),
+            (r"^(numeric|decimal)(\(\d+(,\s*-?\d+)?\))?$", "numeric"),
+            (r"^real$", "double precision"),
+            (r"^(bit varying|varbit|bit)(\(\d+\))?$", "bit varying"),
+        )
+    )
     one_null_key_hint = (
         ", or declare a UNIQUE NULLS NOT DISTINCT constraint (PostgreSQL 15+) on exactly them"
     )

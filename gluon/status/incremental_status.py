@@ -10,16 +10,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from gluon import capture, locks
+from gluon import locks
 from gluon import source as sources
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError
-from gluon.feeds import capture_objects
+from gluon.feeds import FEEDS, capture_objects
 from gluon.insert_only import status_notes
 from gluon.lake.stats import DeltaStats, delta_stats
 from gluon.methods import get_method
-from gluon.methods.base import ChangeReader, SourceObject, ViewKind
+from gluon.methods.base import SourceObject, ViewKind
 from gluon.naming import TableRef, control_partition_path, lake_names
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
@@ -35,7 +35,7 @@ from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
 from gluon.status.compaction_status import compaction_status, deltalake_read
-from gluon.status.lag import TableLag, measure_lag, slot_backlog
+from gluon.status.lag import TableLag, measure_lag
 from gluon.status.model import (
     Backlog,
     CompactionRunInfo,
@@ -59,12 +59,6 @@ from gluon.truncation import truncation_note
 PARTITION_COLUMN = "gl_control_partition"
 SEQUENCE_COLUMN = "gl_seq"
 RECENT_RUNS = 10
-
-POSITION_KINDS: dict[ChangeReader, str] = {
-    ChangeReader.CHANGELOG: "sequence",
-    ChangeReader.ORA_ROWSCN: "SCN",
-}
-"""What orders the changes each change reader ships."""
 
 SOURCE_OBJECT_ROLES: dict[str, str] = {
     SourceObject.CHANGELOG_TRIGGER.value: "Changelog trigger",
@@ -103,16 +97,11 @@ class ChangelogCounter:
         return self._source
 
     def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
-        objects = capture_objects(state)
-        changelog = next(
-            (item for item in objects if item.kind is SourceObject.CHANGELOG_TABLE), None
-        )
-        slot = next((item for item in objects if item.kind is SourceObject.REPLICATION_SLOT), None)
-        if changelog is None and slot is not None:
-            return self._slot_backlog(record, state, slot)
-        if changelog is None:
+        """The changes waiting in the source, as the table's feed counts them."""
+        feed = FEEDS[get_method(state.method).change_reader]
+        name = feed.held_in(capture_objects(state))
+        if not feed.counts_pending:
             return Backlog(None, None, f"{state.method} keeps no changelog")
-        name = f"{changelog.schema}.{changelog.name}"
         try:
             source = self._dialect()
             if source.name != record.source_dialect:
@@ -122,36 +111,16 @@ class ChangelogCounter:
                     f"GLUON_SOURCE_URL is a {source.name} database; "
                     f"the table came from {record.source_dialect}",
                 )
-            problems = tuple(capture.capture_problems(source, record.spec(), objects))
-            if any(problem.startswith("changelog table") for problem in problems):
-                return Backlog(name, None, f"changelog table {name} is missing", problems)
-            return Backlog(name, capture.count_changes(source, objects), None, problems)
+            pending = feed.pending_in(source, record, state, oldest=False, check_capture=True)
         except GluonError as exc:
             return Backlog(name, None, str(exc))
-
-    def _slot_backlog(
-        self, record: OffloadedTable, state: IncrementalState, slot: capture.SourceObjectRef
-    ) -> Backlog:
-        """The changes a slot keeps for the table, and the WAL it makes the source keep."""
-        try:
-            spec = record.spec()
-            figures = slot_backlog(self._dialect(), slot, spec.schema, spec.name)
-        except GluonError as exc:
-            return Backlog(None, None, str(exc))
-        if figures is None:
-            return Backlog(
-                None,
-                None,
-                f"replication slot {slot.name} is missing",
-                (f"replication slot {slot.name} is missing: changes were not captured since",),
-            )
-        return Backlog(None, figures.pending, figures.unknown_reason, slot=figures)
+        return Backlog(name, pending.count, pending.unknown_reason, pending.problems, pending.slot)
 
     def lag(self, repo: Repository, state: IncrementalState, backlog: Backlog) -> TableLag:
         """How far the lake is behind (the backlog just counted is not counted again)."""
         if backlog.slot is not None:
             return measure_lag(repo, state, None, slot=backlog.slot)
-        if backlog.changelog_table is None or backlog.rows is None:
+        if backlog.rows is None:
             return measure_lag(repo, state, None, failure=backlog.reason)
         return measure_lag(repo, state, self._source, counted=backlog.rows)
 
@@ -243,7 +212,7 @@ def collect_status(
     )
     objects = _lake_objects(record, state, method.view_kind.value)
     extraction = _extraction_status(
-        repo, state, delta, compaction, method.change_reader, history, scope
+        repo, state, delta, compaction, FEEDS[method.change_reader].position_kind, history, scope
     )
     lake_objects: tuple[ObjectInfo, ...] = (
         ObjectInfo("Delta view", "VIEW", objects.user_view),
@@ -408,7 +377,7 @@ def _extraction_status(
     state: IncrementalState,
     delta: DeltaStats,
     compaction: CompactionStatus,
-    reader: ChangeReader,
+    position_kind: str,
     history: int,
     scope: int | None,
 ) -> ExtractionStatus:
@@ -418,7 +387,7 @@ def _extraction_status(
     dead = sum(1 for before, now_ in zip(recorded, recent, strict=True) if before is not now_)
     return ExtractionStatus(
         method=state.method,
-        position_kind=POSITION_KINDS.get(reader, "sequence"),
+        position_kind=position_kind,
         max_position=_max_position(state, totals, delta, compaction),
         last_extraction_at=totals.last_success_at,
         runs=totals.runs,

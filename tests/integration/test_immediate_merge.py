@@ -385,3 +385,30 @@ def test_a_reset_sequence_reusing_the_staged_batchs_gl_seq_loses_nothing(
     extract(run_cli, source)
 
     assert read_with_deltalake(_base_path(source)) == workload.source_rows()
+
+
+def test_immediate_is_refused_for_a_method_whose_feed_has_no_batches(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create()
+    refused = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=ORA_ROWSCN",
+        IMMEDIATE,
+    )
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert refused.exit_code != 0 and len(lines) == 1, refused.stderr
+    # The methods listed are those whose feed merges numbered batches (the feed declares it).
+    assert lines[0].endswith(
+        "--incremental-merge-mode=IMMEDIATE needs one of CHANGELOG, CHANGELOG_INSERT, "
+        "PG_LOGICAL, UPDATABLE, UPDATABLE_CHANGELOG, UPDATABLE_INSERT; ORA_ROWSCN reads "
+        "changes by position: use --incremental-merge-mode=DEFERRED"
+    ), lines

@@ -109,6 +109,14 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "primary_key": {"primary_key": {}},
     "partitioning": {"partitioning": {}},
     "current_scn": {"current_scn": {}},
+    "enable_capture_trigger": {
+        "disabled trigger": {
+            "trigger": capture.SourceObjectRef(
+                SourceObject.CHANGELOG_TRIGGER, "APP_H", "ORDERS", "TRIGGER"
+            ),
+            "table": CAPTURED_TABLE,
+        },
+    },
     "read_rowscn_changes": {
         "rowscn": {"schema": "APP", "table": "ORDERS", "columns": SELECTED},
     },

@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from gluon import capture
 from gluon.capture import SourceObjectRef
 from gluon.errors import SourceError, UnsupportedError, UsageError
-from gluon.methods.base import DML, ExtractionMethod, SourceObject
+from gluon.methods.base import CREATION_ORDER, DML, OBJECT_TYPES, ExtractionMethod, SourceObject
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
@@ -341,14 +341,14 @@ class CaptureContract:
         planned = capture.plan_source_objects(env.source, TableRef(env.schema, "ORDERS"), method)
         kinds = [
             kind
-            for kind in capture.CREATION_ORDER
+            for kind in CREATION_ORDER
             if method.has_object(kind) and kind not in env.source.implicit_source_objects
         ]
         schemas = sorted({env.names[kind][0] for kind in kinds}) if env.source.has_schemas else []
         expected = [
             SourceObjectRef(SourceObject.HYBRID_SCHEMA, schema, schema, "SCHEMA")
             for schema in schemas
-        ] + [SourceObjectRef(kind, *env.names[kind], capture.OBJECT_TYPES[kind]) for kind in kinds]
+        ] + [SourceObjectRef(kind, *env.names[kind], OBJECT_TYPES[kind]) for kind in kinds]
         assert planned == expected
         assert env.snapshot() == env.snapshot()  # planning creates nothing
 

@@ -7,7 +7,7 @@ import pytest
 from gluon import capture
 from gluon.capture import SourceObjectRef
 from gluon.methods import get_method
-from gluon.methods.base import SourceObject
+from gluon.methods.base import CREATION_ORDER, OBJECT_TYPES, SourceObject
 from gluon.naming import TableRef
 from gluon.source import connect
 from gluon.source.base import SourceDialect
@@ -28,9 +28,9 @@ def test_objects_are_in_creation_order(source: SourceDialect) -> None:
     method = get_method("UPDATABLE_CHANGELOG")
     objects = capture.named_source_objects(source, TableRef("SH", "PRODUCTS"), method)
     kinds = [item.kind for item in objects]
-    assert kinds == sorted(kinds, key=capture.CREATION_ORDER.index)
+    assert kinds == sorted(kinds, key=CREATION_ORDER.index)
     assert set(kinds) == set(method.source_objects) - source.implicit_source_objects
-    assert all(item.object_type == capture.OBJECT_TYPES[item.kind] for item in objects)
+    assert all(item.object_type == OBJECT_TYPES[item.kind] for item in objects)
 
 
 def test_postgresql_names() -> None:

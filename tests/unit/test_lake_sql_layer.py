@@ -19,10 +19,6 @@ OUTSIDE_THE_SCAN = ("lake", "source", "repo")
 """gluon/lake/ renders lake SQL; gluon/source/ is the source dialects; gluon/repo/ SQLAlchemy."""
 
 SOURCE_SQL = {
-    # Source-dialect statements (not Spark SQL) built outside gluon/source/: left to the
-    # capture module's owner; listed so no new one slips in.
-    ("capture.py", "ALTER TRIGGER x.x ENABLE"),
-    ("capture.py", "ALTER TABLE x.x ENABLE TRIGGER x"),
     # Predicate.to_source_sql: the source database's null test (bind parameters elsewhere).
     ("predicates.py", "IS NOT NULL"),
     ("predicates.py", "IS NULL"),

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gluon.capture import check_logical_decoding
 from gluon.errors import SourceError, StateError, UnsupportedError
 from gluon.feeds.pg_logical import POSITION_BITS, format_lsn, logical_sequence, parse_lsn, peek_slot
+from gluon.feeds.slot import check_logical_decoding
 from gluon.schema import Column, TableSpec
 from gluon.source import logical
 from gluon.source.logical import (
@@ -119,13 +119,13 @@ def test_enable_checks_say_what_is_missing_and_how_to_fix_it(
     row: tuple[Any, ...], keys: tuple[str, ...], message: str
 ) -> None:
     with pytest.raises(UnsupportedError, match=message) as raised:
-        check_logical_decoding(_Source(row), SPEC, keys)  # type: ignore[arg-type]
+        check_logical_decoding(_Source(row), SPEC, keys, "PG_LOGICAL")  # type: ignore[arg-type]
     assert "\n" not in str(raised.value)
 
 
 @pytest.mark.parametrize("row", [("logical", "d", True), ("logical", "f", False)])
 def test_a_primary_key_or_full_identity_is_enough(row: tuple[Any, ...]) -> None:
-    check_logical_decoding(_Source(row), SPEC, ("id",))  # type: ignore[arg-type]
+    check_logical_decoding(_Source(row), SPEC, ("id",), "PG_LOGICAL")  # type: ignore[arg-type]
 
 
 def test_a_commit_row_gives_its_time_in_utc() -> None:

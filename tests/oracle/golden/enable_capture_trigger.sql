@@ -1,0 +1,2 @@
+-- case: disabled trigger
+ALTER TRIGGER APP_H.ORDERS ENABLE
