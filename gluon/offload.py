@@ -140,7 +140,7 @@ def validate_offload(
     if options.increment.offload_type not in (None, OffloadType.FULL):
         raise UsageError(
             "--offload-type=INCREMENTAL needs the rows to offload: --offload-predicate, "
-            "--less-than-value, --older-than-date or --partition-names"
+            "--less-than-value, --older-than-date, --partition-names or --subpartition-names"
         )
     if existing and existing.status == OFFLOADED and not options.reset_backend_table:
         raise StateError(
@@ -374,7 +374,11 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
                 elif context.replaces is None:
                     repo.save_table(record)
                 increment_id = repo.increments.start(
-                    record.table_key, increment.kind, increment.predicate.text, increment.boundary
+                    record.table_key,
+                    increment.kind,
+                    increment.predicate.text,
+                    increment.boundary,
+                    increment.names,
                 )
             elif context.replaces is None:
                 repo.save_table(record)

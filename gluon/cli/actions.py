@@ -33,6 +33,7 @@ OFFLOAD = frozenset(
         "less_than_value",
         "older_than_date",
         "partition_names",
+        "subpartition_names",
     }
 )
 ENABLE = frozenset(
@@ -135,6 +136,7 @@ class OffloadArguments:
     less_than_value: str | None
     older_than_date: str | None
     partition_names: str | None
+    subpartition_names: str | None
     updates_enabled: bool
     extraction_method: str | None
     key_columns: str | None

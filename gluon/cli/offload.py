@@ -113,6 +113,14 @@ def offload(
             help="Offload these source partitions (comma-separated names).",
         ),
     ] = None,
+    subpartition_names: Annotated[
+        str | None,
+        typer.Option(
+            "--subpartition-names",
+            help="Offload these subpartitions of a two-level (composite) partitioned table "
+            "(comma-separated names; subpartition-based offload).",
+        ),
+    ] = None,
     updates_enabled: Annotated[
         bool,
         typer.Option(
@@ -356,6 +364,7 @@ def offload(
         less_than_value=less_than_value,
         older_than_date=older_than_date,
         partition_names=partition_names,
+        subpartition_names=subpartition_names,
         updates_enabled=updates_enabled,
         extraction_method=extraction_method,
         key_columns=key_columns,

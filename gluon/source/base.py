@@ -36,6 +36,24 @@ class PartitionBound:
     values: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Subpartition:
+    """One native subpartition of a two-level (composite) partitioned table.
+
+    ``partition`` bounds its parent on ``partition_column``; ``bound`` bounds it on
+    ``column`` (the subpartition key, possibly another column). ``kind`` is the
+    subpartitioning strategy (RANGE, LIST or HASH): a HASH subpartition's ``bound`` has no
+    values (no predicate tells its rows from its siblings').
+    """
+
+    name: str
+    partition_column: str
+    partition: PartitionBound
+    column: str
+    kind: str
+    bound: PartitionBound
+
+
 class StatementRefused(Exception):
     """A script statement failed in the driver, before SQLAlchemy saw it: refused, or
     accepted with a warning that means it did not do its job (Oracle's "creation
@@ -381,6 +399,16 @@ class SourceDialect:
             f"{self.name} sources have no native partitions gluon can read: use --offload-predicate"
         )
 
+    def subpartitions(self, spec: TableSpec) -> dict[str, Subpartition]:
+        """The native subpartitions of ``spec`` by name (empty: the table has none).
+
+        Raises:
+            UnsupportedError: the dialect has no subpartitions gluon can read.
+        """
+        raise UnsupportedError(
+            f"{self.name} sources have no subpartitions gluon can read: use --offload-predicate"
+        )
+
     # -- reading ---------------------------------------------------------------------------
 
     def select_list(self, spec: TableSpec) -> list[str]:
@@ -493,4 +521,10 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(original).__name__
 
 
-__all__ = ["PartitionBound", "SourceDialect", "StatementRefused", "registered_dialects"]
+__all__ = [
+    "PartitionBound",
+    "SourceDialect",
+    "StatementRefused",
+    "Subpartition",
+    "registered_dialects",
+]
