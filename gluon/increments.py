@@ -152,10 +152,9 @@ def _bound_predicate(
     column: Column, bound: PartitionBound, option: str = "--partition-names"
 ) -> str:
     name = f"column({column.name})"
-    if bound.values:
-        return (
-            "(" + " or ".join(f"{name} = {_typed(column, v, option)}" for v in bound.values) + ")"
-        )
+    if bound.values or bound.holds_null:
+        terms = [f"{name} = {_typed(column, v, option)}" for v in bound.values]
+        return "(" + " or ".join([*terms, *([f"{name} is null"] if bound.holds_null else [])]) + ")"
     terms = []
     if bound.low is not None:
         terms.append(f"{name} >= {_typed(column, bound.low, option)}")
@@ -228,7 +227,7 @@ def _chosen_subpartitions(
 
 
 def _has_values(bound: PartitionBound) -> bool:
-    return bool(bound.values) or bound.low is not None or bound.high is not None
+    return bool(bound.values) or bound.holds_null or bound.low is not None or bound.high is not None
 
 
 def _subpartition_predicate(spec: TableSpec, item: Subpartition) -> str:

@@ -34,6 +34,8 @@ class PartitionBound:
     low: str | None = None
     high: str | None = None
     values: tuple[str, ...] = ()
+    holds_null: bool = False
+    """A LIST partition that also holds the rows whose key is NULL (``IN (NULL, ...)``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -371,8 +371,11 @@ def _bound(name: str, bound: str) -> PartitionBound:
         low, high = _literals(match.group(1))[0], _literals(match.group(2))[0]
         return PartitionBound(name, low, high)
     if (match := _LIST_BOUND.match(text)) is not None:
-        values = tuple(v for v in _literals(match.group(1)) if v is not None)
-        return PartitionBound(name, values=values)
+        tokens = [m.group(1).strip() for m in _LITERAL.finditer(match.group(1).strip())]
+        # An unquoted NULL is the NULL key; a quoted 'NULL' is a string
+        keys = [token for token in tokens if token.upper() != "NULL"]
+        values = tuple(v for v in _literals(", ".join(keys)) if v is not None)
+        return PartitionBound(name, values=values, holds_null=len(keys) < len(tokens))
     # DEFAULT partitions hold "everything else", HASH ones a share of the keys' hashes:
     # no predicate on values describes them
     return PartitionBound(name)

@@ -306,3 +306,29 @@ def test_updatable_insert_adds_rows_to_an_incremental_subpartition_offload(
     )
     assert compacted.exit_code == 0, compacted.stderr
     assert lake() == expected
+
+
+def test_a_list_partition_holding_null_offloads_its_null_rows(
+    sales: sa.Engine, run_cli: RunCli
+) -> None:
+    """``FOR VALUES IN (NULL, 'EU')``: the NULL-key rows belong to the partition (they were
+    left out, and the NULL read as the string 'NULL')."""
+    with sales.begin() as db:
+        db.execute(
+            sa.text("CREATE TABLE sh.visits (id INTEGER, region TEXT) PARTITION BY LIST (region)")
+        )
+        db.execute(
+            sa.text("CREATE TABLE sh.visits_eu PARTITION OF sh.visits FOR VALUES IN (NULL, 'EU')")
+        )
+        db.execute(sa.text("CREATE TABLE sh.visits_us PARTITION OF sh.visits FOR VALUES IN ('US')"))
+        db.execute(
+            sa.text("INSERT INTO sh.visits VALUES (1, 'EU'), (2, NULL), (3, 'US'), (4, NULL)")
+        )
+    result = run_cli("offload", "-t", "sh.visits", "-x", "--partition-names=visits_eu")
+    assert result.exit_code == 0, result.stderr
+    rows = lake_rows("SELECT id, region FROM sh.visits")
+    assert sorted((int(str(r["id"])), r["region"]) for r in rows) == [
+        (1, "EU"),
+        (2, None),
+        (4, None),
+    ]
