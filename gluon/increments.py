@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -209,6 +209,10 @@ def _chosen_subpartitions(
             f"(subpartitions: {_listed(sorted(found))})"
         )
     chosen = list({name.lower(): by_lower[name.lower()] for name in names}.values())
+    siblings: dict[str, list[str]] = {}
+    for item in found.values():
+        siblings.setdefault(item.partition.name, []).append(item.name)
+    named = {item.name for item in chosen}
     for item in chosen:
         if not _has_values(item.partition):
             raise UsageError(
@@ -216,14 +220,20 @@ def _chosen_subpartitions(
                 f"{item.name} has no value bounds (a HASH or DEFAULT partition), so no predicate "
                 "the lake can check selects its rows: use --offload-predicate"
             )
-        if not _has_values(item.bound):
+        if not _has_values(item.bound) and not named.issuperset(siblings[item.partition.name]):
             what = "a HASH" if item.kind == "HASH" else "a DEFAULT"
             raise UsageError(
                 f"{SUBPARTITION_OPTION}: {item.name} is {what} subpartition: no value bound "
-                "tells its rows from its siblings' in the lake, so it cannot be offloaded alone; "
-                f"offload its partition with --partition-names={item.partition.name}"
+                "tells its rows from its siblings' in the lake, so it is offloaded only with "
+                f"all of them ({', '.join(siblings[item.partition.name])}), or as its partition "
+                f"with --partition-names={item.partition.name}"
             )
-    return chosen
+    return [
+        replace(item, bound=PartitionBound(item.name))  # all of its partition: no own bound
+        if named.issuperset(siblings[item.partition.name])
+        else item
+        for item in chosen
+    ]
 
 
 def _has_values(bound: PartitionBound) -> bool:
@@ -231,10 +241,13 @@ def _has_values(bound: PartitionBound) -> bool:
 
 
 def _subpartition_predicate(spec: TableSpec, item: Subpartition) -> str:
-    """Rows of one subpartition: its parent partition's bound and its own."""
+    """Rows of one subpartition: its parent partition's bound and its own (the parent's
+    alone for a subpartition named with all its siblings)."""
     parent = _bound_predicate(
         spec.column(item.partition_column), item.partition, SUBPARTITION_OPTION
     )
+    if not _has_values(item.bound):
+        return parent
     own = _bound_predicate(spec.column(item.column), item.bound, SUBPARTITION_OPTION)
     return f"({parent} and {own})"
 
@@ -280,7 +293,7 @@ def plan_increment(
     elif request.subpartition_names:
         selected = _chosen_subpartitions(source, spec, request.subpartition_names)
         kind, names = "subpartitions", tuple(item.name for item in selected)
-        text = " or ".join(_subpartition_predicate(spec, item) for item in selected)
+        text = " or ".join(dict.fromkeys(_subpartition_predicate(spec, item) for item in selected))
     elif request.partition_names:
         bounds = source.partition_bounds(spec)
         unknown = [

@@ -137,8 +137,8 @@ def test_bad_subpartition_selections_change_nothing(sales: sa.Engine, run_cli: R
         offload("--subpartition-names=sales_2017_04_h0"),
         2,
         "sales_2017_04_h0 is a HASH subpartition: no value bound tells its rows from its "
-        "siblings' in the lake, so it cannot be offloaded alone; offload its partition with "
-        "--partition-names=sales_2017_04",
+        "siblings' in the lake, so it is offloaded only with all of them (sales_2017_04_h0, "
+        "sales_2017_04_h1), or as its partition with --partition-names=sales_2017_04",
     )
     with sales.begin() as db:
         db.execute(sa.text("CREATE TABLE sh.plain (id INTEGER PRIMARY KEY)"))
@@ -193,8 +193,16 @@ def test_subpartitions_offloaded_in_steps_exactly_once(sales: sa.Engine, run_cli
         db.execute(sa.text("DROP TABLE sh.sales_2017_01_emea"))
     assert lake() == kept
 
+    # HASH subpartitions go together: all of April's, as one increment.
+    hashed = run_cli(
+        "offload", "-t", "sh.sales", "-x", "--subpartition-names=sales_2017_04_h1,sales_2017_04_h0"
+    )
+    assert hashed.exit_code == 0, hashed.stderr
+    assert lake() == sorted([*kept, *source_rows(sales, "EXTRACT(MONTH FROM sold_on) = 4")])
+
     # Status and the report name the offloaded subpartitions, in every format.
     names = ["sales_2017_01_emea", "sales_2017_02_emea", "sales_2017_01_apac"]
+    names += ["sales_2017_04_h1", "sales_2017_04_h0"]
     status = run_cli("display_incremental_status", "-t", "sh.sales")
     assert status.exit_code == 0, status.stderr
     assert re.search(r"\nOffloaded subpartitions: +" + ", ".join(names) + "\n", status.stdout)
