@@ -402,14 +402,13 @@ class SourceDialect:
         )
 
     def subpartitions(self, spec: TableSpec) -> dict[str, Subpartition]:
-        """The native subpartitions of ``spec`` by name (empty: the table has none).
+        """The native subpartitions of ``spec`` by name (empty: the table has none, as every
+        table of a dialect without native partitions).
 
         Raises:
-            UnsupportedError: the dialect has no subpartitions gluon can read.
+            UnsupportedError: subpartitions gluon cannot describe by values.
         """
-        raise UnsupportedError(
-            f"{self.name} sources have no subpartitions gluon can read: use --offload-predicate"
-        )
+        return {}
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -113,7 +113,9 @@ def sales(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> s
     return _sales(pg_url)
 
 
-def test_bad_subpartition_selections_change_nothing(sales: sa.Engine, run_cli: RunCli) -> None:
+def test_bad_subpartition_selections_change_nothing(
+    sales: sa.Engine, run_cli: RunCli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def offload(*options: str) -> Result:
         return run_cli("offload", "-t", "sh.sales", "-x", *options)
 
@@ -153,6 +155,16 @@ def test_bad_subpartition_selections_change_nothing(sales: sa.Engine, run_cli: R
             f"--subpartition-names: {table} has no subpartitions: offload its partitions with "
             "--partition-names, or its rows with --offload-predicate",
         )
+    # A dialect without native partitions: its tables have no subpartitions either.
+    sqlite_url = f"sqlite:///{tmp_path / 'app.db'}"
+    with sa.create_engine(sqlite_url).begin() as db:
+        db.execute(sa.text("CREATE TABLE items (id INTEGER PRIMARY KEY)"))
+    monkeypatch.setenv("GLUON_SOURCE_URL", sqlite_url)
+    assert_refused(
+        run_cli("offload", "-t", "main.items", "-x", "--subpartition-names=p1"),
+        2,
+        "--subpartition-names: main.items has no subpartitions",
+    )
     # Nothing changed: no table was recorded, no lake table written.
     repo = Repository(load_settings().repo_url, create=True)
     assert repo.get_table("SH.SALES") is None and repo.get_table("SH.PLAIN") is None
@@ -193,7 +205,13 @@ def test_subpartitions_offloaded_in_steps_exactly_once(sales: sa.Engine, run_cli
         db.execute(sa.text("DROP TABLE sh.sales_2017_01_emea"))
     assert lake() == kept
 
-    # HASH subpartitions go together: all of April's, as one increment.
+    # HASH subpartitions go together: all of April's, as one increment (its first try
+    # killed after its Delta commit: the re-run replaces those rows, never doubles them).
+    died = run_offload_process(
+        "-t", "sh.sales", "-x", "--subpartition-names=sales_2017_04_h1,sales_2017_04_h0",
+        env={"GLUON_FAULT": "lake.after_write"},
+    )  # fmt: skip
+    assert died.returncode == 137, died.stderr
     hashed = run_cli(
         "offload", "-t", "sh.sales", "-x", "--subpartition-names=sales_2017_04_h1,sales_2017_04_h0"
     )
@@ -277,6 +295,16 @@ def test_updatable_changelog_keeps_offloaded_subpartitions_in_step(
     assert compacted.exit_code == 0, compacted.stderr
     assert lake() == source_rows(sales, in_subpartitions(*offloaded))
     assert lake_rows("SELECT COUNT(*) AS n FROM sh_load.sales_changes")[0]["n"] == 0
+    # Changed before its offload (the spec's warning): the captured change reached the lake,
+    # so offloading that subpartition now would hide it; refused, the lake unchanged.
+    with sales.begin() as db:
+        db.execute(sa.text("UPDATE sh.sales SET amount = 1 WHERE sale_id = 60"))  # March EMEA
+    extracted = run_cli("offload", "-t", "sh.sales", "-x", "--incremental-run-extraction")
+    assert extracted.exit_code == 0, extracted.stderr
+    before = lake()
+    early = run_cli("offload", "-t", "sh.sales", "-x", "--subpartition-names=sales_2017_03_emea")
+    assert_refused(early, 1, "1 captured changes touch rows of")
+    assert lake() == before
 
 
 def test_updatable_insert_adds_rows_to_an_incremental_subpartition_offload(
