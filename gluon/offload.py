@@ -271,7 +271,12 @@ def _validate_increment(
 def plan_steps(record: OffloadedTable, increment: PlannedIncrement | None = None) -> list[Step]:
     """The steps an offload of ``record`` runs, in order."""
     parts = ", ".join(p.lake_column for p in record.partitioning) or "none"
-    rows = f"the rows matching {increment.predicate.text!r} of " if increment else ""
+    rows = ""
+    if increment is not None:
+        rows = f"the rows matching {increment.predicate.text!r}"
+        if increment.names:  # kind "partitions" or "subpartitions"
+            rows = f"{increment.kind} {', '.join(increment.names)} ({rows})"
+        rows += " of "
     kind = f" (offload type {OffloadType(record.offload_type).option_value})" if increment else ""
     return [
         Step("record_start", f"record the offload of {record.table_key} in the repository{kind}"),

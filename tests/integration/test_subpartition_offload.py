@@ -312,6 +312,11 @@ def test_updatable_insert_adds_rows_to_an_incremental_subpartition_offload(
 ) -> None:
     """Table 3, offload type INCREMENTAL (90/10): UPDATABLE_INSERT adds missing rows to an
     offloaded subpartition through the updatable view, the application table untouched."""
+    plan = run_cli("offload", "-t", "sh.sales", "--subpartition-names=sales_2017_03_amer")
+    assert plan.exit_code == 0, plan.stderr
+    assert "copy subpartitions sales_2017_03_amer (the rows matching '((column(sold_on) >= " in (
+        " ".join(plan.stdout.split())
+    )
     first = run_cli("offload", "-t", "sh.sales", "-x", "--subpartition-names=sales_2017_03_amer")
     assert first.exit_code == 0, first.stderr
     enabled = run_cli(
