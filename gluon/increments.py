@@ -6,7 +6,9 @@ gluon's predicate language (``gluon/predicates.py``):
 * ``--offload-predicate``: the predicate itself;
 * ``--less-than-value`` / ``--older-than-date``: ``column(P) >= previous and
   column(P) < value`` on the table's RANGE partition column;
-* ``--partition-names``: the named partitions' bounds.
+* ``--partition-names``: the named partitions' bounds;
+* ``--subpartition-names``: each named subpartition's parent partition bound and its own
+  bound (the subpartition key may be another column).
 
 So one overlap rule serves all of them: a new increment may not cover rows the
 lake already holds, nor rows an earlier increment covered in the source.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +26,7 @@ from gluon.errors import StateError, UnsupportedError, UsageError
 from gluon.methods.base import OffloadUseCase
 from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema import Column, TableSpec
-from gluon.source.base import PartitionBound, SourceDialect
+from gluon.source.base import PartitionBound, SourceDialect, Subpartition
 
 if TYPE_CHECKING:
     # The predicate language is parsed only when an offload or a schema change needs it:
@@ -87,6 +89,7 @@ class IncrementRequest:
     less_than_value: str | None = None
     older_than_date: str | None = None
     partition_names: tuple[str, ...] = ()
+    subpartition_names: tuple[str, ...] = ()
 
     @property
     def is_partial(self) -> bool:
@@ -95,6 +98,7 @@ class IncrementRequest:
             or self.less_than_value
             or self.older_than_date
             or self.partition_names
+            or self.subpartition_names
         )
 
 
@@ -104,6 +108,8 @@ class PlannedIncrement:
     predicate: Predicate
     boundary: str | None
     offload_type: str
+    names: tuple[str, ...] = ()
+    """The partitions or subpartitions it offloads, as the source names them."""
 
 
 def _typed(column: Column, value: str, option: str) -> str:
@@ -142,27 +148,108 @@ def _range_column(spec: TableSpec, option: str) -> Column:
     return spec.column(spec.partition_columns[0])
 
 
-def _bound_predicate(column: Column, bound: PartitionBound) -> str:
+def _bound_predicate(
+    column: Column, bound: PartitionBound, option: str = "--partition-names"
+) -> str:
     name = f"column({column.name})"
-    if bound.values:
-        return (
-            "("
-            + " or ".join(
-                f"{name} = {_typed(column, v, '--partition-names')}" for v in bound.values
-            )
-            + ")"
-        )
+    if bound.values or bound.holds_null:
+        terms = [f"{name} = {_typed(column, v, option)}" for v in bound.values]
+        return "(" + " or ".join([*terms, *([f"{name} is null"] if bound.holds_null else [])]) + ")"
     terms = []
     if bound.low is not None:
-        terms.append(f"{name} >= {_typed(column, bound.low, '--partition-names')}")
+        terms.append(f"{name} >= {_typed(column, bound.low, option)}")
     if bound.high is not None:
-        terms.append(f"{name} < {_typed(column, bound.high, '--partition-names')}")
+        terms.append(f"{name} < {_typed(column, bound.high, option)}")
     if not terms:
         raise UnsupportedError(
             f"--partition-names: partition {bound.name} has no bounds (a DEFAULT partition); "
             "offload its rows with --offload-predicate"
         )
     return "(" + " and ".join(terms) + ")"
+
+
+SUBPARTITION_OPTION = "--subpartition-names"
+LISTED_NAMES = 12
+"""How many valid names an unknown-name message lists (a table may have thousands)."""
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:LISTED_NAMES])
+    return shown + (f" and {len(names) - LISTED_NAMES} more" if len(names) > LISTED_NAMES else "")
+
+
+def _chosen_subpartitions(
+    source: SourceDialect, spec: TableSpec, names: tuple[str, ...]
+) -> list[Subpartition]:
+    """The named subpartitions of ``spec``, each once, in the order given.
+
+    Raises:
+        UsageError: the table has no subpartitions, a name is not one of them, or one has no
+            value bound a predicate can state (HASH, DEFAULT).
+    """
+    table = f"{spec.schema}.{spec.name}"
+    found = source.subpartitions(spec)
+    if not found:
+        raise UsageError(
+            f"{SUBPARTITION_OPTION}: {table} has no subpartitions: offload its partitions with "
+            "--partition-names, or its rows with --offload-predicate"
+        )
+    by_lower = {name.lower(): item for name, item in found.items()}
+    unknown = [name for name in names if name.lower() not in by_lower]
+    if unknown:
+        parents = {item.partition.name.lower() for item in found.values()}
+        if all(name.lower() in parents for name in unknown):
+            raise UsageError(
+                f"{SUBPARTITION_OPTION}: {', '.join(unknown)} of {table} "
+                f"{'is a partition' if len(unknown) == 1 else 'are partitions'}, not "
+                "subpartitions: name them with --partition-names"
+            )
+        raise UsageError(
+            f"{SUBPARTITION_OPTION}: {table} has no subpartition {', '.join(unknown)} "
+            f"(subpartitions: {_listed(sorted(found))})"
+        )
+    chosen = list({name.lower(): by_lower[name.lower()] for name in names}.values())
+    siblings: dict[str, list[str]] = {}
+    for item in found.values():
+        siblings.setdefault(item.partition.name, []).append(item.name)
+    named = {item.name for item in chosen}
+    for item in chosen:
+        if not _has_values(item.partition):
+            raise UsageError(
+                f"{SUBPARTITION_OPTION}: the partition {item.partition.name} holding "
+                f"{item.name} has no value bounds (a HASH or DEFAULT partition), so no predicate "
+                "the lake can check selects its rows: use --offload-predicate"
+            )
+        if not _has_values(item.bound) and not named.issuperset(siblings[item.partition.name]):
+            what = "a HASH" if item.kind == "HASH" else "a DEFAULT"
+            raise UsageError(
+                f"{SUBPARTITION_OPTION}: {item.name} is {what} subpartition: no value bound "
+                "tells its rows from its siblings' in the lake, so it is offloaded only with "
+                f"all of them ({', '.join(siblings[item.partition.name])}), or as its partition "
+                f"with --partition-names={item.partition.name}"
+            )
+    return [
+        replace(item, bound=PartitionBound(item.name))  # all of its partition: no own bound
+        if named.issuperset(siblings[item.partition.name])
+        else item
+        for item in chosen
+    ]
+
+
+def _has_values(bound: PartitionBound) -> bool:
+    return bool(bound.values) or bound.holds_null or bound.low is not None or bound.high is not None
+
+
+def _subpartition_predicate(spec: TableSpec, item: Subpartition) -> str:
+    """Rows of one subpartition: its parent partition's bound and its own (the parent's
+    alone for a subpartition named with all its siblings)."""
+    parent = _bound_predicate(
+        spec.column(item.partition_column), item.partition, SUBPARTITION_OPTION
+    )
+    if not _has_values(item.bound):
+        return parent
+    own = _bound_predicate(spec.column(item.column), item.bound, SUBPARTITION_OPTION)
+    return f"({parent} and {own})"
 
 
 def _previous_boundary(previous: list[OffloadIncrement]) -> str | None:
@@ -188,6 +275,7 @@ def plan_increment(
             ("--less-than-value", request.less_than_value),
             ("--older-than-date", request.older_than_date),
             ("--partition-names", request.partition_names),
+            (SUBPARTITION_OPTION, request.subpartition_names),
         )
         if value
     ]
@@ -199,8 +287,13 @@ def plan_increment(
         else OffloadType.FULL_100_10
     )
     boundary: str | None = None
+    names: tuple[str, ...] = ()
     if request.offload_predicate:
         kind, text = "predicate", request.offload_predicate
+    elif request.subpartition_names:
+        selected = _chosen_subpartitions(source, spec, request.subpartition_names)
+        kind, names = "subpartitions", tuple(item.name for item in selected)
+        text = " or ".join(dict.fromkeys(_subpartition_predicate(spec, item) for item in selected))
     elif request.partition_names:
         bounds = source.partition_bounds(spec)
         unknown = [
@@ -216,9 +309,10 @@ def plan_increment(
         by_lower = {name.lower(): bound for name, bound in bounds.items()}
         column = spec.column(spec.partition_columns[0])
         kind = "partitions"
-        text = " or ".join(
-            _bound_predicate(column, by_lower[name.lower()]) for name in request.partition_names
+        names = tuple(
+            dict.fromkeys(by_lower[name.lower()].name for name in request.partition_names)
         )
+        text = " or ".join(_bound_predicate(column, by_lower[name.lower()]) for name in names)
     else:
         option = "--less-than-value" if request.less_than_value else "--older-than-date"
         value = request.less_than_value or request.older_than_date
@@ -246,7 +340,7 @@ def plan_increment(
 
     predicate = parse_predicate(text)
     predicate.check_columns(spec.columns)
-    return PlannedIncrement(kind, predicate, boundary, offload_type)
+    return PlannedIncrement(kind, predicate, boundary, offload_type, names)
 
 
 def _parse_value(text: str) -> Any:

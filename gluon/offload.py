@@ -147,7 +147,7 @@ def validate_offload(
     if options.increment.offload_type not in (None, OffloadType.FULL):
         raise UsageError(
             "--offload-type=INCREMENTAL needs the rows to offload: --offload-predicate, "
-            "--less-than-value, --older-than-date or --partition-names"
+            "--less-than-value, --older-than-date, --partition-names or --subpartition-names"
         )
     if existing and existing.status == OFFLOADED and not options.reset_backend_table:
         raise StateError(
@@ -278,7 +278,12 @@ def _validate_increment(
 def plan_steps(record: OffloadedTable, increment: PlannedIncrement | None = None) -> list[Step]:
     """The steps an offload of ``record`` runs, in order."""
     parts = ", ".join(p.lake_column for p in record.partitioning) or "none"
-    rows = f"the rows matching {increment.predicate.text!r} of " if increment else ""
+    rows = ""
+    if increment is not None:
+        rows = f"the rows matching {increment.predicate.text!r}"
+        if increment.names:  # kind "partitions" or "subpartitions"
+            rows = f"{increment.kind} {', '.join(increment.names)} ({rows})"
+        rows += " of "
     kind = f" (offload type {OffloadType(record.offload_type).option_value})" if increment else ""
     return [
         Step("record_start", f"record the offload of {record.table_key} in the repository{kind}"),
@@ -381,7 +386,11 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
                 elif context.replaces is None:
                     repo.save_table(record)
                 increment_id = repo.increments.start(
-                    record.table_key, increment.kind, increment.predicate.text, increment.boundary
+                    record.table_key,
+                    increment.kind,
+                    increment.predicate.text,
+                    increment.boundary,
+                    increment.names,
                 )
             elif context.replaces is None:
                 repo.save_table(record)

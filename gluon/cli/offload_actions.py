@@ -326,6 +326,7 @@ def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
             less_than_value=arguments.less_than_value,
             older_than_date=arguments.older_than_date,
             partition_names=split_list(arguments.partition_names),
+            subpartition_names=split_list(arguments.subpartition_names),
         ),
     )
 

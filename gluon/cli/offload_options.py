@@ -166,6 +166,13 @@ class OffloadArguments:
         help="Offload these source partitions (comma-separated names).",
         accepted_by=OFFLOADING,
     )
+    subpartition_names: str | None = option(
+        "--subpartition-names",
+        default=None,
+        help="Offload these subpartitions of a two-level (composite) partitioned table "
+        "(comma-separated names; subpartition-based offload).",
+        accepted_by=OFFLOADING,
+    )
     updates_enabled: bool = option(
         "--incremental-updates-enabled",
         default=False,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass
 
 import sqlalchemy as sa
 
 from gluon.faults import repository_write
 from gluon.repo import models
-from gluon.repo.common import RecordMapping, now
+from gluon.repo.common import Converted, RecordMapping, now
 from gluon.states import IncrementStatus
 
 PENDING = IncrementStatus.PENDING
@@ -21,7 +22,7 @@ class OffloadIncrement:
     id: int
     table_key: str
     kind: str
-    """``predicate``, ``less_than`` or ``partitions``."""
+    """``predicate``, ``less_than``, ``partitions`` or ``subpartitions``."""
     predicate: str
     """The rows it covers, in gluon's predicate language."""
     boundary: str | None
@@ -29,9 +30,19 @@ class OffloadIncrement:
     status: str
     rows: int | None
     offloaded_at: dt.datetime | None
+    names: tuple[str, ...] = ()
+    """The source partitions (``partitions``) or subpartitions (``subpartitions``) it
+    offloaded, as the source names them; empty for the other kinds."""
 
 
-INCREMENTS = RecordMapping(OffloadIncrement)
+INCREMENTS = RecordMapping(
+    OffloadIncrement,
+    names=Converted(
+        "names",
+        load=lambda text: tuple(json.loads(text)) if text else (),
+        dump=lambda names: json.dumps(list(names)) if names else None,
+    ),
+)
 """Rows of ``offload_increments`` -> :class:`OffloadIncrement`."""
 
 
@@ -48,7 +59,14 @@ class IncrementRepository:
             return [INCREMENTS.from_row(row) for row in rows]
 
     @repository_write("start_increment")
-    def start(self, table_key: str, kind: str, predicate: str, boundary: str | None) -> int:
+    def start(
+        self,
+        table_key: str,
+        kind: str,
+        predicate: str,
+        boundary: str | None,
+        names: tuple[str, ...] = (),
+    ) -> int:
         """Record a pending increment (or return the pending one with the same predicate)."""
         for increment in self.increments(table_key):
             if increment.status == PENDING and increment.predicate == predicate:
@@ -62,6 +80,7 @@ class IncrementRepository:
                     predicate=predicate,
                     boundary=boundary,
                     status=PENDING,
+                    **INCREMENTS.values(names=names),
                 )
             )
             key = result.inserted_primary_key

@@ -143,6 +143,7 @@ offload_increments = sa.Table(
     sa.Column("status", sa.String(20), nullable=False),
     sa.Column("rows", sa.BigInteger),
     sa.Column("offloaded_at", sa.DateTime),
+    sa.Column("names", sa.Text),  # JSON list (revision 0014); NULL before it
 )
 
 table_locks = sa.Table(

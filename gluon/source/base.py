@@ -36,6 +36,26 @@ class PartitionBound:
     low: str | None = None
     high: str | None = None
     values: tuple[str, ...] = ()
+    holds_null: bool = False
+    """A LIST partition that also holds the rows whose key is NULL (``IN (NULL, ...)``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Subpartition:
+    """One native subpartition of a two-level (composite) partitioned table.
+
+    ``partition`` bounds its parent on ``partition_column``; ``bound`` bounds it on
+    ``column`` (the subpartition key, possibly another column). ``kind`` is the
+    subpartitioning strategy (RANGE, LIST or HASH): a HASH subpartition's ``bound`` has no
+    values (no predicate tells its rows from its siblings').
+    """
+
+    name: str
+    partition_column: str
+    partition: PartitionBound
+    column: str
+    kind: str
+    bound: PartitionBound
 
 
 class StatementRefused(Exception):
@@ -426,6 +446,15 @@ class SourceDialect:
             f"{self.name} sources have no native partitions gluon can read: use --offload-predicate"
         )
 
+    def subpartitions(self, spec: TableSpec) -> dict[str, Subpartition]:
+        """The native subpartitions of ``spec`` by name (empty: the table has none, as every
+        table of a dialect without native partitions).
+
+        Raises:
+            UnsupportedError: subpartitions gluon cannot describe by values.
+        """
+        return {}
+
     # -- reading ---------------------------------------------------------------------------
 
     def select_list(self, spec: TableSpec) -> list[str]:
@@ -538,4 +567,10 @@ def _first_line(exc: BaseException) -> str:
     return text[0] if text else type(original).__name__
 
 
-__all__ = ["PartitionBound", "SourceDialect", "StatementRefused", "registered_dialects"]
+__all__ = [
+    "PartitionBound",
+    "SourceDialect",
+    "StatementRefused",
+    "Subpartition",
+    "registered_dialects",
+]

@@ -70,7 +70,8 @@ from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.methods.base import ChangeReader, ExtractionMethod, SourceObject
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
-from gluon.source.base import SourceDialect, StatementRefused, _first_line
+from gluon.source.base import SourceDialect, StatementRefused, Subpartition, _first_line
+from gluon.source.oracle_bounds import subpartitions_from_dictionary
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -629,6 +630,16 @@ class OracleSource(SourceDialect):
             self._dictionary("primary_key", params),
             self._dictionary("partitioning", params) if partitioned else [],
         )
+
+    def subpartitions(self, spec: TableSpec) -> dict[str, Subpartition]:
+        if not spec.partition_columns:
+            return {}
+        params = {"schema": spec.schema, "table": spec.name}
+        subpartitions = self._dictionary("list_subpartitions", params)
+        if not subpartitions:
+            return {}
+        partitions = self._dictionary("list_partitions", params)
+        return subpartitions_from_dictionary(spec, partitions, subpartitions)
 
     def arrow_batches(
         self, spec: TableSpec, statement: sa.TextClause, params: dict[str, Any]

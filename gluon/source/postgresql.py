@@ -22,7 +22,7 @@ from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
-from gluon.source.base import PartitionBound, SourceDialect, _first_line
+from gluon.source.base import PartitionBound, SourceDialect, Subpartition, _first_line
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -348,18 +348,47 @@ class PostgreSQLSource(SourceDialect):
                 "use --offload-predicate"
             )
         rows = self.run_query("list_partitions", {"schema": spec.schema, "table": spec.name})
-        bounds: dict[str, PartitionBound] = {}
+        return {row.partition_name: _bound(row.partition_name, row.bound) for row in rows}
+
+    def subpartitions(self, spec: TableSpec) -> dict[str, Subpartition]:
+        if not spec.partition_columns:
+            return {}
+        rows = self.run_query("list_subpartitions", {"schema": spec.schema, "table": spec.name})
+        found: dict[str, Subpartition] = {}
         for row in rows:
-            text = row.bound.strip()
-            if (match := _RANGE_BOUND.match(text)) is not None:
-                low, high = _literals(match.group(1))[0], _literals(match.group(2))[0]
-                bounds[row.partition_name] = PartitionBound(row.partition_name, low, high)
-            elif (match := _LIST_BOUND.match(text)) is not None:
-                values = tuple(v for v in _literals(match.group(1)) if v is not None)
-                bounds[row.partition_name] = PartitionBound(row.partition_name, values=values)
-            else:  # DEFAULT partitions hold "everything else": no predicate describes them
-                bounds[row.partition_name] = PartitionBound(row.partition_name)
-        return bounds
+            keys = list(row.key_columns or [])
+            if len(spec.partition_columns) != 1 or len(keys) != 1 or keys[0] is None:
+                raise UnsupportedError(
+                    f"subpartition {row.subpartition_name} of {spec.schema}.{spec.name}: "
+                    "gluon offloads subpartitions of tables partitioned and subpartitioned on "
+                    "one column each; use --offload-predicate"
+                )
+            found[row.subpartition_name] = Subpartition(
+                name=row.subpartition_name,
+                partition_column=spec.partition_columns[0],
+                partition=_bound(row.partition_name, row.partition_bound),
+                column=keys[0],
+                kind=PARTITION_STRATEGIES.get(row.strategy, row.strategy),
+                bound=_bound(row.subpartition_name, row.bound),
+            )
+        return found
+
+
+def _bound(name: str, bound: str) -> PartitionBound:
+    """A partition's ``pg_get_expr(relpartbound)`` text as its bounds."""
+    text = bound.strip()
+    if (match := _RANGE_BOUND.match(text)) is not None:
+        low, high = _literals(match.group(1))[0], _literals(match.group(2))[0]
+        return PartitionBound(name, low, high)
+    if (match := _LIST_BOUND.match(text)) is not None:
+        tokens = [m.group(1).strip() for m in _LITERAL.finditer(match.group(1).strip())]
+        # An unquoted NULL is the NULL key; a quoted 'NULL' is a string
+        keys = [token for token in tokens if token.upper() != "NULL"]
+        values = tuple(v for v in _literals(", ".join(keys)) if v is not None)
+        return PartitionBound(name, values=values, holds_null=len(keys) < len(tokens))
+    # DEFAULT partitions hold "everything else", HASH ones a share of the keys' hashes:
+    # no predicate on values describes them
+    return PartitionBound(name)
 
 
 def libpq_uri(url: sa.URL, connect_args: Mapping[str, Any]) -> str:

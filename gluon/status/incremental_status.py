@@ -31,6 +31,7 @@ from gluon.repo.incremental import (
     IncrementalState,
     SourceObjectRecord,
 )
+from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
@@ -184,7 +185,7 @@ def collect_status(
         earlier_enablements: include the runs of earlier enablements (disabled since).
     """
     state = repo.incremental.get_state(record.table_key)
-    offload = _offload_info(record)
+    offload = _offload_info(repo, record)
     if state is None:
         return TableStatus(
             table_key=record.table_key,
@@ -332,7 +333,8 @@ def _role_order(item: SourceObjectRecord) -> int:
     return roles.index(item.kind) if item.kind in roles else len(roles)
 
 
-def _offload_info(record: OffloadedTable) -> OffloadInfo:
+def _offload_info(repo: Repository, record: OffloadedTable) -> OffloadInfo:
+    done = [i for i in repo.increments.increments(record.table_key) if i.status == DONE]
     return OffloadInfo(
         source_dialect=record.source_dialect,
         source_table=f"{record.source_schema}.{record.source_table}",
@@ -342,7 +344,14 @@ def _offload_info(record: OffloadedTable) -> OffloadInfo:
         offloaded_at=record.offloaded_at,
         rows_offloaded=record.row_count,
         base=LakeTableStats(record.base_table, delta_stats(record.base_path)),
+        offloaded_partitions=_names(done, "partitions"),
+        offloaded_subpartitions=_names(done, "subpartitions"),
     )
+
+
+def _names(increments: list[OffloadIncrement], kind: str) -> tuple[str, ...]:
+    """The source (sub)partitions the ``kind`` increments offloaded, in offload order."""
+    return tuple(name for i in increments if i.kind == kind for name in i.names)
 
 
 def _lake_objects(record: OffloadedTable, state: IncrementalState, view_kind: str) -> LakeObjects:

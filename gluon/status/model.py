@@ -45,6 +45,10 @@ class OffloadInfo:
     offloaded_at: dt.datetime | None
     rows_offloaded: int | None
     base: LakeTableStats
+    offloaded_partitions: tuple[str, ...] = ()
+    """Source partitions offloaded by name (``--partition-names``), in offload order."""
+    offloaded_subpartitions: tuple[str, ...] = ()
+    """Source subpartitions offloaded by name (``--subpartition-names``), in offload order."""
 
 
 @dataclass(frozen=True, slots=True)

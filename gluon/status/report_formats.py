@@ -95,6 +95,8 @@ COLUMNS: dict[str, Getter] = {
     # detail only from here
     "offloaded_at": lambda t: iso(t.status.offload.offloaded_at),
     "rows_offloaded": lambda t: t.status.offload.rows_offloaded,
+    "offloaded_partitions": lambda t: ";".join(t.status.offload.offloaded_partitions),
+    "offloaded_subpartitions": lambda t: ";".join(t.status.offload.offloaded_subpartitions),
     "key_columns": lambda t: ";".join(t.status.objects.key_columns) if t.status.objects else "",
     "max_change_position": lambda t: (
         t.status.extraction.max_position if t.status.extraction else None

@@ -11,6 +11,7 @@ from gluon.status.text import (
     aligned,
     backlog_line,
     last_latency,
+    named_parts,
     offloaded,
     oldest_pending,
     run_counts,
@@ -152,6 +153,7 @@ def _detail(table: TableReport, wal_threshold_mb: float) -> list[str]:
                 ("Lake user view", offload.user_view),
                 ("Offload type", offload.offload_type),
                 ("Offloaded at", offloaded(offload)),
+                *named_parts(offload),
                 (
                     "Incremental update",
                     status.extraction.method if status.extraction else "not enabled",

@@ -125,6 +125,18 @@ def offloaded(offload: OffloadInfo) -> str:
     return f"{when(offload.offloaded_at, 'not yet')} ({count(offload.rows_offloaded)} rows)"
 
 
+def named_parts(offload: OffloadInfo) -> Pairs:
+    """The source partitions and subpartitions offloaded by name (none: no lines)."""
+    return [
+        (label, ", ".join(names))
+        for label, names in (
+            ("Offloaded partitions", offload.offloaded_partitions),
+            ("Offloaded subpartitions", offload.offloaded_subpartitions),
+        )
+        if names
+    ]
+
+
 def _section(title: str, pairs: Pairs, extra: list[str] | None = None) -> list[str]:
     return [*banner(title), *aligned(pairs), *(extra or []), ""]
 
@@ -383,6 +395,7 @@ def _offload(status: TableStatus) -> list[str]:
             ("Offload type", offload.offload_type),
             ("Offload status", offload.status),
             ("Offloaded at", offloaded(offload)),
+            *named_parts(offload),
             ("Base table now", stored),
         ],
     )

@@ -28,8 +28,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from sqlfluff.core import Linter
+from support.oracle_composite import RANGE_LIST, recorded_oracle
 
 from gluon import capture
+from gluon.increments import IncrementRequest, plan_increment
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
@@ -99,6 +101,18 @@ CHANGELOG = capture.SourceObjectRef(SourceObject.CHANGELOG_TABLE, "APP_H", "ORDE
 CAPTURE_CASES = {**_capture_cases(), **_image_cases()}
 SCRIPTS = frozenset(CAPTURE_CASES) | {"alter_add_column", "alter_column_type"}
 
+
+def _subpartition_where() -> str:
+    """The WHERE clause reading two LIST subpartitions of a RANGE-LIST table (subpartition-based
+    offload: each subpartition's partition bound and its own, binds for the values)."""
+    source = recorded_oracle()
+    request = IncrementRequest(subpartition_names=("P2017_02_EU", "P2017_02_NONE"))
+    predicate = plan_increment(source, RANGE_LIST, request, []).predicate
+    where, _ = predicate.to_source_sql(RANGE_LIST.columns, source.quote)
+    source.engine.dispose()
+    return where
+
+
 # template -> case name -> render context. Templates that render an expression (not a
 # statement) are listed in EXPRESSIONS and parsed inside "SELECT <expression> FROM ...".
 CASES: dict[str, dict[str, dict[str, Any]]] = {
@@ -108,6 +122,9 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "describe_columns": {"describe_columns": {}},
     "primary_key": {"primary_key": {}},
     "partitioning": {"partitioning": {}},
+    # Subpartition-based offload: bounds from HIGH_VALUE (gluon.source.oracle_bounds).
+    "list_partitions": {"list_partitions": {}},
+    "list_subpartitions": {"list_subpartitions": {}},
     "current_scn": {"current_scn": {}},
     "enable_capture_trigger": {
         "disabled trigger": {
@@ -135,6 +152,12 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             "table": "ORDERS",
             "columns": SELECTED,
             "where": "ORA_ROWSCN > :scn",
+        },
+        "subpartitions": {
+            "schema": "APP",
+            "table": "SALES_C",
+            "columns": ["SALE_ID", "SOLD_ON", "REGION", "AMOUNT"],
+            "where": _subpartition_where(),
         },
     },
     "extract_utc": {"zoned": {"column": "ZONED_AT"}},
