@@ -100,6 +100,23 @@ class ExtractionResult:
     """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
     oldest_change_at: dt.datetime | None = None
     """When the oldest change this run found pending was captured (for the lake's latency)."""
+    merge_mode: MergeMode = MergeMode.DEFERRED
+
+    def summary(self) -> str:
+        """The run in one line. Its count is ``rows_read``, the changes taken from the source:
+        the figure status, the report and the service's metrics count too (``rows_written``
+        is what the lake got: fewer when a merge applies only each key's latest change, or
+        a change was in the lake already or refused)."""
+        if self.merge_mode == MergeMode.IMMEDIATE:
+            where = f"into the base table ({self.rows_written} rows merged)"
+        else:
+            where = f"to control partition {self.control_partition}"
+            if self.rows_written != self.rows_read:
+                where += f" ({self.rows_read - self.rows_written} already in the lake or refused)"
+        return (
+            f"Extracted {self.rows_read} changes of {self.table_key} {where} in "
+            f"{self.seconds:.1f}s (extraction run {self.run_id})"
+        )
 
 
 NOT_ENABLED_HINT = (
@@ -145,6 +162,7 @@ def run_extraction(
             ref.key, repo.incremental.start_extraction(ref.key, state.enablement_id)
         )
         result.control_partition = partition
+        result.merge_mode = MergeMode(state.merge_mode or MergeMode.DEFERRED)
         if method.view_kind is ViewKind.UNION_ALL:
             result.screen = Screen(repo, ref.key, method.name)
         try:

@@ -401,10 +401,7 @@ def _render(result: "Result", log_path: Path | None) -> None:
     # does not import rich (issue 14).
     if isinstance(result, ExtractionResult):
         ack = ", acknowledged change ingestion diversion" if result.acknowledged else ""
-        say(
-            f"Extracted {result.rows_written} changes of {result.table_key} to control partition "
-            f"{result.control_partition} in {result.seconds:.1f}s{ack}"
-        )
+        say(result.summary() + ack)
         for line in result.screen.messages() if result.screen else ():
             say(f"offload: warning: {result.table_key}: {line}", err=True)
         if result.row_counts is not None and result.row_counts.dropped:
