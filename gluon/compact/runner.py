@@ -40,6 +40,7 @@ class CompactionResult:
     resumed: bool = False
     steps_run: int = 0
     warning: str = ""
+    """A warning the caller was not told through ``warn`` (none given)."""
     notice: str = ""
     """A resumed run keeps its recorded options: which ones differ from this command's."""
     message: str = ""
@@ -111,10 +112,12 @@ def run_compaction(
             get_method(state.method).view_kind is ViewKind.UNION_ALL
             and run.method == CompactionMethod.IN_PLACE
         ):
-            result.warning = IN_PLACE_WARNING.format(method=state.method, view=record.user_view)
-            log.warning(result.warning)
+            warning = IN_PLACE_WARNING.format(method=state.method, view=record.user_view)
+            log.warning(warning)
             if warn is not None:
-                warn(result.warning)
+                warn(warning)  # told now: the result does not carry it to be told again
+            else:
+                result.warning = warning
         context = CompactionContext(
             settings, repo, options, run, record, state, progress or NullProgress(), waiting
         )
