@@ -41,6 +41,9 @@ class CompactionResult:
     steps_run: int = 0
     warning: str = ""
     """A warning the caller was not told through ``warn`` (none given)."""
+    changes_shipped: int = 0
+    """Changes the extraction this compaction ran to acknowledge its diversion took from the
+    source (counted as shipped, as any extraction's: ``gluon_service_changes_shipped_total``)."""
     notice: str = ""
     """A resumed run keeps its recorded options: which ones differ from this command's."""
     message: str = ""
@@ -125,7 +128,10 @@ def run_compaction(
             context.stopping = stopping
         with context.stack:
             context.refresh()
-            _run_steps(context, result)
+            try:
+                _run_steps(context, result)
+            finally:
+                result.changes_shipped = context.changes_shipped
     return result
 
 

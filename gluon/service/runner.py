@@ -77,7 +77,7 @@ class RunReport:
         counts = (
             f"shipped={self.shipped} written={self.written}"
             if self.action is Action.EXTRACTION
-            else f"changes={self.compacted}"
+            else f"changes={self.compacted} shipped={self.shipped}"
         )
         run = "" if self.run_id is None else f" run_id={self.run_id}"
         text = (
@@ -278,6 +278,7 @@ class Service:
             stopping=stop.is_set,
         )
         report.compacted, report.run_id = result.changes, result.run_id
+        report.shipped = result.changes_shipped  # by the extraction that acknowledged
         if result.nothing_to_do:
             report.outcome, report.detail = Outcome.NOTHING_TO_DO, result.message
         elif result.stopped:
