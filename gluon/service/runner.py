@@ -81,8 +81,8 @@ class RunReport:
         )
         run = "" if self.run_id is None else f" run_id={self.run_id}"
         text = (
-            f"run: table={self.table_key} action={self.action.value}{run} "
-            f"outcome={self.outcome} {counts} seconds={self.seconds:.2f}"
+            f"run: table={self.table_key} action={self.action.value} "
+            f"outcome={self.outcome}{run} {counts} seconds={self.seconds:.2f}"
         )
         return f"{text}: {self.detail}" if self.detail else text
 
