@@ -28,10 +28,11 @@ import sqlalchemy as sa
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from support.cli import GLUON_SETTINGS, run_cli
-from support.incremental import methods_for
-from support.tables import ok
+from support.incremental import methods_for, run_offload_process
+from support.tables import App, ok
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject, ViewKind
 from gluon.repo import Repository
@@ -366,3 +367,54 @@ def test_failures_show_the_line_that_names_the_problem(home: Home, tmp_path: Pat
         assert cause in detail
     finally:  # the other tests of the module see the table as the service left it
         repo.incremental.finish_extraction(run_id, status="success", message=None)
+
+
+def field(text: str, label: str) -> str:
+    """The value printed after ``label:`` (first occurrence)."""
+    match = re.search(rf"^{re.escape(label)}:\s+(.*)$", text, re.M)
+    assert match, f"no {label!r} line in:\n{text}"
+    return match.group(1)
+
+
+def test_a_batch_staged_but_not_merged_is_not_extracted(
+    tmp_path: Path, offload_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IMMEDIATE: a run killed after staging its batch, before the merge, extracted nothing.
+    Status said ``Max change sequence extracted: 5`` (the staging table's highest gl_seq)
+    beside ``Most recent extraction time: never``; now both say nothing was extracted, until
+    the next run merges the batch."""
+    app = App(f"sqlite:///{tmp_path / 'app.db'}", "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", app.url)
+    table = app.create_table("staged", 3)
+    ok(
+        run_cli(
+            "offload",
+            "-t",
+            table,
+            "-x",
+            "--incremental-updates-enabled",
+            "--incremental-extraction-method=CHANGELOG",
+            "--incremental-merge-mode=IMMEDIATE",
+        )
+    )
+    app.change(table, first_key=100)
+    crashed = run_offload_process(
+        "-t",
+        table,
+        "-x",
+        "--incremental-run-extraction",
+        env={"GLUON_FAULT": "extract.after_stage"},
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+    text = ok(run_cli("display_incremental_status", "-t", table)).stdout
+    assert field(text, "Most recent extraction time") == "never"
+    assert field(text, "Max change sequence extracted") == "none extracted yet"
+    assert field(text, "Changes in the staging table").startswith("5 ")
+
+    ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
+    text = ok(run_cli("display_incremental_status", "-t", table)).stdout
+    assert field(text, "Max change sequence extracted") == "5"
+    assert field(text, "Most recent extraction time") != "never"
+    # The re-run merged the staged batch and took its changes out of the changelog: its own.
+    assert field(text, "Extraction runs").endswith("; 5 changes shipped")
+    assert ", 5 changes" in field(text, "Last extraction run")
