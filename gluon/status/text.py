@@ -71,7 +71,7 @@ def oldest_pending(lag: TableLag | None) -> str:
 
 
 def last_latency(lag: TableLag | None) -> str:
-    """``1.2 s (extraction run #5, finished ...)`` or ``unknown (why)``."""
+    """``1.2 s (extraction run 5, finished ...)`` or ``unknown (why)``."""
     if lag is None:
         return "-"
     if lag.last_latency_seconds is None:
