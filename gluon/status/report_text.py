@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gluon.states import MergeMode
+from gluon.status.compaction_text import compaction_label
 from gluon.status.formatting import count, duration, failure_line, size, when
 from gluon.status.lag import TableLag
 from gluon.status.model import OutputLevel, Report, TableReport, Thresholds
 from gluon.status.text import (
     aligned,
     backlog_line,
-    compaction_label,
     last_latency,
     offloaded,
     oldest_pending,
