@@ -309,7 +309,38 @@ def changelog_type(
     return declared
 
 
-def truncate_trigger_name(source: SourceDialect, trigger: SourceObjectRef) -> str:
+def created_names(
+    source: SourceDialect | type[SourceDialect],
+    method: type[ExtractionMethod],
+    item: SourceObjectRef,
+) -> tuple[str, ...]:
+    """The names of the database objects ``item`` stands for, as the create scripts make
+    them: a recorded trigger may be several triggers (one per row event where the dialect
+    has ``trigger_per_event``; beside a changelog trigger, the TRUNCATE statement trigger
+    where the dialect ``captures_truncate``). Other objects are themselves."""
+    if item.kind not in (SourceObject.CHANGELOG_TRIGGER, SourceObject.UPDATABLE_TRIGGER):
+        return (item.name,)
+    names = [item.name]
+    if source.trigger_per_event:
+        # The updatable view's trigger covers every event (an uncaptured one is refused).
+        events = (
+            ROW_EVENTS
+            if item.kind is SourceObject.UPDATABLE_TRIGGER
+            else [
+                event
+                for event in ROW_EVENTS
+                if event in method.captured_dml or event in method.uncaptured_dml_reported()
+            ]
+        )
+        names = [f"{item.name}_{event.value.lower()}" for event in events]
+    if item.kind is SourceObject.CHANGELOG_TRIGGER and source.captures_truncate:
+        names.append(truncate_trigger_name(source, item))
+    return tuple(names)
+
+
+def truncate_trigger_name(
+    source: SourceDialect | type[SourceDialect], trigger: SourceObjectRef
+) -> str:
     """The name of the statement trigger recording a TRUNCATE, next to the row trigger
     ``trigger`` and calling the same function (where the dialect has one: PostgreSQL; a
     trigger is either row- or statement-level). Dropping the function drops both."""
@@ -1014,6 +1045,7 @@ __all__ = [
     "capture_problems",
     "count_changes",
     "create_source_objects",
+    "created_names",
     "delete_changes",
     "drop_source_objects",
     "existing_objects",

@@ -100,15 +100,39 @@ class ExtractionResult:
     """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
     oldest_change_at: dt.datetime | None = None
     """When the oldest change this run found pending was captured (for the lake's latency)."""
+    merge_mode: MergeMode = MergeMode.DEFERRED
+
+    def took(self, changes: pa.Table, written: int) -> None:
+        """Count ``changes`` as taken from the source by this run, ``written`` of them into
+        the lake, and widen the run's ``gl_seq`` range."""
+        import pyarrow.compute as pc
+
+        self.rows_read += changes.num_rows
+        self.rows_written += written
+        seqs = changes.column("gl_seq")
+        low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
+        self.min_seq = low if self.min_seq is None else min(self.min_seq, low)
+        self.max_seq = high if self.max_seq is None else max(self.max_seq, high)
+
+    def summary(self) -> str:
+        """The run in one line. Its count is ``rows_read``, the changes taken from the source:
+        the figure status, the report and the service's metrics count too (``rows_written``
+        is what the lake got: fewer when a merge applies only each key's latest change, or
+        a change was in the lake already or refused)."""
+        if self.merge_mode == MergeMode.IMMEDIATE:
+            where = f"into the base table ({self.rows_written} rows merged)"
+        else:
+            where = f"to control partition {self.control_partition}"
+            if self.rows_written != self.rows_read:
+                where += f" ({self.rows_read - self.rows_written} already in the lake or refused)"
+        return (
+            f"Extracted {self.rows_read} changes of {self.table_key} {where} in "
+            f"{self.seconds:.1f}s (extraction run {self.run_id})"
+        )
 
     def shown(self) -> list[ShownLine]:
         ack = ", acknowledged change ingestion diversion" if self.acknowledged else ""
-        lines = [
-            ShownLine(
-                f"Extracted {self.rows_written} changes of {self.table_key} to control "
-                f"partition {self.control_partition} in {self.seconds:.1f}s{ack}"
-            )
-        ]
+        lines = [ShownLine(self.summary() + ack)]
         for line in self.screen.messages() if self.screen else ():
             lines.append(ShownLine(f"{self.table_key}: {line}", "warning"))
         if self.row_counts is not None and self.row_counts.dropped:
@@ -160,6 +184,7 @@ def run_extraction(
             ref.key, repo.incremental.start_extraction(ref.key, state.enablement_id)
         )
         result.control_partition = partition
+        result.merge_mode = MergeMode(state.merge_mode or MergeMode.DEFERRED)
         if method.view_kind is ViewKind.UNION_ALL:
             result.screen = Screen(repo, ref.key, method.name)
         try:
@@ -252,7 +277,6 @@ def _ship(
     # Read before anything ships (the shipped rows leave the changelog); not on the no-op path.
     oldest = capture.oldest_change(source, capture_objects(state))
     result.oldest_change_at = oldest.captured_at if oldest else None
-    import pyarrow.compute as pc  # only when there are changes to ship
 
     with ExitStack() as stack:
         session: LakeSession | None = None
@@ -286,12 +310,7 @@ def _ship(
             fault_point("extract.after_delta_commit")
             with timed_step("done"):
                 feed.done(changes)
-            result.rows_read += changes.num_rows
-            result.rows_written += fresh
-            seqs = changes.column("gl_seq")
-            low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-            result.min_seq = low if result.min_seq is None else min(result.min_seq, low)
-            result.max_seq = high if result.max_seq is None else max(result.max_seq, high)
+            result.took(changes, fresh)
             task.advance(changes.num_rows)
             log.info(
                 "shipped %d changes (%d %s) to %s",
@@ -390,11 +409,13 @@ class _MergeImmediately:
         staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq", "gl_extraction_id"])
         if staged is None:
             return
-        self._apply(staged)
+        merged = self._apply(staged)
         unconfirmed = self.feed.repo.incremental.unconfirmed_extractions(self.state.table_key)
         if staged.extraction_id not in unconfirmed:
             return
         self.feed.done(staged.rows)
+        # They left the source now: this run's changes (status and the metric count them).
+        self.result.took(staged.rows, merged)
         log.debug("staged batch %d is in the base table and out of the changelog", staged.version)
 
     def ship(self, changes: pa.Table) -> int:
@@ -423,11 +444,12 @@ class _MergeImmediately:
         self._apply(staged)
         return int(pc.sum(applied).as_py() or 0)
 
-    def _apply(self, staged: merge.StagedBatch) -> None:
+    def _apply(self, staged: merge.StagedBatch) -> int:
+        """Merge ``staged`` unless the base table applied it; return the rows merged now."""
         writer = merge.app_id(self.state.table_key, self.state.enablement_id)
         applied = merge.applied_batch(self.record.base_path, writer)
         if applied is not None and applied >= staged.version:
-            return  # a dead run merged it: the base table recorded the batch in that commit
+            return 0  # a dead run merged it: the base table recorded the batch in that commit
         if "gl_op" not in staged.rows.column_names:
             staged = staged.complete(self.state.delta_path)
             log.info("merging batch %d, staged by an interrupted run", staged.version)
@@ -442,6 +464,7 @@ class _MergeImmediately:
         )
         fault_point("extract.after_merge_commit")
         self.result.lake_versions.append(version)
+        return merge.applied_rows(staged)
 
 
 def _append(

@@ -13,6 +13,7 @@ run that failed halfway is completed by running the same command again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 
@@ -395,6 +396,30 @@ def _batch_methods() -> str:
     )
 
 
+def not_recommended(spec: TableSpec, method: type[ExtractionMethod]) -> str:
+    """Why the spec does not recommend ``method`` for ``spec`` ("": nothing against it).
+
+    Table 3, note 12: a (sub)partitioned table offloaded FULL can be enabled with a method
+    that captures every DML on the table, bulk loads included, but it is not recommended.
+    (These methods support only the FULL offload types.)
+    """
+    if not spec.partition_columns or not method.tracks_all_table_dml():
+        return ""
+    return (
+        f"{spec.schema}.{spec.name} is a partitioned table offloaded FULL: {method.name} "
+        "captures every change to it, bulk loads included, which is not recommended "
+        "(incremental update is not built for large partitioned tables); offload its "
+        "partitions with --partition-names or --offload-predicate and replay later changes "
+        f"with a method of the updatable view ({_view_methods()})"
+    )
+
+
+def _view_methods() -> str:
+    """The methods that capture only what goes through their updatable view."""
+    methods = registered_methods().values()
+    return ", ".join(method.name for method in methods if not method.tracks_all_table_dml())
+
+
 def _refuse_mode_switch(existing: IncrementalState, wanted: MergeMode | None) -> None:
     """Switching the merge mode of an enabled table goes through disable and re-enable.
 
@@ -501,24 +526,26 @@ def enable_incremental(
     options: EnableOptions,
     offload: OffloadOptions | None = None,
     progress: Progress | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> IncrementalResult:
     """Enable incremental update (with the initial offload when ``offload`` is given).
 
-    Executing holds the table's lifecycle lock and plans under it.
+    Executing holds the table's lifecycle lock and plans under it. ``warn`` receives, once,
+    what the spec does not recommend about the combination (before anything runs).
 
     Raises:
         GluonError: a refused combination or bad input (before any change), or a failed step.
         LockHeldError: another command on the table is running (exit code 3).
     """
     if not options.execute:
-        return _enable_incremental(settings, options, offload, progress)
+        return _enable_incremental(settings, options, offload, progress, warn=warn)
     with lifecycle_lock(
         settings,
         options.table.key,
         "offload --incremental-updates-enabled",
         create_repository=offload is not None,
     ) as repo:
-        return _enable_incremental(settings, options, offload, progress, repo)
+        return _enable_incremental(settings, options, offload, progress, repo, warn=warn)
 
 
 def _enable_incremental(
@@ -527,8 +554,15 @@ def _enable_incremental(
     offload: OffloadOptions | None,
     progress: Progress | None,
     repo: Repository | None = None,
+    *,
+    warn: Callable[[str], None] | None = None,
 ) -> IncrementalResult:
     plan = _plan_enable(settings, options, offload, repo)
+    advice = not_recommended(plan.spec, plan.method)
+    if advice:
+        log.warning("%s", advice)
+        if warn is not None:
+            warn(advice)
     result = IncrementalResult(plan.state.table_key, _enable_steps(plan), options.execute)
     if not options.execute:
         return result

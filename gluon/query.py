@@ -157,5 +157,15 @@ def to_csv(table: pa.Table) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(table.column_names)
     for row in to_records(table):
-        writer.writerow(["" if value is None else value for value in row.values()])
+        writer.writerow([csv_cell(value) for value in row.values()])
     return buffer.getvalue()
+
+
+def csv_cell(value: Any) -> Any:
+    """A CSV cell: empty for NULL, ``true``/``false`` for a boolean, as the JSON output and
+    Spark's own CSV writer spell them (Python's ``True`` is nobody's CSV convention)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value

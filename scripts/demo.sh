@@ -34,7 +34,9 @@ step "The compaction resumes and finishes" \
   offload -t main.products -x --incremental-run-compaction
 step "Changes per control partition after the compaction" \
   gluon query "SELECT gl_control_partition, COUNT(*) AS changes FROM main_load.products_changes GROUP BY gl_control_partition"
-step "The latest state, now from the compacted base table" \
+# The acknowledging extraction shipped the newest 4 changes to control partition 1, which the
+# compaction (of partition 0) leaves to the next one: the view merges them over the new base.
+step "The latest state: the compacted base table plus the 4 changes in control partition 1" \
   gluon query "SELECT * FROM main.products ORDER BY prod_id"
 step "Incremental update status" display_incremental_status -t main.products
 printf '\nDemo files (env file, logs, lake, repository) are in %s\n' "$OFFLOAD_HOME"

@@ -137,6 +137,7 @@ def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult
         options,
         _offload_options(arguments) if initial else None,
         progress_for(quiet=False),
+        warn=warn_now,
     )
 
 

@@ -49,6 +49,8 @@ class CompactionContext:
     """Receives what the compaction waits for, while it waits (the terminal shows it)."""
     stopping: Callable[[], bool] = _never
     """True once the command is asked to stop: no next step, no longer wait."""
+    changes_shipped: int = 0
+    """Changes the acknowledging extraction this compaction ran took from the source."""
     stack: ExitStack = field(default_factory=ExitStack)
     _session: LakeSession | None = None
     _session_stack: ExitStack = field(default_factory=ExitStack)

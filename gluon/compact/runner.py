@@ -40,6 +40,10 @@ class CompactionResult:
     resumed: bool = False
     steps_run: int = 0
     warning: str = ""
+    """A warning the caller was not told through ``warn`` (none given)."""
+    changes_shipped: int = 0
+    """Changes the extraction this compaction ran to acknowledge its diversion took from the
+    source (counted as shipped, as any extraction's: ``gluon_service_changes_shipped_total``)."""
     notice: str = ""
     """A resumed run keeps its recorded options: which ones differ from this command's."""
     message: str = ""
@@ -117,10 +121,12 @@ def run_compaction(
             get_method(state.method).view_kind is ViewKind.UNION_ALL
             and run.method == CompactionMethod.IN_PLACE
         ):
-            result.warning = IN_PLACE_WARNING.format(method=state.method, view=record.user_view)
-            log.warning(result.warning)
+            warning = IN_PLACE_WARNING.format(method=state.method, view=record.user_view)
+            log.warning(warning)
             if warn is not None:
-                warn(result.warning)
+                warn(warning)  # told now: the result does not carry it to be told again
+            else:
+                result.warning = warning
         context = CompactionContext(
             settings, repo, options, run, record, state, progress or NullProgress(), waiting
         )
@@ -128,7 +134,10 @@ def run_compaction(
             context.stopping = stopping
         with context.stack:
             context.refresh()
-            _run_steps(context, result)
+            try:
+                _run_steps(context, result)
+            finally:
+                result.changes_shipped = context.changes_shipped
     return result
 
 
@@ -251,22 +260,49 @@ def _stopped(result: CompactionResult, run_id: int, step: str) -> None:
     log.warning("%s", result.message)
 
 
+FILES = "files"
+"""The method a merge mode IMMEDIATE compaction run is recorded with: it rewrites files."""
+FILES_STEP = "compact_files"
+
+
 def _compact_merged_table(
     settings: Settings, repo: Repository, options: CompactionOptions
 ) -> CompactionResult:
     """Merge mode IMMEDIATE has no changes to merge: rewrite the small files the per-batch
     merges left into bigger ones, and vacuum past the retention. Holds the lifecycle lock
-    (no extraction meanwhile: its merge and the rewrite would conflict)."""
+    (no extraction meanwhile: its merge and the rewrite would conflict).
+
+    Recorded as a compaction run (method ``files``, no control partition) like any other,
+    so status, the report and the service's schedule see it; a run a crash left open is
+    finished by the next one (both operations are idempotent).
+    """
     from gluon.lake.merge import compact_and_vacuum
 
     key = options.table.key
     with lifecycle_lock(settings, key, "offload --incremental-run-compaction", repo=repo):
-        record, _ = repo.enabled_table(key, otherwise="nothing to compact")
-        rewritten, removed = compact_and_vacuum(record.base_path, options.vacuum_retention_hours)
-    result = CompactionResult(key, method="files")
+        record, state = repo.enabled_table(key, otherwise="nothing to compact")
+        result = CompactionResult(key, method=FILES)
+        run = repo.compaction.open_run(key, state.enablement_id)
+        if run is None:
+            run = repo.compaction.start_run(key, FILES, options.recorded(), state.enablement_id)
+        else:
+            result.resumed = True
+        result.run_id = run.id
+        repo.compaction.step_started(run.id, FILES_STEP)
+        try:
+            rewritten, removed = compact_and_vacuum(
+                record.base_path, options.vacuum_retention_hours
+            )
+        except Exception as exc:
+            repo.compaction.update_run(run.id, status=FAILED, message=str(exc)[:2000])
+            raise
+        detail = f"{rewritten} small files rewritten, {removed} files vacuumed"
+        repo.compaction.step_finished(run.id, FILES_STEP, detail)
+        repo.compaction.update_run(run.id, status=SUCCESS, current_step=None)
+        result.steps_run = 1
     result.message = (
-        f"merge mode IMMEDIATE: no delta table to merge; compacted {rewritten} small files "
-        f"of {record.base_path} and vacuumed {removed} files older than "
-        f"{options.vacuum_retention_hours:g} hours"
+        f"compaction run {run.id} (merge mode IMMEDIATE: no delta table to merge) complete: "
+        f"compacted {rewritten} small files of {record.base_path} and vacuumed {removed} files "
+        f"older than {options.vacuum_retention_hours:g} hours"
     )
     return result

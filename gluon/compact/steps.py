@@ -88,6 +88,7 @@ def await_acknowledgement(context: CompactionContext) -> str:
         except LockHeldError:
             wait.running_extraction()
             continue
+        context.changes_shipped += extraction.rows_read
         context.refresh()
         if context.state.acknowledged_partition != context.run.new_partition:
             raise StateError(

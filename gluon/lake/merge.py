@@ -96,6 +96,13 @@ def staged_batch(stage_path: str, columns: Sequence[str] | None = None) -> Stage
     return StagedBatch(version, rows)
 
 
+def applied_rows(batch: StagedBatch) -> int:
+    """How many changes of a complete staged batch its merge applies (``gl_applied``)."""
+    import pyarrow.compute as pc
+
+    return int(pc.sum(batch.rows.column(APPLIED_COLUMN.name)).as_py() or 0)
+
+
 def applied_batch(base_path: str, writer: str) -> int | None:
     """The last staging version the base table applied for ``writer`` (an :func:`app_id`;
     None: none yet)."""

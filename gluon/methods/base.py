@@ -157,6 +157,14 @@ class ExtractionMethod:
         return kind in cls.source_objects
 
     @classmethod
+    def tracks_all_table_dml(cls) -> bool:
+        """Whether the method captures every DML on the application table, bulk loads
+        included: every method but the UPDATABLE* ones, which capture what goes through
+        their view. The spec does not recommend that for a FULL offload of a (sub)partitioned
+        table (Table 3, note 12)."""
+        return not cls.has_object(SourceObject.UPDATABLE_VIEW)
+
+    @classmethod
     def uncaptured_dml_reported(cls) -> frozenset[DML]:
         """Row operations on the application table recorded only to be reported."""
         if not cls.reports_uncaptured_dml:

@@ -146,7 +146,8 @@ class ExtractionTotals:
     succeeded: int = 0
     failed: int = 0
     interrupted: int = 0
-    rows_written: int = 0
+    changes_shipped: int = 0
+    """Changes the successful runs took from the source (their ``rows_read``)."""
     max_seq: int | None = None
     """The highest ``gl_seq`` a run recorded (None: no run recorded one)."""
     last_success_at: dt.datetime | None = None
@@ -369,7 +370,7 @@ class IncrementalRepository:
             sa.func.sum(is_status[EXTRACTION_SUCCESS]),
             sa.func.sum(is_status[EXTRACTION_FAILED]),
             sa.func.sum(is_status[EXTRACTION_INTERRUPTED]),
-            sa.func.sum(sa.case((succeeded, runs.c.rows_written), else_=0)),
+            sa.func.sum(sa.case((succeeded, runs.c.rows_read), else_=0)),
             sa.func.max(runs.c.max_seq),
             sa.func.max(sa.case((succeeded, runs.c.finished_at), else_=None)),
             sa.func.min(runs.c.started_at),
@@ -381,7 +382,7 @@ class IncrementalRepository:
             succeeded=int(row[1] or 0),
             failed=int(row[2] or 0),
             interrupted=int(row[3] or 0),
-            rows_written=int(row[4] or 0),
+            changes_shipped=int(row[4] or 0),
             max_seq=None if row[5] is None else int(row[5]),
             last_success_at=row[6],
             first_started_at=row[7],

@@ -88,7 +88,7 @@ class ServiceMetrics:
         )
         self.changes = Counter(
             "gluon_service_changes_shipped",
-            "Changes shipped to the lake by the service's extractions, by table.",
+            "Changes the service's successful extractions took from the source, by table.",
             ["table"],
             registry=self.registry,
         )

@@ -55,9 +55,14 @@ class RunReport:
     action: Action
     started: dt.datetime
     outcome: str = Outcome.SUCCESS
-    read: int = 0
     shipped: int = 0
+    """Changes taken from the source (``ExtractionResult.rows_read``): what status, the
+    report and ``gluon_service_changes_shipped_total`` count."""
+    written: int = 0
+    """What the lake got of them (fewer: merged per key, already there, refused)."""
     compacted: int = 0
+    run_id: int | None = None
+    """The repository's id of the extraction or compaction run (the id every surface shows)."""
     seconds: float = 0.0
     detail: str = ""
     compaction_unfinished: bool = False
@@ -69,13 +74,14 @@ class RunReport:
     def line(self) -> str:
         """The run's one log line."""
         counts = (
-            f"read={self.read} shipped={self.shipped}"
+            f"shipped={self.shipped} written={self.written}"
             if self.action is Action.EXTRACTION
-            else f"changes={self.compacted}"
+            else f"changes={self.compacted} shipped={self.shipped}"
         )
+        run = "" if self.run_id is None else f" run_id={self.run_id}"
         text = (
-            f"run: table={self.table_key} action={self.action.value} outcome={self.outcome} "
-            f"{counts} seconds={self.seconds:.2f}"
+            f"run: table={self.table_key} action={self.action.value} "
+            f"outcome={self.outcome}{run} {counts} seconds={self.seconds:.2f}"
         )
         return f"{text}: {self.detail}" if self.detail else text
 
@@ -243,7 +249,8 @@ class Service:
         result = run_extraction(
             self.settings, table.ref, batch_size=table.batch_size, stopping=stop.is_set
         )
-        report.read, report.shipped = result.rows_read, result.rows_written
+        report.shipped, report.written = result.rows_read, result.rows_written
+        report.run_id = result.run_id
         if result.rows_read == 0:
             report.outcome = Outcome.NOTHING_TO_DO
 
@@ -259,7 +266,8 @@ class Service:
             waiting=lambda message: log.info("%s", message),
             stopping=stop.is_set,
         )
-        report.compacted = result.changes
+        report.compacted, report.run_id = result.changes, result.run_id
+        report.shipped = result.changes_shipped  # by the extraction that acknowledged
         if result.nothing_to_do:
             report.outcome, report.detail = Outcome.NOTHING_TO_DO, result.message
         elif result.stopped:

@@ -105,6 +105,11 @@ class SourceDialect:
     decoded TRUNCATE record); where it does not, extraction compares row counts instead
     (``gluon.truncation``). SQLite has no TRUNCATE; Oracle's row triggers do not fire on one."""
 
+    trigger_per_event: ClassVar[bool] = False
+    """Whether a capture trigger is one trigger per row event, named ``<name>_<event>``
+    (``insert``, ``update``, ``delete``: a SQLite trigger fires for one event), rather than
+    one trigger named ``<name>`` for them all (``gluon.capture.created_names``)."""
+
     implicit_source_objects: ClassVar[frozenset[str]] = frozenset()
     """Capture object kinds (``SourceObject`` values) the dialect needs no object for."""
 

@@ -65,6 +65,7 @@ class SQLiteSource(SourceDialect):
     max_identifier_length: ClassVar[int | None] = None
     has_schemas = False
     name_case = "lower"
+    trigger_per_event = True  # templates/sqlite/_capture.sql.j2, trigger_name(event)
     # The changelog's INTEGER PRIMARY KEY AUTOINCREMENT is its sequence.
     implicit_source_objects = frozenset({"changelog_sequence"})
 

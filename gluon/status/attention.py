@@ -16,7 +16,7 @@ from gluon.repo.incremental import (
     EXTRACTION_INTERRUPTED,
     EXTRACTION_RUNNING,
 )
-from gluon.status.formatting import count, duration, size, when
+from gluon.status.formatting import count, duration, failure_line, size, when
 from gluon.status.model import Finding, TableStatus, Thresholds
 from gluon.status.text import (
     nullable_key_message,
@@ -124,7 +124,7 @@ def _compaction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime)
     ongoing = _ongoing(status)
     if ongoing is None or ongoing.status != FAILED:
         return []
-    reason = f": {ongoing.message.splitlines()[0]}" if ongoing.message else ""
+    reason = f": {failure_line(ongoing.message)}" if ongoing.message else ""
     message = (
         f"compaction run {ongoing.id} failed at step {ongoing.current_step}{reason}; "
         "run the same compaction command again to resume it"
@@ -149,9 +149,8 @@ def _extraction_failed(status: TableStatus, limits: Thresholds, at: dt.datetime)
     last = status.extraction.last_run if status.extraction else None
     if last is None or last.status != EXTRACTION_FAILED:
         return []
-    reason = f": {last.message.splitlines()[0]}" if last.message else ""
-    label = run_label(last, status.extraction.number(last) if status.extraction else None)
-    message = f"the last extraction ({label}, {when(last.started_at)}) failed{reason}"
+    reason = f": {failure_line(last.message)}" if last.message else ""
+    message = f"the last extraction ({run_label(last)}, {when(last.started_at)}) failed{reason}"
     return [Finding(status.table_key, ERROR, "extraction_failed", message)]
 
 
@@ -166,7 +165,7 @@ def _extraction_interrupted(
         minutes = _minutes(last.started_at, at)
         if minutes > limits.wait_minutes:
             message = (
-                f"extraction {run_label(last, status.extraction.number(last))} has been "
+                f"{run_label(last)} has been "
                 f"running since {when(last.started_at)}: "
                 "if no extraction process is alive it was interrupted (the next extraction "
                 "repairs it)"
@@ -175,7 +174,7 @@ def _extraction_interrupted(
     recent = status.extraction.recent_runs
     interrupted = [run for run in recent if run.status == EXTRACTION_INTERRUPTED]
     if interrupted:
-        ids = ", ".join(run_label(run, status.extraction.number(run)) for run in interrupted)
+        ids = ", ".join(run_label(run) for run in interrupted)
         message = (
             f"recent extraction runs were interrupted ({ids}; killed or crashed, the "
             "following run repaired them): check their log files"

@@ -94,6 +94,30 @@ def duration(seconds: float | None, missing: str = "unknown") -> str:
     return f"{whole // 86400} d {whole % 86400 // 3600} h"
 
 
+CAUSED_BY = "caused by"
+"""How deltalake chains an error to its cause, on a line of its own."""
+GENERIC_PREFIXES = ("Generic DeltaTable error: ", "Generic error: ")
+"""Wrappers that name no problem: the line after them does."""
+
+
+def failure_line(message: str | None) -> str:
+    """A recorded failure in one line that names the problem.
+
+    A run records its error whole; a deltalake error's first line is a wrapper
+    (``Generic DeltaTable error: type_coercion``) and the actionable part follows on
+    ``caused by`` lines: they are joined, innermost last, the wrappers dropped.
+    """
+    lines = [line.strip() for line in (message or "").strip().splitlines() if line.strip()]
+    if not lines:
+        return ""
+    if CAUSED_BY not in lines:
+        return lines[0]
+    parts = [line for line in lines if line != CAUSED_BY]
+    for prefix in GENERIC_PREFIXES:
+        parts = [part.replace(prefix, "") for part in parts]
+    return ": ".join(parts)
+
+
 def count(value: int | None, missing: str = "unknown") -> str:
     """``12,345`` (or ``missing`` for None)."""
     return missing if value is None else f"{value:,}"

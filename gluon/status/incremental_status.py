@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from gluon import locks
+from gluon import capture, locks
 from gluon import source as sources
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
@@ -29,7 +29,6 @@ from gluon.repo.incremental import (
     ExtractionRun,
     ExtractionTotals,
     IncrementalState,
-    SourceObjectRecord,
 )
 from gluon.repo.increments import DONE, OffloadIncrement
 from gluon.schema_changes import source_changes
@@ -211,22 +210,31 @@ def collect_status(
     delta = delta_stats(
         state.delta_path, partition_column=PARTITION_COLUMN, max_columns=(SEQUENCE_COLUMN,)
     )
-    objects = _lake_objects(record, state, method.view_kind.value)
+    immediate = state.merge_mode == MergeMode.IMMEDIATE
+    objects = _lake_objects(record, state, method.view_kind.value, immediate=immediate)
     extraction = _extraction_status(
-        repo, state, delta, compaction, FEEDS[method.change_reader].position_kind, history, scope
+        repo,
+        state,
+        delta,
+        compaction,
+        FEEDS[method.change_reader].position_kind,
+        history,
+        scope,
+        immediate=immediate,
     )
     lake_objects: tuple[ObjectInfo, ...] = (
-        ObjectInfo("Delta view", "VIEW", objects.user_view),
-        ObjectInfo("Delta table", "TABLE", objects.delta_table, objects.delta_path),
+        ObjectInfo("User table (the base table)", "TABLE", objects.user_view, record.base_path),
         ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
-        ObjectInfo("Internal delta view", "VIEW", objects.internal_view),
+        ObjectInfo("Staging table", "TABLE", objects.delta_table, objects.delta_path),
     )
-    if state.merge_mode == MergeMode.IMMEDIATE:
+    if immediate:
         extraction = _with_merges(extraction, record, history)
+    else:
         lake_objects = (
-            ObjectInfo("User table (the base table)", "TABLE", objects.user_view, record.base_path),
+            ObjectInfo("Delta view", "VIEW", objects.user_view),
+            ObjectInfo("Delta table", "TABLE", objects.delta_table, objects.delta_path),
             ObjectInfo("Base table", "TABLE", objects.base_table, objects.base_path),
-            ObjectInfo("Staging table", "TABLE", objects.delta_table, objects.delta_path),
+            ObjectInfo("Internal delta view", "VIEW", objects.internal_view or ""),
         )
     message = None
     if state.status != ENABLED:
@@ -245,14 +253,11 @@ def collect_status(
         extraction=extraction,
         changelog=backlog,
         schema_drift=counter.schema_drift(record),
-        ingestion=_ingestion_status(state, delta, compaction.ongoing),
+        ingestion=None if immediate else _ingestion_status(state, delta, compaction.ongoing),
+        staging=LakeTableStats(state.delta_table, delta) if immediate else None,
         compaction=compaction,
         objects=objects,
-        source_objects=tuple(
-            ObjectInfo(SOURCE_OBJECT_ROLES.get(item.kind, item.kind), item.object_type, name)
-            for item in sorted(state.source_objects, key=_role_order)
-            for name in [item.name if item.schema == item.name else f"{item.schema}.{item.name}"]
-        ),
+        source_objects=_source_objects(record, state),
         lake_objects=lake_objects,
         attention=_insert_only_notes(repo, record, state, compaction),
         nullable_keys=counter.nullable_keys(record, state),
@@ -328,9 +333,23 @@ def _insert_only_notes(
     return status_notes(repo, record.table_key, state.method, in_place, record.user_view)
 
 
-def _role_order(item: SourceObjectRecord) -> int:
+def _source_objects(record: OffloadedTable, state: IncrementalState) -> tuple[ObjectInfo, ...]:
+    """The source objects as they exist: a recorded trigger may be several (the dialect's
+    declaration, ``capture.created_names``: SQLite has one trigger per event)."""
+    dialect = sources.dialect_class(record.source_dialect)
+    method = get_method(state.method)
+    refs = sorted(capture_objects(state), key=lambda ref: _role_order(ref.kind.value))
+    return tuple(
+        ObjectInfo(SOURCE_OBJECT_ROLES.get(ref.kind.value, ref.kind.value), ref.object_type, shown)
+        for ref in refs
+        for name in capture.created_names(dialect, method, ref)
+        for shown in [name if ref.schema == ref.name else f"{ref.schema}.{name}"]
+    )
+
+
+def _role_order(kind: str) -> int:
     roles = list(SOURCE_OBJECT_ROLES)
-    return roles.index(item.kind) if item.kind in roles else len(roles)
+    return roles.index(kind) if kind in roles else len(roles)
 
 
 def _offload_info(repo: Repository, record: OffloadedTable) -> OffloadInfo:
@@ -354,12 +373,14 @@ def _names(increments: list[OffloadIncrement], kind: str) -> tuple[str, ...]:
     return tuple(name for i in increments if i.kind == kind for name in i.names)
 
 
-def _lake_objects(record: OffloadedTable, state: IncrementalState, view_kind: str) -> LakeObjects:
+def _lake_objects(
+    record: OffloadedTable, state: IncrementalState, view_kind: str, *, immediate: bool
+) -> LakeObjects:
     names = lake_names(TableRef(record.lake_schema, record.lake_table))
     return LakeObjects(
         base_table=record.base_table,
         key_columns=state.key_columns,
-        internal_view=str(names.internal_view(state.view_generation)),
+        internal_view=None if immediate else str(names.internal_view(state.view_generation)),
         view_kind=view_kind,
         user_view=record.user_view,
         delta_table=state.delta_table,
@@ -389,6 +410,8 @@ def _extraction_status(
     position_kind: str,
     history: int,
     scope: int | None,
+    *,
+    immediate: bool,
 ) -> ExtractionStatus:
     totals = repo.incremental.extraction_totals(state.table_key, scope)
     recorded = repo.incremental.extraction_runs(state.table_key, history, enablement_id=scope)
@@ -397,23 +420,23 @@ def _extraction_status(
     return ExtractionStatus(
         method=state.method,
         position_kind=position_kind,
-        max_position=_max_position(state, totals, delta, compaction),
+        # IMMEDIATE: the staging table may hold a batch whose merge failed (not extracted).
+        max_position=_max_position(state, totals, None if immediate else delta, compaction),
         last_extraction_at=totals.last_success_at,
         runs=totals.runs,
         succeeded=totals.succeeded,
         failed=totals.failed,
         interrupted=totals.interrupted + dead,
-        changes_extracted=totals.rows_written,
+        changes_extracted=totals.changes_shipped,
         last_run=recent[0] if recent else None,
         recent_runs=tuple(recent),
-        recent_run_numbers=tuple(totals.runs - index for index in range(len(recent))),
     )
 
 
 def _max_position(
     state: IncrementalState,
     totals: ExtractionTotals,
-    delta: DeltaStats,
+    delta: DeltaStats | None,
     compaction: CompactionStatus,
 ) -> int | None:
     """The highest change position shipped: the stored SCN, else the highest ``gl_seq`` seen.
@@ -424,6 +447,8 @@ def _max_position(
     """
     if state.last_scn is not None:
         return state.last_scn
+    if delta is None:
+        return totals.max_seq
     found = [totals.max_seq, delta.max_value(SEQUENCE_COLUMN)]
     snapshot = compaction.snapshot
     for entry in snapshot.entries if snapshot else ():
@@ -488,7 +513,7 @@ def _partition_role(
     if number < state.view_min_partition:
         return "compacted, no longer read by the views"
     if ongoing is not None and ongoing.run.compacted_partition == number:
-        return f"being compacted by run {ongoing.run.id}"
+        return f"being compacted by compaction run {ongoing.run.id}"
     if pending and number == state.requested_partition:
         return "requested for new changes, awaiting acknowledgement"
     if number == state.active_partition:

@@ -65,22 +65,13 @@ class ExtractionStatus:
     failed: int
     interrupted: int
     changes_extracted: int
+    """Changes the successful runs took from the source (their ``rows_read``): what the
+    extraction's result line and ``gluon_service_changes_shipped_total`` count too."""
     last_run: ExtractionRun | None
     """Its status is live: ``interrupted`` when recorded running and no process holds its lock."""
     recent_runs: tuple[ExtractionRun, ...]
-    """Newest first."""
-    recent_run_numbers: tuple[int, ...] = ()
-    """The table's own number of each of ``recent_runs`` (1: its first run; of the current
-    enablement unless earlier ones are included). A run's ``id`` counts runs across every
-    table of the repository: it is what logs and the delta table's ``gl_extraction_id`` say."""
-
-    def number(self, run: ExtractionRun) -> int | None:
-        """``run``'s number among the table's runs (None: not one of ``recent_runs``)."""
-        for recent, number in zip(self.recent_runs, self.recent_run_numbers, strict=False):
-            if recent.id == run.id:
-                return number
-        return None
-
+    """Newest first. A run is named by its repository id everywhere (``extraction run 21``):
+    ids count the extraction runs of every table, as logs and ``gl_extraction_id`` do."""
     merge_mode: str = states.MergeMode.DEFERRED.value
     merged_versions: tuple[MergedVersion, ...] = ()
     """Merge mode IMMEDIATE: the base table's versions written by recent extractions, newest
@@ -239,7 +230,8 @@ class ObjectInfo:
 class LakeObjects:
     base_table: str
     key_columns: tuple[str, ...]
-    internal_view: str
+    internal_view: str | None
+    """None in merge mode IMMEDIATE (no views: sessions read the base table)."""
     view_kind: str
     user_view: str
     delta_table: str
@@ -287,6 +279,9 @@ class TableStatus:
     schema_drift: SchemaDrift | None = None
     """None: the source's columns are the recorded ones (or the source could not be read)."""
     ingestion: IngestionStatus | None = None
+    """None in merge mode IMMEDIATE: no control partitions (see ``staging``)."""
+    staging: LakeTableStats | None = None
+    """Merge mode IMMEDIATE: the staging table, holding the last batch (merged already)."""
     compaction: CompactionStatus | None = None
     objects: LakeObjects | None = None
     source_objects: tuple[ObjectInfo, ...] = ()

@@ -11,9 +11,16 @@ from typing import Any
 from gluon import templates
 from gluon.status import report_text
 from gluon.status.charts import BarChart, bar_chart
-from gluon.status.formatting import count, duration, iso, jsonable, size, when
+from gluon.status.formatting import count, duration, failure_line, iso, jsonable, size, when
 from gluon.status.model import OutputFormat, OutputLevel, Report, TableReport
-from gluon.status.text import backlog_line, last_latency, oldest_pending, run_label, wal_retained
+from gluon.status.text import (
+    backlog_line,
+    last_latency,
+    oldest_pending,
+    run_label,
+    staging_rows,
+    wal_retained,
+)
 
 Getter = Callable[[TableReport], Any]
 
@@ -88,8 +95,21 @@ COLUMNS: dict[str, Getter] = {
     ),
     "extraction_runs": lambda t: t.status.extraction.runs if t.status.extraction else None,
     "failed_extractions": lambda t: t.status.extraction.failed if t.status.extraction else None,
+    "changes_shipped": lambda t: (
+        t.status.extraction.changes_extracted if t.status.extraction else None
+    ),
+    "last_extraction_run": lambda t: (
+        t.status.extraction.last_run.id
+        if t.status.extraction and t.status.extraction.last_run
+        else None
+    ),
     "last_compaction_at": _last_compaction,
     "compactions": lambda t: t.status.compaction.completed_runs if t.status.compaction else None,
+    "last_compaction_run": lambda t: (
+        t.status.compaction.last_completed.run.id
+        if t.status.compaction and t.status.compaction.last_completed
+        else None
+    ),
     "compaction_in_progress": report_text.ongoing_compaction,
     "attention": lambda t: len(t.findings),
     # detail only from here
@@ -102,7 +122,7 @@ COLUMNS: dict[str, Getter] = {
         t.status.extraction.max_position if t.status.extraction else None
     ),
     "control_partitions": _partitions,
-    "internal_view": lambda t: t.status.objects.internal_view if t.status.objects else "",
+    "internal_view": lambda t: (t.status.objects.internal_view or "") if t.status.objects else "",
     "delta_table": lambda t: t.status.objects.delta_table if t.status.objects else "",
     "delta_path": lambda t: t.status.objects.delta_path if t.status.objects else "",
     "base_table": lambda t: t.status.offload.base.name,
@@ -162,14 +182,39 @@ def to_csv(report: Report) -> str:
     writer.writerow(columns)
     for table in report.tables:
         row = flat_row(table, report.level)
-        writer.writerow(["" if row[name] is None else row[name] for name in columns])
+        writer.writerow([csv_value(row[name]) for name in columns])
     return buffer.getvalue()
+
+
+def csv_value(value: Any) -> Any:
+    """A CSV cell: empty for NULL, ``true``/``false`` for a boolean (as JSON and Spark write
+    them; Python's ``True`` is no CSV convention)."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value
 
 
 def _charts(table: TableReport) -> list[BarChart]:
     status = table.status
-    if status.ingestion is None or status.extraction is None:
+    if status.extraction is None:
         return []
+    runs = bar_chart(
+        "Changes per extraction run (oldest to newest)",
+        [
+            (
+                str(run.id),
+                run.rows_read or 0,
+                f"{run_label(run)} {run.status}, {when(run.started_at)}: "
+                f"{count(run.rows_read or 0)} changes",
+            )
+            for run in reversed(status.extraction.recent_runs)
+        ],
+        empty_text="no extraction has run yet",
+    )
+    if status.ingestion is None:  # merge mode IMMEDIATE: no control partitions
+        return [runs]
     partitions = bar_chart(
         "Changes per control partition",
         [
@@ -181,27 +226,6 @@ def _charts(table: TableReport) -> list[BarChart]:
             for part in status.ingestion.partitions
         ],
         empty_text="no control partitions yet",
-    )
-    runs = bar_chart(
-        "Changes per extraction run (oldest to newest)",
-        [
-            (
-                f"#{number}",
-                run.rows_written or 0,
-                f"run {run_label(run, number)} {run.status}, "
-                f"{when(run.started_at)}: {count(run.rows_written or 0)} changes",
-            )
-            for run, number in reversed(
-                list(
-                    zip(
-                        status.extraction.recent_runs,
-                        status.extraction.recent_run_numbers,
-                        strict=True,
-                    )
-                )
-            )
-        ],
-        empty_text="no extraction has run yet",
     )
     return [partitions, runs]
 
@@ -232,6 +256,9 @@ def to_html(report: Report) -> str:
         detail=report.level is OutputLevel.DETAIL,
         rows=[_html_row(table) for table in report.tables],
         charts={table.status.table_key: _charts(table) for table in report.tables},
+        thresholds=report_text.threshold_texts(report.thresholds),
+        staging_rows=staging_rows,
+        failure_line=failure_line,
         when=when,
         size=size,
         oldest_pending=oldest_pending,

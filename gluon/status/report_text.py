@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gluon.status.formatting import count, duration, size, when
+from gluon.states import MergeMode
+from gluon.status.compaction_text import compaction_label
+from gluon.status.formatting import count, duration, failure_line, size, when
 from gluon.status.lag import TableLag
-from gluon.status.model import OutputLevel, Report, TableReport
+from gluon.status.model import OutputLevel, Report, TableReport, Thresholds
 from gluon.status.text import (
     aligned,
     backlog_line,
@@ -41,6 +43,16 @@ def grid(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
     return [line(headers), line(["-" * w for w in widths]), *(line(row) for row in cells), ""]
 
 
+def threshold_texts(thresholds: Thresholds) -> list[str]:
+    """Every threshold the report flags tables by, for its header (text and HTML alike)."""
+    return [
+        f"backlog {count(thresholds.backlog_rows)} changes",
+        f"waiting {thresholds.wait_minutes:g} minutes",
+        f"oldest pending change {thresholds.lag_minutes:g} minutes",
+        f"WAL retained by a slot {thresholds.wal_retained_mb:g} MiB",
+    ]
+
+
 def render_report(report: Report) -> str:
     """The whole report as text."""
     filters = ", ".join(
@@ -53,10 +65,7 @@ def render_report(report: Report) -> str:
         f"Generated:   {when(report.generated_at)}",
         f"Level:       {report.level.value}",
         f"Tables:      {len(report.tables)}" + (f" ({filters})" if filters else ""),
-        f"Thresholds:  backlog {count(report.thresholds.backlog_rows)} changes, "
-        f"waiting {report.thresholds.wait_minutes:g} minutes, "
-        f"oldest pending change {report.thresholds.lag_minutes:g} minutes, "
-        f"WAL retained by a slot {report.thresholds.wal_retained_mb:g} MiB",
+        "Thresholds:  " + ", ".join(threshold_texts(report.thresholds)),
         "",
         *heading("Summary"),
     ]
@@ -135,7 +144,7 @@ def ongoing_compaction(table: TableReport) -> str:
     if ongoing is None:
         return ""
     step = f" at {ongoing.run.current_step}" if ongoing.run.current_step else ""
-    return f"run {ongoing.run.id}{step}: {ongoing.status_text}"
+    return f"{compaction_label(ongoing.run)}{step}: {ongoing.status_text}"
 
 
 def _detail(table: TableReport, wal_threshold_mb: float) -> list[str]:
@@ -175,7 +184,11 @@ def _detail(table: TableReport, wal_threshold_mb: float) -> list[str]:
         ("Incremental Update Object Type", "Object Type", "Object Name"),
         [(item.role, item.object_type, item.name) for item in status.lake_objects],
     )
-    stored = [offload.base, *([status.ingestion.delta] if status.ingestion else [])]
+    stored = [
+        offload.base,
+        *([status.ingestion.delta] if status.ingestion else []),
+        *([status.staging] if status.staging else []),
+    ]
     lines += heading("Lake Storage")
     lines += grid(
         ("Delta table", "Rows", "Files", "Size", "Version", "Last commit", "Location"),
@@ -226,37 +239,42 @@ def _detail(table: TableReport, wal_threshold_mb: float) -> list[str]:
                     ),
                     ("Oldest change not in the lake", oldest_pending(status.lag)),
                     ("Last source-to-lake latency", last_latency(status.lag)),
-                    ("Runs", run_counts(extraction)),
+                    (
+                        "Runs",
+                        f"{run_counts(extraction)}; "
+                        f"{count(extraction.changes_extracted)} changes shipped",
+                    ),
                 ]
             )
         ]
         lines.append("")
         if extraction.recent_runs:
+            immediate = extraction.merge_mode == MergeMode.IMMEDIATE
             lines += grid(
                 (
-                    "Run",
-                    "Run id",
+                    "Extraction run",
                     "Status",
                     "Started",
                     "Finished",
                     "Changes",
+                    "Written",
                     "Partition",
                     "Message",
                 ),
                 [
                     (
-                        f"#{number}",
                         run.id,
                         run.status,
                         when(run.started_at),
                         when(run.finished_at, "-"),
+                        count(run.rows_read, "-"),
                         count(run.rows_written, "-"),
-                        "-" if run.control_partition is None else run.control_partition,
-                        (run.message or "").splitlines()[0] if run.message else "",
+                        "-"
+                        if immediate or run.control_partition is None
+                        else run.control_partition,
+                        failure_line(run.message),
                     )
-                    for run, number in zip(
-                        extraction.recent_runs, extraction.recent_run_numbers, strict=True
-                    )
+                    for run in extraction.recent_runs
                 ],
             )
     if status.compaction is not None:
@@ -289,7 +307,16 @@ def _compaction(table: TableReport) -> list[str]:
     lines = heading("Compaction History (newest first)")
     if compaction.recent_runs:
         lines += grid(
-            ("Run", "Method", "Status", "Step", "Started", "Finished", "Partition", "Changes"),
+            (
+                "Compaction run",
+                "Method",
+                "Status",
+                "Step",
+                "Started",
+                "Finished",
+                "Partition",
+                "Changes",
+            ),
             [
                 (
                     run.id,
@@ -308,7 +335,7 @@ def _compaction(table: TableReport) -> list[str]:
     else:
         lines += [INDENT + "No compaction has run.", ""]
     if compaction.snapshot is not None:
-        lines += heading(f"Pre-Compaction Snapshot (run {compaction.snapshot.run_id})")
+        lines += heading(f"Pre-Compaction Snapshot (compaction run {compaction.snapshot.run_id})")
         for entry in compaction.snapshot.entries:
             lines.append(INDENT + f"{entry.role}: {entry.table} version {entry.version}")
             lines.append(INDENT + f"  {entry.command}")
@@ -316,7 +343,7 @@ def _compaction(table: TableReport) -> list[str]:
     if compaction.retained:
         lines += heading("Retained Obsolete Objects")
         lines += grid(
-            ("Kind", "Name", "Location", "Retained", "Run"),
+            ("Kind", "Name", "Location", "Retained", "Compaction run"),
             [
                 (
                     item.kind,

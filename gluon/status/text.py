@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from gluon import states
+from gluon.lake.stats import DeltaStats
 from gluon.repo.incremental import ExtractionRun
-from gluon.status.formatting import count, duration, size, when
+from gluon.states import MergeMode
+from gluon.status.compaction_text import compaction_lines
+from gluon.status.formatting import count, duration, failure_line, size, when
 from gluon.status.lag import SlotBacklog, TableLag
 from gluon.status.model import (
     DEFAULT_WAL_RETAINED_MB,
     Backlog,
-    CompactionRunInfo,
-    CompactionStatus,
     ExtractionStatus,
     IngestionStatus,
     OffloadInfo,
@@ -68,13 +68,13 @@ def oldest_pending(lag: TableLag | None) -> str:
 
 
 def last_latency(lag: TableLag | None) -> str:
-    """``1.2 s (extraction run #5, finished ...)`` or ``unknown (why)``."""
+    """``1.2 s (extraction run 5, finished ...)`` or ``unknown (why)``."""
     if lag is None:
         return "-"
     if lag.last_latency_seconds is None:
         return f"unknown ({lag.latency_unknown_reason})"
     return (
-        f"{duration(lag.last_latency_seconds)} (extraction run id {lag.last_shipped_run_id}, "
+        f"{duration(lag.last_latency_seconds)} (extraction run {lag.last_shipped_run_id}, "
         f"finished {when(lag.last_shipped_at)})"
     )
 
@@ -163,23 +163,34 @@ def render_status(
     if status.ingestion is not None:
         lines += _ingestion(status.ingestion)
     if status.compaction is not None:
-        lines += _compaction(status.compaction, verbose)
+        lines += _section("Compaction status", *compaction_lines(status.compaction, verbose))
     if status.objects is not None:
-        objects = status.objects
-        lines += _section(
-            "Misc information",
-            [
-                ("Base table", objects.base_table),
-                ("Key columns", ", ".join(objects.key_columns)),
-                (f"Internal delta view ({objects.view_kind})", objects.internal_view),
-                ("User view", objects.user_view),
-                ("Delta table", objects.delta_table),
-                ("Delta table location", objects.delta_path),
-                ("Base table location", objects.base_path),
-            ],
-        )
+        lines += _section("Misc information", _objects(status))
     lines += _offload(status)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _objects(status: TableStatus) -> Pairs:
+    objects = status.objects
+    assert objects is not None
+    if objects.internal_view is None:  # merge mode IMMEDIATE: no views, a staging table
+        return [
+            ("Base table", objects.base_table),
+            ("Key columns", ", ".join(objects.key_columns)),
+            ("User table (the base table)", objects.user_view),
+            ("Staging table (the last batch)", objects.delta_table),
+            ("Staging table location", objects.delta_path),
+            ("Base table location", objects.base_path),
+        ]
+    return [
+        ("Base table", objects.base_table),
+        ("Key columns", ", ".join(objects.key_columns)),
+        (f"Internal delta view ({objects.view_kind})", objects.internal_view),
+        ("User view", objects.user_view),
+        ("Delta table", objects.delta_table),
+        ("Delta table location", objects.delta_path),
+        ("Base table location", objects.base_path),
+    ]
 
 
 def set_aside_summary(set_aside: SetAsideChanges) -> str:
@@ -235,14 +246,21 @@ def _extraction(
             f"{run_counts(extraction)}; {count(extraction.changes_extracted)} changes shipped",
         ),
     ]
+    if status.staging is not None:
+        pairs.append(("Changes in the staging table", staging_rows(status.staging.stats)))
+    to_partition = extraction.merge_mode != MergeMode.IMMEDIATE
     if extraction.last_run is not None:
-        last = extraction.last_run
-        pairs.append(("Last extraction run", _extraction_run(last, extraction.number(last))))
+        pairs.append(
+            (
+                "Last extraction run",
+                extraction_run_text(extraction.last_run, to_partition=to_partition),
+            )
+        )
     extra: list[str] = []
     if extraction.merged_versions:
         extra += ["", "Base table versions written by recent extractions (newest first):"]
         extra += [
-            f"  version {merged.version} by run id {merged.extraction_id}, "
+            f"  version {merged.version} by extraction run {merged.extraction_id}, "
             f"committed {when(merged.committed_at)}"
             for merged in extraction.merged_versions
         ]
@@ -250,15 +268,32 @@ def _extraction(
     if verbose and extraction.recent_runs:
         extra += ["", "Recent extraction runs (newest first):"]
         extra += [
-            f"  {_extraction_run(run, extraction.number(run))}" for run in extraction.recent_runs
+            f"  {extraction_run_text(run, to_partition=to_partition)}"
+            for run in extraction.recent_runs
         ]
     return _section("Change extraction status", pairs, extra)
 
 
+MERGE_MODE_TEXT = {
+    "IMMEDIATE": (
+        "IMMEDIATE (each extraction merges its changes into the base table: no views, no "
+        "control partitions; the staging table holds only the last batch)"
+    ),
+    "DEFERRED": "DEFERRED (a delta table and views; compaction merges the changes)",
+}
+
+
 def _merge_mode(extraction: ExtractionStatus) -> str:
-    if extraction.merge_mode == "IMMEDIATE":
-        return "IMMEDIATE (each extraction merges into the base table; no views, no delta table)"
-    return f"{extraction.merge_mode} (delta table and views, merged by compaction)"
+    return MERGE_MODE_TEXT.get(extraction.merge_mode, extraction.merge_mode)
+
+
+def staging_rows(stats: DeltaStats) -> str:
+    """What the IMMEDIATE staging table holds: the last batch, merged already."""
+    if stats.error:
+        return f"unknown ({stats.error})"
+    if not stats.exists:
+        return "none (no batch staged yet)"
+    return f"{count(stats.rows)} (the last batch, merged into the base table already)"
 
 
 def _drift(status: TableStatus) -> str:
@@ -270,22 +305,28 @@ def _drift(status: TableStatus) -> str:
     return f"{drift.summary} (the next extraction carries them)"
 
 
-def run_label(run: ExtractionRun, number: int | None) -> str:
-    """``#2 (run id 4)``: the table's own run number, then the repository-wide run id (the
-    one logs and the delta table's ``gl_extraction_id`` carry)."""
-    return f"run id {run.id}" if number is None else f"#{number} (run id {run.id})"
+def run_label(run: ExtractionRun) -> str:
+    """``extraction run 21``: the repository's run id, the one every surface shows (logs,
+    the result line, the delta table's ``gl_extraction_id``); it counts the extraction runs
+    of every table."""
+    return f"extraction run {run.id}"
 
 
-def _extraction_run(run: ExtractionRun, number: int | None) -> str:
-    text = f"{run_label(run, number)} {run.status}, started {when(run.started_at)}"
+def extraction_run_text(run: ExtractionRun, *, to_partition: bool = True) -> str:
+    """One extraction run: its id, outcome, times, the changes it took from the source
+    (``to_partition``: and the control partition they went to; not in merge mode
+    IMMEDIATE, which merges them into the base table)."""
+    text = f"{run_label(run)} {run.status}, started {when(run.started_at)}"
     if run.finished_at:
         text += f", finished {when(run.finished_at)}"
-    if run.rows_written is not None:
-        text += f", {count(run.rows_written)} changes"
-    if run.control_partition is not None:
+    if run.rows_read is not None:
+        text += f", {count(run.rows_read)} changes"
+    if run.rows_written is not None and run.rows_written != run.rows_read:
+        text += f" ({count(run.rows_written)} {'written' if to_partition else 'rows merged'})"
+    if to_partition and run.control_partition is not None:
         text += f" to control partition {run.control_partition}"
     if run.message:
-        text += f": {run.message.splitlines()[0]}"
+        text += f": {failure_line(run.message)}"
     return text
 
 
@@ -321,60 +362,6 @@ def _ingestion(ingestion: IngestionStatus) -> list[str]:
         for part in ingestion.partitions
     ]
     return _section("Change ingestion status", pairs, extra)
-
-
-def _compaction_run(info: CompactionRunInfo) -> str:
-    run = info.run
-    text = f"run #{run.id} ({run.method}), started {when(run.started_at)}"
-    if run.current_step:
-        text += f"; current step: {run.current_step}"
-    text += f"; status: {info.status_text}"
-    if run.message and run.status != states.CompactionStatus.SUCCESS:
-        text += f" ({run.message.splitlines()[0]})"
-    return text
-
-
-def _compaction(compaction: CompactionStatus, verbose: bool) -> list[str]:
-    ongoing = compaction.ongoing
-    last = compaction.last_completed.run if compaction.last_completed else None
-    pairs: Pairs = [
-        ("Ongoing compaction", _compaction_run(ongoing) if ongoing else "none"),
-        (
-            "Last completed compaction",
-            f"{when(last.finished_at, 'unknown')} (run #{last.id}, {last.method}, "
-            f"control partition {last.compacted_partition}, "
-            f"{count(last.changes, 'unknown')} changes)"
-            if last
-            else "none completed yet",
-        ),
-        ("Completed compactions", str(compaction.completed_runs)),
-    ]
-    extra: list[str] = []
-    snapshot = compaction.snapshot
-    if snapshot is not None:
-        state = "completed" if snapshot.run_completed else "ongoing"
-        extra += ["", f"Pre-compaction snapshot of run #{snapshot.run_id} ({state}):"]
-        for entry in snapshot.entries:
-            extra.append(f"  {entry.role}: {entry.table} version {entry.version} at {entry.path}")
-            extra.append(f"    {entry.command}")
-    extra += ["", "Retained obsolete objects:" if compaction.retained else "No retained objects."]
-    extra += [
-        f"  {item.kind} {item.name}"
-        + (f" at {item.location}" if item.location else "")
-        + f" (kept {when(item.retained_at)}, run #{item.compaction_run_id})"
-        for item in compaction.retained
-    ]
-    shown = ongoing or compaction.last_completed
-    if verbose and shown is not None and shown.steps:
-        extra += ["", f"Steps of run #{shown.run.id}:"]
-        extra += [
-            f"  {step.step}: {step.status} ({when(step.started_at)}"
-            + (f" - {when(step.finished_at)}" if step.finished_at else "")
-            + ")"
-            + (f" {step.detail}" if step.detail else "")
-            for step in shown.steps
-        ]
-    return _section("Compaction status", pairs, extra)
 
 
 def _offload(status: TableStatus) -> list[str]:

@@ -473,6 +473,8 @@ def test_explicit_in_place_compaction_warns_at_the_start_and_in_the_report(
     )
     assert result.exit_code == 0, result.stderr
     assert "(IN_PLACE) complete" in result.stdout
+    # Once: told when the run starts, not again with the result (issue 30).
+    assert result.stderr.count("CHANGELOG_INSERT with in-place compaction") == 1, result.stderr
     assert lake_items(source) == EXPECTED_ITEMS
     for old in offload_home.glob("*.txt"):
         old.unlink()

@@ -91,7 +91,7 @@ def test_pending_change_ages_and_an_extraction_records_its_latency(
     text = status_text(run_cli, table)
     assert field(text, "Oldest change not in the lake") == "none pending"
     assert re.fullmatch(
-        r"\d.* \(extraction run id \d+, finished .* UTC\)",
+        r"\d.* \(extraction run \d+, finished .* UTC\)",
         field(text, "Last source-to-lake latency"),
     )
 
@@ -212,10 +212,11 @@ def test_help_documents_the_lag_threshold(run_cli: RunCli) -> None:
     assert "oldest change not yet in the lake" in " ".join(result.stdout.split())
 
 
-def test_status_numbers_extraction_runs_per_table(
+def test_status_names_extraction_runs_by_their_repository_id(
     tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Run ids count across tables; status shows the table's own run number beside the id."""
+    """Run ids count across tables; status names each run by its id alone (the one the
+    result line, the logs and ``gl_extraction_id`` carry), no per-table number beside it."""
     app = App(f"sqlite:///{tmp_path / 'app.db'}", "main")
     monkeypatch.setenv("GLUON_SOURCE_URL", app.url)
     first, second = app.create_table("first", 4), app.create_table("second", 4)
@@ -228,8 +229,8 @@ def test_status_numbers_extraction_runs_per_table(
 
     text = status_text(run_cli, second, "-v")
     assert field(text, "Extraction runs").startswith("2 (2 succeeded")
-    assert field(text, "Last extraction run").startswith("#2 (run id 4) success, started ")
-    assert "\n  #1 (run id 2) success, started " in text
+    assert field(text, "Last extraction run").startswith("extraction run 4 success, started ")
+    assert "\n  extraction run 2 success, started " in text
     extraction = status_json(run_cli, second)["extraction"]
-    assert extraction["recent_run_numbers"] == [2, 1]
+    assert "recent_run_numbers" not in extraction
     assert [run["id"] for run in extraction["recent_runs"]] == [4, 2]

@@ -392,7 +392,7 @@ def test_a_killed_extraction_shows_as_interrupted(
     last = extraction_status["last_run"]
     assert last["status"] == "interrupted"
     assert "run the same command again to resume" in last["message"]
-    assert "#2 (run id 2) interrupted" in _status_text(run_cli)
+    assert "extraction run 2 interrupted" in _status_text(run_cli)
     codes = {(f["table_key"], f["code"]) for f in _report_findings(run_cli, tmp_path)}
     assert (KEY, "extraction_interrupted") in codes
     assert (

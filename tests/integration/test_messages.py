@@ -239,6 +239,9 @@ def test_query_json_is_valid_json_for_nan_and_infinities(app: App, run_cli: RunC
         run_cli("gluon", "query", "--csv", "SELECT CAST('NaN' AS DOUBLE) AS nan, 1 AS one")
     )
     assert csv_result.stdout.splitlines() == ["nan,one", "NaN,1"]
+    # Booleans as the JSON output writes them (issue 30: not Python's True/False).
+    flags = ok(run_cli("gluon", "query", "--csv", "SELECT true AS yes, false AS no, 1 AS one"))
+    assert flags.stdout.splitlines() == ["yes,no,one", "true,false,1"]
     text = ok(
         run_cli("gluon", "query", "SELECT CAST(NULL AS DOUBLE) AS x, CAST('NaN' AS DOUBLE) AS y")
     )

@@ -112,7 +112,11 @@ def test_list_partitioned_table_deferred(pg: str, run_cli: RunCli) -> None:
         "INSERT INTO app.items VALUES (1, 'eu', 'a', 1.10), (2, 'us', 'b', 2.20), "
         "(3, 'eu', 'c', NULL), (4, 'us', 'd', 4.40)",
     )
-    offload(run_cli, "--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG")
+    enabled = offload(
+        run_cli, "--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG"
+    )
+    # The spec's Table 3, note 12: possible, not recommended; said once.
+    assert enabled.stderr.count("which is not recommended") == 1, enabled.stderr
     assert ("items_eu", "items", "O") in capture_triggers(pg)
     assert ("items", "items_truncate", "O") in capture_triggers(pg)
     assert lake_view(columns) == source_rows(pg, columns)  # the initial offload
@@ -160,6 +164,40 @@ def test_list_partitioned_table_deferred(pg: str, run_cli: RunCli) -> None:
 
     offload(run_cli, "--incremental-updates-disabled")
     assert capture_triggers(pg) == []
+
+
+@pytest.mark.parametrize(
+    ("method", "warned"),
+    [("CHANGELOG", True), ("PG_LOGICAL", True), ("UPDATABLE", False), ("UPDATABLE_INSERT", False)],
+)
+def test_a_full_offload_of_a_partitioned_table_warns_of_methods_tracking_every_dml(
+    pg: str, run_cli: RunCli, method: str, warned: bool
+) -> None:
+    """Table 3, note 12: CHANGELOG-like methods track every DML of a (sub)partitioned table
+    offloaded FULL, bulk loads included: not recommended; UPDATABLE* methods are the way.
+    The plan says it too (nothing runs, nothing changes)."""
+    run(pg, *LIST_TABLE)
+    plan = run_cli(
+        "offload",
+        "-t",
+        "app.items",
+        "--incremental-updates-enabled",
+        f"--incremental-extraction-method={method}",
+    )
+    assert plan.exit_code == 0, plan.stderr
+    lines = [line for line in plan.stderr.splitlines() if "not recommended" in line]
+    if warned:
+        assert lines == [
+            f"offload: warning: app.items is a partitioned table offloaded FULL: {method} "
+            "captures every change to it, bulk loads included, which is not recommended "
+            "(incremental update is not built for large partitioned tables); offload its "
+            "partitions with --partition-names or --offload-predicate and replay later changes "
+            "with a method of the updatable view (UPDATABLE, UPDATABLE_CHANGELOG, "
+            "UPDATABLE_INSERT)"
+        ], plan.stderr
+    else:
+        assert lines == [], plan.stderr
+    assert Repository(load_settings().repo_url).get_table("APP.ITEMS") is None
 
 
 def test_two_level_range_hash_table_compacted(pg: str, run_cli: RunCli) -> None:

@@ -193,14 +193,17 @@ def test_text_summary_and_detail(home: Home) -> None:
     text = detail.read_text()
     assert "Incremental Update Objects (RDBMS)" in text
     assert re.search(r"Changelog table\s+TABLE\s+main\.main_h_items_log", text)
-    assert re.search(r"Changelog trigger\s+TRIGGER\s+main\.main_h_items\b", text)
+    # SQLite has one trigger per event: the report lists the triggers that exist.
+    for event in ("insert", "update", "delete"):
+        assert re.search(rf"Changelog trigger\s+TRIGGER\s+main\.main_h_items_{event}\b", text)
+    assert not re.search(r"main\.main_h_items\s", text), "a trigger that does not exist"
     assert re.search(r"Internal delta view\s+VIEW\s+main\.items_internal_user_view_0", text)
     assert re.search(r"Delta table\s+TABLE\s+main_load\.items_changes", text)
     assert re.search(r"main\.items_data\s+12\s+1\s", text)
     assert re.search(r"main_load\.orders_changes\s+5\s+1\s", text)
-    assert re.search(r"^\s+0\s+6\s+1\s.*being compacted by run 1", text, re.M)
+    assert re.search(r"^\s+0\s+6\s+1\s.*being compacted by compaction run 1", text, re.M)
     # MAIN.ORDERS's failed run: its second, whose id counts the runs of every table.
-    assert "the last extraction (#2 (run id 3)" in text
+    assert "the last extraction (extraction run 3, " in text
     assert text.count("================\nTable MAIN.") == 3
 
 
@@ -230,7 +233,7 @@ def test_json_summary_and_detail(home: Home) -> None:
         assert {(f["table_key"], f["code"]) for f in document["findings"]} == FINDINGS
         assert tables["MAIN.PLAIN"]["extraction_method"] == "not enabled"
         assert tables["MAIN.ITEMS"]["compaction_in_progress"] == (
-            "run 1 at await_acknowledgement: waiting for acknowledgement"
+            "compaction run 1 at await_acknowledgement: waiting for acknowledgement"
         )
         if level == "detail":
             status = tables["MAIN.ORDERS"]["status"]
@@ -295,7 +298,7 @@ def test_html_in_headless_chromium(home: Home, tmp_path: Path) -> None:
     items = items[: items.index("</details>")]
     assert items.count("<rect") == 3, "2 control partitions and 1 extraction run"
     assert "main.main_h_items_log" in items and "main_load.items_changes" in items
-    assert "being compacted by run 1" in items
+    assert "being compacted by compaction run 1" in items
 
     ARTIFACTS.mkdir(exist_ok=True)
     for name, size in (
@@ -312,6 +315,54 @@ def test_html_in_headless_chromium(home: Home, tmp_path: Path) -> None:
         )
         assert shot.stat().st_size > 10_000
     shutil.copy(detail, ARTIFACTS / "offload_status_report_detail.html")
+
+
+MEASURE = """<script>
+(function () {
+  var page = document.documentElement, body = document.body, cells = {};
+  document.querySelectorAll("#summary th").forEach(function (th) {
+    cells[th.textContent.trim()] = Math.round(th.getBoundingClientRect().right);
+  });
+  body.setAttribute("data-viewport", String(page.clientWidth));
+  body.setAttribute("data-scroll-width", String(page.scrollWidth));
+  body.setAttribute("data-right-edges", JSON.stringify(cells));
+}());
+</script>
+</body>"""
+
+
+@pytest.mark.parametrize("level", ["summary", "detail"])
+def test_html_fits_a_1400_pixel_window(home: Home, tmp_path: Path, level: str) -> None:
+    """At 1,400 px the page does not scroll sideways and every summary column, Last
+    extraction, Last compaction and Attention included, is inside the window (issue 30).
+    Measured in a real Chromium: the page is opened with a script that records the layout."""
+    path, _ = report(home, "--output-format=html", f"--output-level={level}")
+    measured = tmp_path / "measured.html"
+    measured.write_text(path.read_text().replace("</body>", MEASURE, 1))
+    dom = chromium(
+        tmp_path / "profile", "--window-size=1400,900", "--dump-dom", measured.as_uri()
+    ).stdout
+    viewport = int(re.search(r'data-viewport="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    width = int(re.search(r'data-scroll-width="(\d+)"', dom).group(1))  # type: ignore[union-attr]
+    edges = json.loads(
+        re.search(r"data-right-edges=\"([^\"]*)\"", dom).group(1).replace("&quot;", '"')  # type: ignore[union-attr]
+    )
+    assert 1300 <= viewport <= 1400, viewport  # the window's width, less a scroll bar
+    assert width <= viewport, f"scrolls sideways: {width} px of content in {viewport} px"
+    for column in ("Last extraction", "Last compaction", "Attention"):
+        assert edges[column] <= viewport, (column, edges)
+
+
+def test_html_header_lists_every_threshold(home: Home) -> None:
+    """The HTML header names the four thresholds the text report names, with their values."""
+    text, _ = report(home)
+    header = next(line for line in text.read_text().splitlines() if line.startswith("Thresholds:"))
+    html, _ = report(home, "--output-format=html")
+    page = html.read_text()
+    listed = header.removeprefix("Thresholds:").strip().split(", ")
+    assert len(listed) == 4, listed
+    for threshold in listed:
+        assert threshold in page, threshold
 
 
 def test_filters(home: Home) -> None:

@@ -38,6 +38,7 @@ TOP_LEVEL_KEYS = [
     "changelog",
     "schema_drift",
     "ingestion",
+    "staging",
     "compaction",
     "objects",
     "source_objects",
@@ -130,10 +131,11 @@ def test_status_follows_a_table_through_extraction_and_compaction(
     assert document["offload"]["offload_type"] == "FULL"
     assert document["offload"]["rows_offloaded"] == 10
     assert document["offload"]["base"]["rows"] == 10
-    assert [(o["role"], o["object_type"]) for o in document["source_objects"]] == [
-        ("Changelog trigger", "TRIGGER"),
-        ("Changelog table", "TABLE"),
-    ]
+    # SQLite: one trigger per event (main_h_items_insert, ...), as they exist in the source.
+    assert [(o["role"], o["object_type"], o["name"]) for o in document["source_objects"]] == [
+        ("Changelog trigger", "TRIGGER", f"main.main_h_items_{event}")
+        for event in ("insert", "update", "delete")
+    ] + [("Changelog table", "TABLE", "main.main_h_items_log")]
     assert [o["role"] for o in document["lake_objects"]] == [
         "Delta view",
         "Delta table",
@@ -197,7 +199,7 @@ def test_status_follows_a_table_through_extraction_and_compaction(
     assert ingestion["acknowledged"]["partition"] == 0
     assert ingestion["diversion_pending"] is True
     assert partitions(document) == {
-        0: (5, f"being compacted by run {ongoing['id']}"),
+        0: (5, f"being compacted by compaction run {ongoing['id']}"),
         1: (0, "requested for new changes, awaiting acknowledgement"),
     }
     text = status_text(run_cli, table, "-v")
@@ -211,7 +213,7 @@ def test_status_follows_a_table_through_extraction_and_compaction(
         "gl_control_partition=0"
     )
     assert "the next extraction switches to it and acknowledges" in text
-    assert "Steps of run #1:" in text and "  request_diversion: success" in text
+    assert "Steps of compaction run 1:" in text and "  request_diversion: success" in text
 
     # The acknowledging extraction, then the compaction finishes (keeping what it replaced).
     app.run(f"UPDATE {table} SET amount = 9 WHERE id = 4", f"DELETE FROM {table} WHERE id = 5")
@@ -252,7 +254,7 @@ def test_status_follows_a_table_through_extraction_and_compaction(
         assert len(query_json(entry["query"])) == expected_rows, role
     text = status_text(run_cli, table)
     assert field(text, "Ongoing compaction") == "none"
-    assert "(run #1, IN_PLACE, control partition 0, 5 changes)" in field(
+    assert "(compaction run 1, IN_PLACE, control partition 0, 5 changes)" in field(
         text, "Last completed compaction"
     )
     assert f"    gluon query 'SELECT * FROM delta.`{lake}` VERSION AS OF" in text
@@ -273,7 +275,7 @@ def test_status_follows_a_table_through_extraction_and_compaction(
     text = status_text(run_cli, table)
     assert field(text, "Changes waiting in the changelog").startswith("unknown (")
     assert re.match(
-        r"#3 \(run id \d+\) failed, started .*: .*main_h_items_log",
+        r"extraction run \d+ failed, started .*: .*main_h_items_log",
         field(text, "Last extraction run"),
     )
     assert field(text, "Max change sequence extracted") == "7"
@@ -331,6 +333,7 @@ def test_postgres_source_and_an_unreachable_source(
     }
     assert [(o["role"], o["name"]) for o in document["source_objects"]] == [
         ("Changelog trigger", "app_h.orders"),
+        ("Changelog trigger", "app_h.orders_truncate"),  # its TRUNCATE statement trigger
         ("Changelog table", "app_h.orders_log"),
         ("Changelog sequence", "app_h.orders_seq"),
         ("Hybrid schema", "app_h"),
