@@ -193,7 +193,7 @@ def test_text_summary_and_detail(home: Home) -> None:
     text = detail.read_text()
     assert "Incremental Update Objects (RDBMS)" in text
     assert re.search(r"Changelog table\s+TABLE\s+main\.main_h_items_log", text)
-    assert re.search(r"Changelog trigger\s+TRIGGER\s+main\.main_h_items\b", text)
+    assert re.search(r"Changelog trigger\s+TRIGGER\s+main\.main_h_items_ct\b", text)
     assert re.search(r"Internal delta view\s+VIEW\s+main\.items_internal_user_view_0", text)
     assert re.search(r"Delta table\s+TABLE\s+main_load\.items_changes", text)
     assert re.search(r"main\.items_data\s+12\s+1\s", text)

@@ -330,7 +330,7 @@ def test_postgres_source_and_an_unreachable_source(
         "slot": None,
     }
     assert [(o["role"], o["name"]) for o in document["source_objects"]] == [
-        ("Changelog trigger", "app_h.orders"),
+        ("Changelog trigger", "app_h.orders_ct"),
         ("Changelog table", "app_h.orders_log"),
         ("Changelog sequence", "app_h.orders_seq"),
         ("Hybrid schema", "app_h"),
