@@ -55,7 +55,9 @@ def dictionary() -> Iterator[sa.Engine]:
     engine.dispose()
 
 
-def found(source: OracleSource, dictionary: sa.Engine, schema: str, table: str) -> list[tuple]:
+def found(
+    source: OracleSource, dictionary: sa.Engine, schema: str, table: str
+) -> list[tuple[str, str]]:
     with dictionary.connect() as db:
         rows = db.execute(sa.text(source.render("find_table")), {"schema": schema, "table": table})
         return [(row.table_schema, row.table_name) for row in rows]
