@@ -33,6 +33,7 @@ KINDS = {
     "space": ("order items", "unit price", True),
     "unicode": ("BÜCHER", "GRÖSSE", True),
     "mixed_case": ("MixedCase", "MixedCol", True),
+    "quote": ("O'BRIEN", "IT'S", True),  # also inside the scripts' string literals
 }
 
 
