@@ -24,16 +24,17 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class RowscnFeed(TableFeed):
-    marks_shipped: ClassVar[str] = "the highest ORA_ROWSCN read is recorded in the repository"
+    marks_shipped: ClassVar[str] = (
+        "the ORA_ROWSCN up to which every row was read is recorded in the repository"
+    )
     waits_in: ClassVar[str] = "the table (rows changed since the SCN recorded)"
     sequences_are_unique: bool = False
     _upto: int | None = None
     _batches: Iterator[pa.RecordBatch] | None = None
     _ahead: pa.RecordBatch | None = None
     """The batch after the one handed out, read ahead to know where that one ends."""
-    _handed_out: pa.Table | None = None
     _position: int | None = None
-    """The SCN to store once :attr:`_handed_out` is in the lake."""
+    """The SCN to store once the batch handed out last is in the lake."""
 
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
@@ -60,8 +61,7 @@ class RowscnFeed(TableFeed):
         self._ahead = next(self._batches, None)
         # Every row below the next batch's first SCN has been read (SCN order).
         self._position = self._upto if self._ahead is None else _first_scn(self._ahead) - 1
-        self._handed_out = pa.Table.from_batches([batch], schema=schema)
-        return self._handed_out
+        return pa.Table.from_batches([batch], schema=schema)
 
     def _query(self, limit: int) -> Iterator[pa.RecordBatch]:
         """One read per run, bounded by the SCN captured first: later commits wait for the
@@ -85,9 +85,10 @@ class RowscnFeed(TableFeed):
         return None  # row images carry no unique gl_seq to skip a re-read by: nothing to mark
 
     def done(self, changes: pa.Table) -> None:
-        if changes is not self._handed_out or self._position is None:
-            return  # only the batch just handed out moves the SCN
+        if self._position is None:
+            return  # no batch read since the last one was marked
         self.repo.incremental.update_state(self.state.table_key, last_scn=self._position)
+        self._position = None
 
     def backlog(self) -> int | None:
         return None
