@@ -512,6 +512,14 @@ class ExistingObject:
                 "or move it out of the way"
             )
         if self.ownership is Ownership.OTHER_TABLE:
+            if self.item.kind is not SourceObject.CHANGELOG_TABLE and self.marker is not None:
+                # Only the changelog can be renamed: another kind is a name the other table
+                # got before gluon's names told tables apart (X_UV's trigger was X_UV).
+                return (
+                    f"{self.label} already exists: {whose}; disable incremental update on "
+                    f"{self.marker.table_key} and enable it again (its objects get names of "
+                    "their own), then enable this table"
+                )
             return (
                 f"{self.label} already exists: {whose}; pick another name with "
                 "--incremental-changelog-table"

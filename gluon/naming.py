@@ -204,7 +204,10 @@ def source_object_names(
     return SourceObjectNames(
         changelog_table=log,
         changelog_sequence=name("_SEQ"),
-        changelog_trigger=name(""),
+        # Suffixes of 3-4 characters, no two ending alike: no table's object is named like
+        # another table's (a bare table name for the trigger made table X_UV's trigger X's
+        # updatable trigger X_UV, and re-creating one dropped the other).
+        changelog_trigger=name("_CT"),
         updatable_view=name("_UV"),
         updatable_trigger=name("_UV"),
         lake_rows_table=name("_LK"),

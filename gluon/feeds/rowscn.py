@@ -1,10 +1,14 @@
 """The ORA_ROWSCN feed: rows whose ``ORA_ROWSCN`` lies between the stored SCN and the SCN
-captured before reading; the new SCN is stored after the Delta commit. A crash in between
-re-reads the same row images, which the merging view applies idempotently."""
+captured before reading, in SCN order, streamed one batch of the extraction's size at a time
+(one query per run, never more than two batches in memory). After each batch's Delta commit
+the SCN below which every row has been read is stored: one below the next batch's first SCN
+(rows of one transaction share its SCN, and a batch may end between them), the captured SCN
+after the last batch. A crash in between re-reads row images from that SCN on, which the
+merging view applies idempotently."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
@@ -22,7 +26,9 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class RowscnFeed(TableFeed):
-    marks_shipped: ClassVar[str] = "the highest ORA_ROWSCN read is recorded in the repository"
+    marks_shipped: ClassVar[str] = (
+        "the ORA_ROWSCN up to which every row was read is recorded in the repository"
+    )
     waits_in: ClassVar[str] = "the table (rows changed since the SCN recorded)"
     merges_batches: ClassVar[bool] = False
     """Re-reads row images, no numbered batch: merge mode IMMEDIATE cannot merge them once."""
@@ -31,7 +37,11 @@ class RowscnFeed(TableFeed):
     """Rows changed since the SCN are found only by reading the table."""
     sequences_are_unique: bool = False
     _upto: int | None = None
-    _finished: bool = False
+    _batches: Iterator[pa.RecordBatch] | None = None
+    _ahead: pa.RecordBatch | None = None
+    """The batch after the one handed out, read ahead to know where that one ends."""
+    _position: int | None = None
+    """The SCN to store once the batch handed out last is in the lake."""
 
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
@@ -49,9 +59,21 @@ class RowscnFeed(TableFeed):
 
         spec = self.record.spec()
         schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
-        if self._finished:
+        if self._batches is None:
+            self._batches = self._query(limit)
+            self._ahead = next(self._batches, None)
+        batch, self._ahead = self._ahead, None
+        if batch is None:
             return schema.empty_table()
-        # One read per run, bounded by the SCN captured first: later commits wait for the next run.
+        self._ahead = next(self._batches, None)
+        # Every row below the next batch's first SCN has been read (SCN order).
+        self._position = self._upto if self._ahead is None else _first_scn(self._ahead) - 1
+        return pa.Table.from_batches([batch], schema=schema)
+
+    def _query(self, limit: int) -> Iterator[pa.RecordBatch]:
+        """One read per run, bounded by the SCN captured first: later commits wait for the
+        next run."""
+        spec = self.record.spec()
         self._upto = self.initial_position(self.source)
         sql = self.source.render(
             "read_rowscn_changes",
@@ -60,17 +82,20 @@ class RowscnFeed(TableFeed):
             columns=self.source.select_list(spec),
         )
         params = {"since": self.state.last_scn or 0, "upto": self._upto}
-        batches = self.source.read_query_batches(
-            spec, sa.text(sql), params, batch_rows=limit, extra_fields=capture.change_fields()
+        return iter(
+            self.source.read_query_batches(
+                spec, sa.text(sql), params, batch_rows=limit, extra_fields=capture.change_fields()
+            )
         )
-        self._finished = True
-        return pa.Table.from_batches(list(batches), schema=schema)
 
     def shipping(self, changes: pa.Table) -> None:
         return None  # row images carry no unique gl_seq to skip a re-read by: nothing to mark
 
     def done(self, changes: pa.Table) -> None:
-        self.repo.incremental.update_state(self.state.table_key, last_scn=self._upto)
+        if self._position is None:
+            return  # no batch read since the last one was marked
+        self.repo.incremental.update_state(self.state.table_key, last_scn=self._position)
+        self._position = None
 
     def backlog(self) -> int | None:
         return None
@@ -98,3 +123,7 @@ class RowscnFeed(TableFeed):
         position = self.initial_position(self.source)
         self.repo.incremental.update_state(self.state.table_key, last_scn=position)
         return None
+
+
+def _first_scn(batch: pa.RecordBatch) -> int:
+    return int(batch.column(batch.schema.get_field_index("gl_seq"))[0].as_py())

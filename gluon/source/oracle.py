@@ -2,7 +2,9 @@
 
 Type table: ``ALL_TAB_COLUMNS.DATA_TYPE`` to lake type. "text" columns are
 rendered by the server (``cast_to_text.sql.j2``) so nothing is lost; "UTC"
-columns are read through ``SYS_EXTRACT_UTC`` (``extract_utc.sql.j2``).
+columns are read through ``SYS_EXTRACT_UTC``, cast to ``TIMESTAMP(6)`` (``extract_utc.sql.j2``:
+the driver reads a TIMESTAMP described with 7-9 digits as int64 nanoseconds, which wrap
+past 2262).
 
 =========================================  =====================  ===========
 Oracle type                                lake type              read
@@ -37,6 +39,9 @@ dropped); WITH LOCAL TIME ZONE values go through the session's zone, exactly. Te
 the text-minimum format: canonical (Oracle stores no trailing zeros), '.' as
 the separator, scientific notation only past 64 characters (still exact).
 Nanosecond timestamps are text because Arrow's ``us`` unit would drop digits.
+A NUMBER without precision holds any scale, so no decimal(p,s) holds it: it is canonical
+text, as a key too (the same expression reads the table and the changelog, so a key's
+changes meet its row exactly; the lake type is fixed at offload, before a key is chosen).
 Fixed-point ("decimal") columns are read as ``CAST(c AS NUMBER(p,s))`` at their lake
 precision (``exact_number.sql.j2``): python-oracledb's Arrow fetch gives decimal128 only
 for a described precision of 1..38 and DOUBLE for a plain NUMBER, which is what the

@@ -28,7 +28,7 @@ METHODS = sorted(
 NAMES = {
     SourceObject.CHANGELOG_SEQUENCE: ("app_h", "orders_seq"),
     SourceObject.CHANGELOG_TABLE: ("app_h", "orders_log"),
-    SourceObject.CHANGELOG_TRIGGER: ("app_h", "orders"),
+    SourceObject.CHANGELOG_TRIGGER: ("app_h", "orders_ct"),
     SourceObject.UPDATABLE_VIEW: ("app_h", "orders_uv"),
     SourceObject.UPDATABLE_TRIGGER: ("app_h", "orders_uv"),
     SourceObject.LAKE_ROWS_TABLE: ("app_h", "orders_lk"),
@@ -156,7 +156,7 @@ class TestPostgresCapture(CaptureContract):
         env.run(
             "CREATE FUNCTION app.mine() RETURNS trigger LANGUAGE plpgsql "
             "AS $$ BEGIN RETURN NULL; END $$",
-            "CREATE TRIGGER orders AFTER INSERT ON app.orders "
+            "CREATE TRIGGER orders_ct AFTER INSERT ON app.orders "
             "FOR EACH ROW EXECUTE FUNCTION app.mine()",
         )
         ref = TableRef("app", "orders")
@@ -170,6 +170,6 @@ class TestPostgresCapture(CaptureContract):
         capture.drop_source_objects(env.source, objects)
         mine = (
             "SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid "
-            "WHERE t.tgname = 'orders'"
+            "WHERE t.tgname = 'orders_ct'"
         )
         assert env.query(mine) == [("mine",)]

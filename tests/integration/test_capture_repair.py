@@ -101,14 +101,14 @@ def test_disabled_trigger_is_reported_by_extraction_and_status(
     )
     assert offload(run_cli, source, *ENABLE).exit_code == 0
     run(source, "INSERT INTO app.items VALUES (2, 'b')")
-    run(source, "ALTER TABLE app.items DISABLE TRIGGER items")
+    run(source, "ALTER TABLE app.items DISABLE TRIGGER items_ct")
     run(source, "INSERT INTO app.items VALUES (3, 'lost')")
     line = one_error(
         offload(run_cli, source, "--incremental-run-extraction"),
         1,
         "shipped 1 changes",
-        "capture trigger app_h.items on app.items is disabled",
-        "ALTER TABLE app.items ENABLE TRIGGER items",
+        "capture trigger app_h.items_ct on app.items is disabled",
+        "ALTER TABLE app.items ENABLE TRIGGER items_ct",
         "--reset-backend-table",
     )
     assert "Nothing" not in line
@@ -118,10 +118,10 @@ def test_disabled_trigger_is_reported_by_extraction_and_status(
     assert "is disabled" in status.stdout
     report = report_text(run_cli, source, offload_home)
     assert "Nothing needs attention" not in report
-    assert "capture trigger app_h.items on app.items is disabled" in report
+    assert "capture trigger app_h.items_ct on app.items is disabled" in report
 
     # The way out the message gives: enable it again; capture and status are back to normal.
-    run(source, "ALTER TABLE app.items ENABLE TRIGGER items")
+    run(source, "ALTER TABLE app.items ENABLE TRIGGER items_ct")
     run(source, "INSERT INTO app.items VALUES (4, 'd')")
     assert offload(run_cli, source, "--incremental-run-extraction").exit_code == 0
     assert lake_items(source) == [(1, "a"), (2, "b"), (4, "d")]  # 3 was lost while disabled

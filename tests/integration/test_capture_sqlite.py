@@ -18,7 +18,7 @@ METHODS = sorted(name for name, m in registered_methods().items() if m.supports_
 
 NAMES = {
     SourceObject.CHANGELOG_TABLE: ("main", "main_h_orders_log"),
-    SourceObject.CHANGELOG_TRIGGER: ("main", "main_h_orders"),
+    SourceObject.CHANGELOG_TRIGGER: ("main", "main_h_orders_ct"),
     SourceObject.UPDATABLE_VIEW: ("main", "main_h_orders_uv"),
     SourceObject.UPDATABLE_TRIGGER: ("main", "main_h_orders_uv"),
     SourceObject.LAKE_ROWS_TABLE: ("main", "main_h_orders_lk"),

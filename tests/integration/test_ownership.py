@@ -243,7 +243,11 @@ def test_objects_of_a_table_enabled_before_markers_are_still_dropped(
     monkeypatch.setenv("GLUON_SOURCE_URL", chosen.url)
     run(chosen, "CREATE TABLE app.items (id integer PRIMARY KEY, name text)")
     assert enable(run_cli, chosen).exit_code == 0
-    for unmark in ("TABLE app_h.items_log", "SEQUENCE app_h.items_seq", "FUNCTION app_h.items()"):
+    for unmark in (
+        "TABLE app_h.items_log",
+        "SEQUENCE app_h.items_seq",
+        "FUNCTION app_h.items_ct()",
+    ):
         run(chosen, f"COMMENT ON {unmark} IS NULL")
     run(chosen, "COMMENT ON SCHEMA app_h IS NULL")
     repo = Repository(load_settings().repo_url)

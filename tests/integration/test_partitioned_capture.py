@@ -117,8 +117,8 @@ def test_list_partitioned_table_deferred(pg: str, run_cli: RunCli) -> None:
     )
     # The spec's Table 3, note 12: possible, not recommended; said once.
     assert enabled.stderr.count("which is not recommended") == 1, enabled.stderr
-    assert ("items_eu", "items", "O") in capture_triggers(pg)
-    assert ("items", "items_truncate", "O") in capture_triggers(pg)
+    assert ("items_eu", "items_ct", "O") in capture_triggers(pg)
+    assert ("items", "items_ct_truncate", "O") in capture_triggers(pg)
     assert lake_view(columns) == source_rows(pg, columns)  # the initial offload
     run(
         pg,
@@ -138,16 +138,16 @@ def test_list_partitioned_table_deferred(pg: str, run_cli: RunCli) -> None:
     )
     offload(run_cli, "--incremental-run-extraction")
     assert lake_view(columns) == source_rows(pg, columns)
-    assert ("items_africa", "items", "O") in capture_triggers(pg)
+    assert ("items_africa", "items_ct", "O") in capture_triggers(pg)
     status = run_cli("display_incremental_status", "-t", "app.items")
     assert status.exit_code == 0, status.stderr
     assert "missing" not in status.stdout and "disabled" not in status.stdout
 
     # A disabled clone on one partition is reported: that partition's changes are lost.
-    run(pg, "ALTER TABLE app.items_us DISABLE TRIGGER items")
+    run(pg, "ALTER TABLE app.items_us DISABLE TRIGGER items_ct")
     status = run_cli("display_incremental_status", "-t", "app.items")
-    assert "capture trigger app_h.items on app.items is disabled" in status.stdout
-    run(pg, "ALTER TABLE app.items_us ENABLE TRIGGER items")
+    assert "capture trigger app_h.items_ct on app.items is disabled" in status.stdout
+    run(pg, "ALTER TABLE app.items_us ENABLE TRIGGER items_ct")
 
     # Repair re-creates the triggers on the parent and every partition.
     offload(

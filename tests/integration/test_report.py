@@ -195,8 +195,8 @@ def test_text_summary_and_detail(home: Home) -> None:
     assert re.search(r"Changelog table\s+TABLE\s+main\.main_h_items_log", text)
     # SQLite has one trigger per event: the report lists the triggers that exist.
     for event in ("insert", "update", "delete"):
-        assert re.search(rf"Changelog trigger\s+TRIGGER\s+main\.main_h_items_{event}\b", text)
-    assert not re.search(r"main\.main_h_items\s", text), "a trigger that does not exist"
+        assert re.search(rf"Changelog trigger\s+TRIGGER\s+main\.main_h_items_ct_{event}\b", text)
+    assert not re.search(r"main\.main_h_items_ct\s", text), "a trigger that does not exist"
     assert re.search(r"Internal delta view\s+VIEW\s+main\.items_internal_user_view_0", text)
     assert re.search(r"Delta table\s+TABLE\s+main_load\.items_changes", text)
     assert re.search(r"main\.items_data\s+12\s+1\s", text)

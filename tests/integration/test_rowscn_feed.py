@@ -175,3 +175,66 @@ def test_a_crash_between_the_delta_commit_and_the_scn_store_rereads_the_same_row
     _update(engine, [8], "later")
     assert _extract(run_cli) == (3 if rereads else 1)
     assert _lake() == _source(engine)
+
+
+def _crash(point: str, *options: str) -> None:
+    """Run an extraction in a child process that dies at ``point``."""
+    crashed = subprocess.run(
+        [sys.executable, "-c", CHILD_MAIN, TESTS_DIR, "-t", "main.items", "-x", *options],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "GLUON_FAULT": point},
+        timeout=300,
+        check=False,
+    )
+    assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
+
+
+def _delta_rows() -> int:
+    committed = lake_rows("SELECT COUNT(*) AS n FROM main_load.items_changes")[0]["n"]
+    return int(str(committed))
+
+
+def test_a_run_ships_batches_of_the_batch_size_and_stores_the_scn_after_each(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    """The feed read every changed row into one table, whatever the batch size."""
+    _enable(run_cli)
+    stored = _last_scn()
+    assert stored is not None
+    _update(engine, [1, 2, 3, 4, 5], "batched")  # SCNs stored+1 .. stored+5
+    # Killed after the second batch's Delta commit: the first batch's SCN is stored.
+    _crash(
+        "extract.after_delta_commit@2", "--incremental-run-extraction", "--incremental-batch-size=2"
+    )
+    assert _delta_rows() == 4
+    assert _last_scn() == stored + 2
+    # The re-run reads the rows from the second batch on (shipped twice: the view takes either).
+    assert _extract(run_cli) == 3
+    assert _last_scn() == current_scn(engine)
+    assert _lake() == _source(engine)
+
+
+def test_rows_sharing_an_scn_cut_across_batches_are_never_skipped(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    """Oracle gives every row of a transaction its commit's SCN: a batch may end between
+    them, and the SCN stored after it must not pass the rows of that SCN still unread."""
+    _enable(run_cli)
+    stored = _last_scn()
+    assert stored is not None
+    _update(engine, [1, 2, 3, 4, 5], "one transaction")
+    with engine.begin() as db:  # rows 1-3 committed at one SCN, rows 4-5 at a later one
+        db.execute(sa.text("UPDATE items SET gl_rowscn = :s WHERE id <= 3"), {"s": stored + 3})
+        db.execute(sa.text("UPDATE items SET gl_rowscn = :s WHERE id IN (4, 5)"), {"s": stored + 5})
+    # Batches: two rows of SCN +3; the third row of +3 and one of +5; the last row of +5.
+    # Killed before the second batch's Delta commit: rows 3 and 4 never reached the lake.
+    _crash(
+        "extract.before_delta_commit@2",
+        "--incremental-run-extraction",
+        "--incremental-batch-size=2",
+    )
+    assert _delta_rows() == 2
+    assert _last_scn() == stored + 2  # below SCN +3: its third row is read again
+    assert _extract(run_cli) == 5
+    assert _lake() == _source(engine)

@@ -131,9 +131,9 @@ def test_status_follows_a_table_through_extraction_and_compaction(
     assert document["offload"]["offload_type"] == "FULL"
     assert document["offload"]["rows_offloaded"] == 10
     assert document["offload"]["base"]["rows"] == 10
-    # SQLite: one trigger per event (main_h_items_insert, ...), as they exist in the source.
+    # SQLite: one trigger per event (main_h_items_ct_insert, ...), as they exist in the source.
     assert [(o["role"], o["object_type"], o["name"]) for o in document["source_objects"]] == [
-        ("Changelog trigger", "TRIGGER", f"main.main_h_items_{event}")
+        ("Changelog trigger", "TRIGGER", f"main.main_h_items_ct_{event}")
         for event in ("insert", "update", "delete")
     ] + [("Changelog table", "TABLE", "main.main_h_items_log")]
     assert [o["role"] for o in document["lake_objects"]] == [
@@ -332,8 +332,8 @@ def test_postgres_source_and_an_unreachable_source(
         "slot": None,
     }
     assert [(o["role"], o["name"]) for o in document["source_objects"]] == [
-        ("Changelog trigger", "app_h.orders"),
-        ("Changelog trigger", "app_h.orders_truncate"),  # its TRUNCATE statement trigger
+        ("Changelog trigger", "app_h.orders_ct"),
+        ("Changelog trigger", "app_h.orders_ct_truncate"),  # its TRUNCATE statement trigger
         ("Changelog table", "app_h.orders_log"),
         ("Changelog sequence", "app_h.orders_seq"),
         ("Hybrid schema", "app_h"),

@@ -91,12 +91,14 @@ def test_status_names_a_disabled_or_missing_truncate_trigger_and_repair_restores
     pg: str, run_cli: RunCli
 ) -> None:
     assert enable(run_cli, "app.items", "CHANGELOG").exit_code == 0
-    run(pg, "ALTER TABLE app.items DISABLE TRIGGER items_truncate")
+    run(pg, "ALTER TABLE app.items DISABLE TRIGGER items_ct_truncate")
     status = run_cli("display_incremental_status", "-t", "app.items")
-    assert "capture trigger items_truncate (for TRUNCATE) on app.items is disabled" in status.stdout
-    run(pg, "DROP TRIGGER items_truncate ON app.items")
+    expected = "capture trigger items_ct_truncate (for TRUNCATE) on app.items is disabled"
+    assert expected in status.stdout
+    run(pg, "DROP TRIGGER items_ct_truncate ON app.items")
     status = run_cli("display_incremental_status", "-t", "app.items")
-    assert "capture trigger items_truncate (for TRUNCATE) on app.items is missing" in status.stdout
+    expected = "capture trigger items_ct_truncate (for TRUNCATE) on app.items is missing"
+    assert expected in status.stdout
     assert "--incremental-recreate-capture-objects" in status.stdout
     # Tables enabled before TRUNCATE was captured have no such trigger: status says so, and
     # cron's extractions go on shipping what the row trigger records.

@@ -510,8 +510,8 @@ def test_select_list_casts_by_declared_type(source: OracleSource) -> None:
     assert expressions["ZONED_NANOS_AT"] == (
         'LTRIM(TO_CHAR(SYS_EXTRACT_UTC(ZONED_NANOS_AT), \'SYYYY-MM-DD"T"HH24:MI:SS.FF9"Z"\'))'
     )
-    assert expressions["ZONED_AT"] == "SYS_EXTRACT_UTC(ZONED_AT)"
-    assert expressions["LOCAL_AT"] == "SYS_EXTRACT_UTC(LOCAL_AT)"
+    assert expressions["ZONED_AT"] == "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6))"
+    assert expressions["LOCAL_AT"] == "CAST(SYS_EXTRACT_UTC(LOCAL_AT) AS TIMESTAMP(6))"
     assert expressions["UPDATED_AT"] == "UPDATED_AT"
     assert expressions["ROW_ADDRESS"] == "CAST(ROW_ADDRESS AS VARCHAR2(4000))"
     assert expressions["LOGICAL_ADDRESS"] == "CAST(LOGICAL_ADDRESS AS VARCHAR2(4000))"

@@ -44,7 +44,7 @@ GOLDEN = Path(__file__).parent / "golden"
 UPDATE_GOLDEN = os.environ.get("GLUON_UPDATE_GOLDEN") == "1"
 SUFFIX = ".sql.j2"
 
-SELECTED = ["ORDER_ID", '"lower_case"', "SYS_EXTRACT_UTC(ZONED_AT)"]
+SELECTED = ["ORDER_ID", '"lower_case"', "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6))"]
 URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
 
 # -- capture objects: one case per method that creates the object ----------------------------

@@ -77,6 +77,14 @@ def test_cases_cover_the_templates() -> None:
             "an INSTEAD OF trigger on S.X, which is not a view",
         ),
         ("   ", "an empty statement"),
+        # A quoted name may hold what starts a comment or a literal: the ';' is still code.
+        ('SELECT "A--B" FROM DUAL;', "a SQL statement ending with ';'"),
+        ('SELECT "A/*B" FROM DUAL;', "a SQL statement ending with ';'"),
+        (
+            'CREATE OR REPLACE TRIGGER S."IT\'S" AFTER INSERT ON S.X FOR EACH ROW\n'
+            "BEGIN\n  RAISE_APPLICATION_ERROR(-20001, 'no');\nEND",
+            "a PL/SQL unit that does not end with END;",
+        ),
     ],
 )
 def test_the_rule_refuses_what_sqlfluff_accepts(statement: str, problem: str) -> None:
@@ -92,7 +100,10 @@ def test_the_rule_refuses_what_sqlfluff_accepts(statement: str, problem: str) ->
         "  IF INSERTING THEN NULL; END IF;\nEND;",
         "SELECT ';' AS semicolon FROM dual",
         "COMMENT ON TABLE S.T IS 'a; b /'",
+        "COMMENT ON TABLE S.\"IT'S\" IS ';'",
+        'CREATE OR REPLACE TRIGGER S."order items_UV" INSTEAD OF INSERT ON S."order items_UV"\n'
+        "FOR EACH ROW\nBEGIN\n  NULL;\nEND;",
     ],
 )
 def test_the_rule_accepts_what_oracle_takes(statement: str) -> None:
-    assert statement_problems(statement) == []
+    assert statement_problems(statement, frozenset({'S."order items_UV"'})) == []

@@ -12,6 +12,9 @@ one call, as it is:
   (SQL*Plus's terminator, which the driver would send as text);
 - no statement is empty or holds a line with only ``/`` (a separator the split missed);
 - an ``INSTEAD OF`` trigger names a view (Oracle: ORA-25002 on a table).
+
+Comments and string literals are masked first, in one scan with quoted names, which Oracle
+lets hold ``'`` and ``--``: read as a literal or a comment, they hid the code after them.
 """
 
 from __future__ import annotations
@@ -24,19 +27,33 @@ _PLSQL_UNIT = re.compile(
     re.IGNORECASE,
 )
 _FINAL_END = re.compile(r"\bEND(\s+[\w$#\"]+)?\s*;\s*$", re.IGNORECASE)
-_COMMENT = re.compile(r"--[^\n]*|/\*.*?\*/", re.DOTALL)
-_LITERAL = re.compile(r"'(?:[^']|'')*'")
+# One left-to-right scan, so that a quoted name holding ' or -- (both legal in Oracle) is
+# read as a name, not as the start of a literal or a comment that would hide the code after.
+_TOKEN = re.compile(
+    r"(?P<comment>--[^\n]*|/\*.*?\*/)|(?P<name>\"(?:[^\"]|\"\")*\")|(?P<literal>'(?:[^']|'')*')",
+    re.DOTALL,
+)
+_NAME = r'(?:"(?:[^"]|"")*"|[\w$#]+)'
 # DDL cannot stand in PL/SQL (PLS-00103) except as EXECUTE IMMEDIATE text (a literal):
 # one after the unit's first line is a second statement glued on (a forgotten separator).
 _DDL = re.compile(
     r"^\s*(CREATE|ALTER|DROP|GRANT|REVOKE|TRUNCATE|COMMENT\s+ON)\b", re.IGNORECASE | re.MULTILINE
 )
-_INSTEAD_OF_TARGET = re.compile(r"\bINSTEAD\s+OF\b.*?\bON\s+(\S+)", re.IGNORECASE | re.DOTALL)
+_INSTEAD_OF_TARGET = re.compile(
+    rf"\bINSTEAD\s+OF\b.*?\bON\s+({_NAME}(?:\.{_NAME})?)", re.IGNORECASE | re.DOTALL
+)
 
 
 def _code(statement: str) -> str:
-    """The statement without comments and string literals (they may hold anything)."""
-    return _COMMENT.sub(" ", _LITERAL.sub("''", statement)).strip()
+    """The statement without comments and string literals (they may hold anything); quoted
+    names are kept as they are."""
+
+    def masked(token: re.Match[str]) -> str:
+        if token.group("comment") is not None:
+            return " "
+        return token.group(0) if token.group("name") is not None else "''"
+
+    return _TOKEN.sub(masked, statement).strip()
 
 
 def statement_problems(statement: str, views: frozenset[str] = frozenset()) -> list[str]:

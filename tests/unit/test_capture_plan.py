@@ -40,7 +40,7 @@ def test_postgresql_names() -> None:
     assert objects == [
         SourceObjectRef(SourceObject.CHANGELOG_SEQUENCE, "sh_h", "products_seq", "SEQUENCE"),
         SourceObjectRef(SourceObject.CHANGELOG_TABLE, "sh_h", "products_log", "TABLE"),
-        SourceObjectRef(SourceObject.CHANGELOG_TRIGGER, "sh_h", "products", "TRIGGER"),
+        SourceObjectRef(SourceObject.CHANGELOG_TRIGGER, "sh_h", "products_ct", "TRIGGER"),
     ]
 
 
@@ -63,7 +63,7 @@ def test_sqlite_has_no_sequence_object_and_prefixes_names() -> None:
     )
     assert [(item.kind, item.schema, item.name) for item in objects] == [
         (SourceObject.CHANGELOG_TABLE, "main", "main_h_products_log"),
-        (SourceObject.CHANGELOG_TRIGGER, "main", "main_h_products"),
+        (SourceObject.CHANGELOG_TRIGGER, "main", "main_h_products_ct"),
     ]
 
 

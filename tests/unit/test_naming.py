@@ -133,7 +133,7 @@ def test_postgresql_like_names_go_to_the_lower_case_hybrid_schema() -> None:
     assert names == SourceObjectNames(
         changelog_table=QualifiedName("sales_h", "orders_log"),
         changelog_sequence=QualifiedName("sales_h", "orders_seq"),
-        changelog_trigger=QualifiedName("sales_h", "orders"),
+        changelog_trigger=QualifiedName("sales_h", "orders_ct"),
         updatable_view=QualifiedName("sales_h", "orders_uv"),
         updatable_trigger=QualifiedName("sales_h", "orders_uv"),
         lake_rows_table=QualifiedName("sales_h", "orders_lk"),
@@ -161,7 +161,7 @@ def test_postgresql_like_long_names_are_shortened_to_63() -> None:
         assert len(name.name) <= 63
         assert name.schema == "app_h"
         assert name.name == name.name.lower()
-    assert names.changelog_trigger.name == table  # fits: not hashed
+    assert names.changelog_trigger.name == shorten(f"{table}_CT", 63).lower()
     assert names.changelog_table.name == shorten(f"{table}_LOG", 63).lower()
     assert names.changelog_table.name.startswith("t" * 54 + "_")
     assert len({n.name for n in all_names(names)}) == 5  # view and its trigger share a name
@@ -196,7 +196,7 @@ def test_oracle_like_names_are_upper_case(limit: int) -> None:
     )
     assert names.changelog_table == QualifiedName("SH_H", "SALES_LOG")
     assert names.changelog_sequence == QualifiedName("SH_H", "SALES_SEQ")
-    assert names.changelog_trigger == QualifiedName("SH_H", "SALES")
+    assert names.changelog_trigger == QualifiedName("SH_H", "SALES_CT")
     assert names.updatable_view == QualifiedName("SH_H", "SALES_UV")
 
 
@@ -208,7 +208,7 @@ def test_oracle_like_long_names_fit_30_and_128() -> None:
     for name in all_names(short):
         assert len(name.name) == 30
         assert name.name == name.name.upper()
-    assert long.changelog_trigger.name == table  # 119 <= 128: kept whole
+    assert long.changelog_trigger.name == table + "_CT"  # 122 <= 128: kept whole
     assert long.changelog_table.name == table + "_LOG"  # 123 <= 128
     assert len({n.name for n in all_names(short)}) == 5
 
@@ -219,7 +219,7 @@ def test_sqlite_like_names_use_a_prefix_in_the_tables_own_schema() -> None:
     )
     assert names.changelog_table == QualifiedName("main", "main_h_products_log")
     assert names.changelog_sequence == QualifiedName("main", "main_h_products_seq")
-    assert names.changelog_trigger == QualifiedName("main", "main_h_products")
+    assert names.changelog_trigger == QualifiedName("main", "main_h_products_ct")
     assert names.updatable_view == QualifiedName("main", "main_h_products_uv")
     assert names.updatable_trigger == QualifiedName("main", "main_h_products_uv")
     assert names.lake_rows_table == QualifiedName("main", "main_h_products_lk")
@@ -274,6 +274,30 @@ def test_the_changelog_table_can_be_overridden(
     assert names.changelog_sequence == default.changelog_sequence
     assert names.changelog_trigger == default.changelog_trigger
     assert names.updatable_view == default.updatable_view
+
+
+SUFFIXES = ("_LOG", "_SEQ", "_UV", "_LK", "_CT", "")
+"""Every suffix gluon's names use, and none: a table named like another's object."""
+
+
+@pytest.mark.parametrize(
+    ("max_length", "has_schemas", "fold"),
+    [(128, True, "upper"), (30, True, "upper"), (63, True, "lower"), (None, False, "lower")],
+    ids=["oracle", "oracle-30", "postgresql", "sqlite"],
+)
+@pytest.mark.parametrize("suffix", [s for s in SUFFIXES if s])
+def test_two_tables_never_share_an_object_name(
+    suffix: str, max_length: int | None, has_schemas: bool, fold: str
+) -> None:
+    """Table X_UV's changelog trigger was X's updatable trigger (both X_UV): on PostgreSQL
+    re-creating one dropped the other's function with CASCADE, on SQLite its triggers."""
+    first = source_object_names(
+        TableRef("app", "x"), max_length=max_length, has_schemas=has_schemas, fold=fold
+    )
+    second = source_object_names(
+        TableRef("app", f"x{suffix}"), max_length=max_length, has_schemas=has_schemas, fold=fold
+    )
+    assert not set(all_names(first)) & set(all_names(second))
 
 
 # -- lake names ------------------------------------------------------------------------------

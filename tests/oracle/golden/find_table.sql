@@ -4,6 +4,6 @@ SELECT t.owner AS table_schema,
        t.dependencies,
        t.partitioned
 FROM all_tables t
-WHERE UPPER(t.owner) = UPPER(:schema)
-  AND UPPER(t.table_name) = UPPER(:table)
+WHERE t.owner IN (:schema, UPPER(:schema))
+  AND t.table_name IN (:table, UPPER(:table))
 ORDER BY t.owner, t.table_name

@@ -1,5 +1,5 @@
 -- case: rowscn
-SELECT ORDER_ID, "lower_case", SYS_EXTRACT_UTC(ZONED_AT),
+SELECT ORDER_ID, "lower_case", CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6)),
        ORA_ROWSCN AS gl_seq,
        'U' AS gl_op
 FROM APP.ORDERS

@@ -1,0 +1,471 @@
+-- case: CHANGELOG create_changelog_sequence
+CREATE SEQUENCE APP_H."O'BRIEN_SEQ" START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: CHANGELOG drop_changelog_sequence
+DROP SEQUENCE APP_H."O'BRIEN_SEQ"
+
+-- case: CHANGELOG create_changelog_table
+CREATE TABLE APP_H."O'BRIEN_LOG" (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER,
+    "IT'S" NUMBER
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LOG" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: CHANGELOG drop_changelog_table
+DROP TABLE APP_H."O'BRIEN_LOG" PURGE
+
+-- case: CHANGELOG create_changelog_trigger
+CREATE OR REPLACE TRIGGER APP_H."O'BRIEN_CT"
+FOR INSERT OR UPDATE OR DELETE ON APP."O'BRIEN"
+COMPOUND TRIGGER
+  -- gluon:00000000000000000000000000000000:
+  TYPE gl_key IS RECORD (ID APP."O'BRIEN".ID%TYPE);
+  TYPE gl_keys IS TABLE OF gl_key;
+  gl_moved gl_keys := gl_keys();
+  gl_old gl_key;
+  gl_held PLS_INTEGER;
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."IT'S");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+        gl_moved.EXTEND;
+        gl_moved(gl_moved.LAST).ID := :OLD.ID;
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."IT'S");
+      ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."IT'S" IS NULL AND :OLD."IT'S" IS NULL) OR (:NEW."IT'S" IS NOT NULL AND :OLD."IT'S" IS NOT NULL AND :NEW."IT'S" = :OLD."IT'S"))) THEN
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'U', 'T', :NEW.ID, :NEW."IT'S");
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
+    END IF;
+  END AFTER EACH ROW;
+
+  AFTER STATEMENT IS
+  BEGIN
+    FOR gl_i IN 1 .. gl_moved.COUNT LOOP
+      gl_old := gl_moved(gl_i);
+      SELECT COUNT(*) INTO gl_held FROM APP."O'BRIEN" gl_app
+        WHERE gl_app.ID = gl_old.ID AND ROWNUM = 1;
+      IF gl_held = 0 THEN
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'T', gl_old.ID);
+      END IF;
+    END LOOP;
+  END AFTER STATEMENT;
+END;
+
+-- case: CHANGELOG drop_changelog_trigger
+DROP TRIGGER APP_H."O'BRIEN_CT"
+
+-- case: CHANGELOG_INSERT create_changelog_sequence
+CREATE SEQUENCE APP_H."O'BRIEN_SEQ" START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: CHANGELOG_INSERT drop_changelog_sequence
+DROP SEQUENCE APP_H."O'BRIEN_SEQ"
+
+-- case: CHANGELOG_INSERT create_changelog_table
+CREATE TABLE APP_H."O'BRIEN_LOG" (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER,
+    "IT'S" NUMBER
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LOG" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: CHANGELOG_INSERT drop_changelog_table
+DROP TABLE APP_H."O'BRIEN_LOG" PURGE
+
+-- case: CHANGELOG_INSERT create_changelog_trigger
+CREATE OR REPLACE TRIGGER APP_H."O'BRIEN_CT"
+FOR INSERT OR UPDATE OR DELETE ON APP."O'BRIEN"
+COMPOUND TRIGGER
+  -- gluon:00000000000000000000000000000000:
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."IT'S");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."IT'S" IS NULL AND :OLD."IT'S" IS NULL) OR (:NEW."IT'S" IS NOT NULL AND :OLD."IT'S" IS NOT NULL AND :NEW."IT'S" = :OLD."IT'S"))) THEN
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'U', 'T', :OLD.ID);
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
+    END IF;
+  END AFTER EACH ROW;
+END;
+
+-- case: CHANGELOG_INSERT drop_changelog_trigger
+DROP TRIGGER APP_H."O'BRIEN_CT"
+
+-- case: UPDATABLE create_changelog_sequence
+CREATE SEQUENCE APP_H."O'BRIEN_SEQ" START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: UPDATABLE drop_changelog_sequence
+DROP SEQUENCE APP_H."O'BRIEN_SEQ"
+
+-- case: UPDATABLE create_changelog_table
+CREATE TABLE APP_H."O'BRIEN_LOG" (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER,
+    "IT'S" NUMBER
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LOG" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE drop_changelog_table
+DROP TABLE APP_H."O'BRIEN_LOG" PURGE
+
+-- case: UPDATABLE create_lake_rows_table
+CREATE TABLE APP_H."O'BRIEN_LK" (
+    ID NUMBER(10),
+    "IT'S" NUMBER(12,2)
+)
+/
+CREATE INDEX APP_H."O'BRIEN_LK_IX"
+ON APP_H."O'BRIEN_LK" (ID)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LK" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE drop_lake_rows_table
+DROP TABLE APP_H."O'BRIEN_LK" PURGE
+
+-- case: UPDATABLE create_updatable_view
+GRANT SELECT ON APP."O'BRIEN" TO APP_H
+/
+CREATE OR REPLACE VIEW APP_H."O'BRIEN_UV" AS
+SELECT ID, "IT'S"
+FROM APP."O'BRIEN"
+UNION ALL
+SELECT gl_staged.ID, gl_staged."IT'S"
+FROM APP_H."O'BRIEN_LK" gl_staged
+WHERE NOT EXISTS (
+    SELECT 1 FROM APP."O'BRIEN" gl_app
+    WHERE gl_app.ID = gl_staged.ID
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_UV" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE drop_updatable_view
+DROP VIEW APP_H."O'BRIEN_UV"
+
+-- case: UPDATABLE create_updatable_trigger
+CREATE OR REPLACE TRIGGER APP_H."O'BRIEN_UV"
+INSTEAD OF INSERT OR UPDATE OR DELETE ON APP_H."O'BRIEN_UV"
+FOR EACH ROW
+DECLARE
+  gl_app_rows PLS_INTEGER;
+BEGIN
+  -- gluon:00000000000000000000000000000000:
+  IF INSERTING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :NEW.ID AND ROWNUM = 1;
+    INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+      VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'V', :NEW.ID, :NEW."IT'S");
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H."O'BRIEN_LK" (ID, "IT'S")
+        VALUES (:NEW.ID, :NEW."IT'S");
+    END IF;
+  ELSIF UPDATING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'V', :OLD.ID);
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'V', :NEW.ID, :NEW."IT'S");
+    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."IT'S" IS NULL AND :OLD."IT'S" IS NULL) OR (:NEW."IT'S" IS NOT NULL AND :OLD."IT'S" IS NOT NULL AND :NEW."IT'S" = :OLD."IT'S"))) THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'U', 'V', :NEW.ID, :NEW."IT'S");
+    END IF;
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :OLD.ID) OR (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H."O'BRIEN_LK" (ID, "IT'S")
+        VALUES (:NEW.ID, :NEW."IT'S");
+    END IF;
+  ELSIF DELETING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'V', :OLD.ID);
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :OLD.ID);
+    END IF;
+  END IF;
+END;
+
+-- case: UPDATABLE drop_updatable_trigger
+DROP TRIGGER APP_H."O'BRIEN_UV"
+
+-- case: UPDATABLE_CHANGELOG create_changelog_sequence
+CREATE SEQUENCE APP_H."O'BRIEN_SEQ" START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: UPDATABLE_CHANGELOG drop_changelog_sequence
+DROP SEQUENCE APP_H."O'BRIEN_SEQ"
+
+-- case: UPDATABLE_CHANGELOG create_changelog_table
+CREATE TABLE APP_H."O'BRIEN_LOG" (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER,
+    "IT'S" NUMBER
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LOG" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE_CHANGELOG drop_changelog_table
+DROP TABLE APP_H."O'BRIEN_LOG" PURGE
+
+-- case: UPDATABLE_CHANGELOG create_changelog_trigger
+CREATE OR REPLACE TRIGGER APP_H."O'BRIEN_CT"
+FOR INSERT OR UPDATE OR DELETE ON APP."O'BRIEN"
+COMPOUND TRIGGER
+  -- gluon:00000000000000000000000000000000:
+  TYPE gl_key IS RECORD (ID APP."O'BRIEN".ID%TYPE);
+  TYPE gl_keys IS TABLE OF gl_key;
+  gl_moved gl_keys := gl_keys();
+  gl_old gl_key;
+  gl_held PLS_INTEGER;
+
+  AFTER EACH ROW IS
+  BEGIN
+    IF INSERTING THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."IT'S");
+    ELSIF UPDATING THEN
+      IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+        gl_moved.EXTEND;
+        gl_moved(gl_moved.LAST).ID := :OLD.ID;
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'T', :NEW.ID, :NEW."IT'S");
+      ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+          AND ((:NEW."IT'S" IS NULL AND :OLD."IT'S" IS NULL) OR (:NEW."IT'S" IS NOT NULL AND :OLD."IT'S" IS NOT NULL AND :NEW."IT'S" = :OLD."IT'S"))) THEN
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'U', 'T', :NEW.ID, :NEW."IT'S");
+      END IF;
+    ELSIF DELETING THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'T', :OLD.ID);
+    END IF;
+  END AFTER EACH ROW;
+
+  AFTER STATEMENT IS
+  BEGIN
+    FOR gl_i IN 1 .. gl_moved.COUNT LOOP
+      gl_old := gl_moved(gl_i);
+      SELECT COUNT(*) INTO gl_held FROM APP."O'BRIEN" gl_app
+        WHERE gl_app.ID = gl_old.ID AND ROWNUM = 1;
+      IF gl_held = 0 THEN
+        INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+          VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'T', gl_old.ID);
+      END IF;
+    END LOOP;
+  END AFTER STATEMENT;
+END;
+
+-- case: UPDATABLE_CHANGELOG drop_changelog_trigger
+DROP TRIGGER APP_H."O'BRIEN_CT"
+
+-- case: UPDATABLE_CHANGELOG create_lake_rows_table
+CREATE TABLE APP_H."O'BRIEN_LK" (
+    ID NUMBER(10),
+    "IT'S" NUMBER(12,2)
+)
+/
+CREATE INDEX APP_H."O'BRIEN_LK_IX"
+ON APP_H."O'BRIEN_LK" (ID)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LK" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE_CHANGELOG drop_lake_rows_table
+DROP TABLE APP_H."O'BRIEN_LK" PURGE
+
+-- case: UPDATABLE_CHANGELOG create_updatable_view
+GRANT SELECT ON APP."O'BRIEN" TO APP_H
+/
+CREATE OR REPLACE VIEW APP_H."O'BRIEN_UV" AS
+SELECT ID, "IT'S"
+FROM APP."O'BRIEN"
+UNION ALL
+SELECT gl_staged.ID, gl_staged."IT'S"
+FROM APP_H."O'BRIEN_LK" gl_staged
+WHERE NOT EXISTS (
+    SELECT 1 FROM APP."O'BRIEN" gl_app
+    WHERE gl_app.ID = gl_staged.ID
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_UV" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE_CHANGELOG drop_updatable_view
+DROP VIEW APP_H."O'BRIEN_UV"
+
+-- case: UPDATABLE_CHANGELOG create_updatable_trigger
+CREATE OR REPLACE TRIGGER APP_H."O'BRIEN_UV"
+INSTEAD OF INSERT OR UPDATE OR DELETE ON APP_H."O'BRIEN_UV"
+FOR EACH ROW
+DECLARE
+  gl_app_rows PLS_INTEGER;
+BEGIN
+  -- gluon:00000000000000000000000000000000:
+  IF INSERTING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :NEW.ID AND ROWNUM = 1;
+    INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+      VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'V', :NEW.ID, :NEW."IT'S");
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H."O'BRIEN_LK" (ID, "IT'S")
+        VALUES (:NEW.ID, :NEW."IT'S");
+    END IF;
+  ELSIF UPDATING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'V', :OLD.ID);
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'V', :NEW.ID, :NEW."IT'S");
+    ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
+        AND ((:NEW."IT'S" IS NULL AND :OLD."IT'S" IS NULL) OR (:NEW."IT'S" IS NOT NULL AND :OLD."IT'S" IS NOT NULL AND :NEW."IT'S" = :OLD."IT'S"))) THEN
+      INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+        VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'U', 'V', :NEW.ID, :NEW."IT'S");
+    END IF;
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :OLD.ID) OR (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H."O'BRIEN_LK" (ID, "IT'S")
+        VALUES (:NEW.ID, :NEW."IT'S");
+    END IF;
+  ELSIF DELETING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :OLD.ID AND ROWNUM = 1;
+    INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID)
+      VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'D', 'V', :OLD.ID);
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :OLD.ID);
+    END IF;
+  END IF;
+END;
+
+-- case: UPDATABLE_CHANGELOG drop_updatable_trigger
+DROP TRIGGER APP_H."O'BRIEN_UV"
+
+-- case: UPDATABLE_INSERT create_changelog_sequence
+CREATE SEQUENCE APP_H."O'BRIEN_SEQ" START WITH 1 INCREMENT BY 1 CACHE 1000 ORDER NOCYCLE
+
+-- case: UPDATABLE_INSERT drop_changelog_sequence
+DROP SEQUENCE APP_H."O'BRIEN_SEQ"
+
+-- case: UPDATABLE_INSERT create_changelog_table
+CREATE TABLE APP_H."O'BRIEN_LOG" (
+    gl_seq NUMBER(19) NOT NULL PRIMARY KEY,
+    gl_op CHAR(1) NOT NULL CHECK (gl_op IN ('I', 'U', 'D', 'T')),
+    gl_origin CHAR(1) NOT NULL CHECK (gl_origin IN ('T', 'V')),
+    gl_changed_at TIMESTAMP WITH TIME ZONE DEFAULT SYSTIMESTAMP NOT NULL,
+    ID NUMBER,
+    "IT'S" NUMBER
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LOG" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE_INSERT drop_changelog_table
+DROP TABLE APP_H."O'BRIEN_LOG" PURGE
+
+-- case: UPDATABLE_INSERT create_lake_rows_table
+CREATE TABLE APP_H."O'BRIEN_LK" (
+    ID NUMBER(10),
+    "IT'S" NUMBER(12,2)
+)
+/
+CREATE INDEX APP_H."O'BRIEN_LK_IX"
+ON APP_H."O'BRIEN_LK" (ID)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_LK" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE_INSERT drop_lake_rows_table
+DROP TABLE APP_H."O'BRIEN_LK" PURGE
+
+-- case: UPDATABLE_INSERT create_updatable_view
+GRANT SELECT ON APP."O'BRIEN" TO APP_H
+/
+CREATE OR REPLACE VIEW APP_H."O'BRIEN_UV" AS
+SELECT ID, "IT'S"
+FROM APP."O'BRIEN"
+UNION ALL
+SELECT gl_staged.ID, gl_staged."IT'S"
+FROM APP_H."O'BRIEN_LK" gl_staged
+WHERE NOT EXISTS (
+    SELECT 1 FROM APP."O'BRIEN" gl_app
+    WHERE gl_app.ID = gl_staged.ID
+)
+/
+COMMENT ON TABLE APP_H."O'BRIEN_UV" IS 'gluon:00000000000000000000000000000000:'
+
+-- case: UPDATABLE_INSERT drop_updatable_view
+DROP VIEW APP_H."O'BRIEN_UV"
+
+-- case: UPDATABLE_INSERT create_updatable_trigger
+CREATE OR REPLACE TRIGGER APP_H."O'BRIEN_UV"
+INSTEAD OF INSERT OR UPDATE OR DELETE ON APP_H."O'BRIEN_UV"
+FOR EACH ROW
+DECLARE
+  gl_app_rows PLS_INTEGER;
+  gl_staged_rows PLS_INTEGER;
+BEGIN
+  -- gluon:00000000000000000000000000000000:
+  IF INSERTING THEN
+    SELECT COUNT(*) INTO gl_app_rows FROM APP."O'BRIEN" gl_app
+      WHERE gl_app.ID = :NEW.ID AND ROWNUM = 1;
+    SELECT COUNT(*) INTO gl_staged_rows FROM APP_H."O'BRIEN_LK" gl_staged
+      WHERE gl_staged.ID = :NEW.ID AND ROWNUM = 1;
+    IF gl_app_rows + gl_staged_rows > 0 THEN
+      RAISE_APPLICATION_ERROR(-20002, 'INSERT through APP_H.O''BRIEN_UV: the view already shows a row with this key (this method only adds rows)');
+    END IF;
+    INSERT INTO APP_H."O'BRIEN_LOG" (gl_seq, gl_op, gl_origin, ID, "IT'S")
+      VALUES (APP_H."O'BRIEN_SEQ".NEXTVAL, 'I', 'V', :NEW.ID, :NEW."IT'S");
+    IF gl_app_rows = 0 THEN
+      DELETE FROM APP_H."O'BRIEN_LK" gl_staged
+        WHERE (gl_staged.ID = :NEW.ID);
+      INSERT INTO APP_H."O'BRIEN_LK" (ID, "IT'S")
+        VALUES (:NEW.ID, :NEW."IT'S");
+    END IF;
+  ELSIF UPDATING THEN
+    RAISE_APPLICATION_ERROR(-20001, 'UPDATE through APP_H.O''BRIEN_UV is not captured (only INSERT)');
+  ELSIF DELETING THEN
+    RAISE_APPLICATION_ERROR(-20001, 'DELETE through APP_H.O''BRIEN_UV is not captured (only INSERT)');
+  END IF;
+END;
+
+-- case: UPDATABLE_INSERT drop_updatable_trigger
+DROP TRIGGER APP_H."O'BRIEN_UV"
