@@ -121,7 +121,7 @@ def _umask(env: Mapping[str, str]) -> int:
     text = env.get("GLUON_UMASK")
     if not text:
         return DEFAULT_UMASK
-    if not re.fullmatch(r"0?[0-7]{3}", text.strip()):
+    if not re.fullmatch(r"0?[0-7]{1,3}", text.strip()):
         raise ConfigError(
             f"GLUON_UMASK must be an octal umask such as 077 (private) or 027 (readable by "
             f"the group), found {text!r}"

@@ -1,0 +1,116 @@
+"""Safe defaults (issue 30): what gluon writes is its user's alone unless GLUON_UMASK says
+otherwise, and the service's metrics listen on 127.0.0.1 unless told otherwise. The modes
+are those of real files: the repository, the Delta tables Sail and deltalake write, logs,
+reports and lock files."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from support.cli import error_lines
+from typer.testing import Result
+
+RunCli = Callable[..., Result]
+
+
+@pytest.fixture
+def loose_umask() -> Iterator[None]:
+    """The test process' umask as a careless login's (022): gluon must not inherit it."""
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def written_by_gluon(home: Path) -> list[Path]:
+    """Everything under ``home`` but ``home`` itself (the test made it)."""
+    return sorted(home.rglob("*"))
+
+
+def run_the_lifecycle(home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Offload and enable a SQLite table (IMMEDIATE: deltalake merges), ship a change, save
+    a report: every kind of file gluon writes."""
+    path = home.parent / "app.db"
+    url = f"sqlite:///{path}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = sa.create_engine(url)
+    with engine.begin() as db:
+        db.exec_driver_sql("CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT)")
+        db.exec_driver_sql("INSERT INTO items VALUES (1, 'a'), (2, 'b')")
+    enabled = run_cli(
+        "offload",
+        "-t",
+        "main.items",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+        "--incremental-merge-mode=IMMEDIATE",
+    )
+    assert enabled.exit_code == 0, enabled.stderr
+    with engine.begin() as db:
+        db.exec_driver_sql("INSERT INTO items VALUES (3, 'c')")
+    extracted = run_cli("offload", "-t", "main.items", "-x", "--incremental-run-extraction")
+    assert extracted.exit_code == 0, extracted.stderr
+    report = run_cli("offload_status_report")
+    assert report.exit_code == 0, report.stderr
+    engine.dispose()
+
+
+def modes(paths: list[Path]) -> dict[str, set[Path]]:
+    found: dict[str, set[Path]] = {"file": set(), "dir": set()}
+    for path in paths:
+        found["dir" if path.is_dir() else "file"].add(path)
+    return found
+
+
+def test_what_gluon_writes_is_readable_by_its_user_only(
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    loose_umask: None,
+) -> None:
+    run_the_lifecycle(offload_home, run_cli, monkeypatch)
+    paths = written_by_gluon(offload_home)
+    kinds = {path.relative_to(offload_home).parts[0] for path in paths}
+    assert kinds >= {"repo", "lake", "log", "run"}, kinds
+    assert any(path.suffix == ".parquet" for path in paths)
+    assert any(path.name.startswith("gluon_offload_status_report_") for path in paths)
+    open_to_others = {
+        f"{stat.S_IMODE(path.stat().st_mode):o} {path.relative_to(offload_home)}"
+        for path in paths
+        if path.stat().st_mode & 0o077
+    }
+    assert open_to_others == set()
+    assert os.umask(0o022) == 0o022  # the command gave the process its umask back
+
+
+def test_gluon_umask_shares_the_lake_with_a_group(
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    loose_umask: None,
+) -> None:
+    monkeypatch.setenv("GLUON_UMASK", "027")
+    run_the_lifecycle(offload_home, run_cli, monkeypatch)
+    found = modes(sorted((offload_home / "lake").rglob("*")))
+    assert {stat.S_IMODE(path.stat().st_mode) for path in found["dir"]} == {0o750}
+    assert {stat.S_IMODE(path.stat().st_mode) for path in found["file"]} == {0o640}
+    logs = list((offload_home / "log").glob("*.log"))
+    assert logs and {stat.S_IMODE(path.stat().st_mode) for path in logs} == {0o600}
+
+
+@pytest.mark.parametrize("value", ["0o77", "888", "1777", "group"])
+def test_a_malformed_gluon_umask_is_refused(
+    offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("GLUON_UMASK", value)
+    monkeypatch.setenv("GLUON_SOURCE_URL", f"sqlite:///{offload_home.parent / 'app.db'}")
+    result = run_cli("offload", "-t", "main.items", "-x")
+    lines = error_lines(result)
+    assert len(lines) == 1 and "GLUON_UMASK must be an octal umask" in lines[0], result.stderr
+    assert result.exit_code == 2
+    assert list(offload_home.iterdir()) == []
