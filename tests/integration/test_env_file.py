@@ -12,7 +12,7 @@ import pytest
 from support.cli import error_lines
 from typer.testing import Result
 
-from gluon.config import parse_env_file
+from gluon.env_file import parse_env_file
 
 RunCli = Callable[..., Result]
 

@@ -114,3 +114,64 @@ def test_a_malformed_gluon_umask_is_refused(
     assert len(lines) == 1 and "GLUON_UMASK must be an octal umask" in lines[0], result.stderr
     assert result.exit_code == 2
     assert list(offload_home.iterdir()) == []
+
+
+def listening_addresses(port: int) -> set[str]:
+    """The local IPv4 addresses with a socket listening on ``port`` (from /proc/net/tcp)."""
+    found = set()
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        local, state = line.split()[1], line.split()[3]
+        address, hex_port = local.split(":")
+        if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+            found.add(".".join(str(int(address[i : i + 2], 16)) for i in (6, 4, 2, 0)))
+    return found
+
+
+def test_the_service_under_tee_stopped_by_ctrl_c_exits_130_quietly_and_served_loopback(
+    offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``gluon service ... | tee``, then Ctrl-C: tee is gone when the service says it stops.
+    The metrics endpoint listened on 127.0.0.1 only (no --metrics-address given)."""
+    import signal
+    import socket
+    import subprocess
+    import sys
+
+    url = f"sqlite:///{offload_home.parent / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    with sa.create_engine(url).begin() as db:
+        db.exec_driver_sql("CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT)")
+    enabled = run_cli(
+        "offload",
+        "-t",
+        "main.items",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+    )
+    assert enabled.exit_code == 0, enabled.stderr
+    config = offload_home / "tables.toml"
+    config.write_text('[tables."main.items"]\nextraction_interval = "1h"\n')
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    command = [sys.executable, "-c", "from gluon.cli.app import main; main()", "service"]
+    service = subprocess.Popen(
+        [*command, "--config", str(config), "--metrics-port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=offload_home.parent,
+    )
+    try:
+        assert service.stdout is not None
+        first = service.stdout.readline().decode()
+        assert f"metrics on 127.0.0.1:{port}" in first, first
+        assert listening_addresses(port) == {"127.0.0.1"}
+        service.stdout.close()  # tee ended by the same Ctrl-C
+        service.send_signal(signal.SIGINT)
+        _, stderr = service.communicate(timeout=120)
+    finally:
+        if service.poll() is None:
+            service.kill()
+    assert service.returncode == 130, stderr.decode()
+    assert stderr.decode() == ""
