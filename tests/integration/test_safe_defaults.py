@@ -175,3 +175,71 @@ def test_the_service_under_tee_stopped_by_ctrl_c_exits_130_quietly_and_served_lo
             service.kill()
     assert service.returncode == 130, stderr.decode()
     assert stderr.decode() == ""
+
+
+DISK_FULL_SCRIPT = r"""
+set -e
+mount -t tmpfs -o size=8m tmpfs "$LAKE"
+offload() { "$PYTHON" -c 'from gluon.cli.offload import main; main()' "$@"; }
+offload -t main.items -x --incremental-updates-enabled --incremental-extraction-method=CHANGELOG \
+    --incremental-merge-mode=IMMEDIATE > /dev/null
+"$PYTHON" -c "
+import os, sqlite3
+db = sqlite3.connect('$SOURCE')
+db.executemany('INSERT INTO items VALUES (?, ?)', [(k, os.urandom(100).hex()) for k in range(2, 2000)])
+db.commit()"
+log="$LAKE/main_load.db/items_changes/_delta_log"
+before=$(ls "$log" | grep -c json)
+GLUON_PAUSE=extract.before_merge_commit:120 GLUON_PAUSE_RELEASE="$HOME_DIR/release" \
+    offload -t main.items -x --incremental-run-extraction > "$HOME_DIR/out" 2> "$HOME_DIR/err" &
+until [ "$(ls "$log" | grep -c json)" -gt "$before" ]; do sleep 0.1; done
+sleep 0.5
+dd if=/dev/zero of="$LAKE/filler" bs=64k 2> /dev/null || true
+touch "$HOME_DIR/release"
+set +e
+wait $!
+echo $? > "$HOME_DIR/rc"
+"""
+
+
+def test_a_full_disk_during_an_immediate_merge_is_one_line_saying_so(
+    offload_home: Path, tmp_path: Path
+) -> None:
+    """The staged batch is written, then the file system fills up before the merge into the
+    base table (a real tmpfs in a user and mount namespace: no root needed)."""
+    import subprocess
+    import sys
+
+    if subprocess.run(["unshare", "-Urm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("user namespaces are not available here (unshare -Urm)")
+    source = tmp_path / "app.db"
+    with sa.create_engine(f"sqlite:///{source}").begin() as db:
+        db.exec_driver_sql("CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT)")
+        db.exec_driver_sql("INSERT INTO items VALUES (1, 'a')")
+    lake = tmp_path / "full"
+    lake.mkdir()
+    env = {
+        **os.environ,
+        "GLUON_SOURCE_URL": f"sqlite:///{source}",
+        "OFFLOAD_LAKE_ROOT": str(lake),
+        "LAKE": str(lake),
+        "SOURCE": str(source),
+        "HOME_DIR": str(tmp_path),
+        "PYTHON": sys.executable,
+    }
+    env.pop("RUST_BACKTRACE", None)  # as an operator's environment has it
+    done = subprocess.run(
+        ["unshare", "-Urm", "bash", "-c", DISK_FULL_SCRIPT],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert (tmp_path / "rc").read_text().strip() == "1"
+    stderr = (tmp_path / "err").read_text()
+    ours = [line for line in stderr.splitlines() if line.startswith("offload:")]
+    assert len(ours) == 1, stderr
+    assert ours[0].startswith("offload: error: merging into the Delta table at "), ours[0]
+    assert "no space left on device: free space where the lake is" in ours[0], ours[0]
+    assert "unexpected" not in stderr and "Traceback" not in stderr, stderr
