@@ -186,7 +186,8 @@ offload -t main.items -x --incremental-updates-enabled --incremental-extraction-
 "$PYTHON" -c "
 import os, sqlite3
 db = sqlite3.connect('$SOURCE')
-db.executemany('INSERT INTO items VALUES (?, ?)', [(k, os.urandom(100).hex()) for k in range(2, 2000)])
+rows = [(k, os.urandom(100).hex()) for k in range(2, 2000)]
+db.executemany('INSERT INTO items VALUES (?, ?)', rows)
 db.commit()"
 log="$LAKE/main_load.db/items_changes/_delta_log"
 before=$(ls "$log" | grep -c json)
