@@ -161,6 +161,7 @@ def test_the_service_under_tee_stopped_by_ctrl_c_exits_130_quietly_and_served_lo
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=offload_home.parent,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as at a terminal
     )
     try:
         assert service.stdout is not None
@@ -244,3 +245,49 @@ def test_a_full_disk_during_an_immediate_merge_is_one_line_saying_so(
     assert ours[0].startswith("offload: error: merging into the Delta table at "), ours[0]
     assert "no space left on device: free space where the lake is" in ours[0], ours[0]
     assert "unexpected" not in stderr and "Traceback" not in stderr, stderr
+
+
+def test_ctrl_c_ends_a_command_with_exit_130_and_one_line(
+    offload_home: Path, tmp_path: Path
+) -> None:
+    """SIGINT while an offload holds the table's lock (paused there, before the engine
+    starts: an embedded engine reached by the same SIGINT can hang the session's stop, the
+    ``gluon shell`` part of issue 30)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    source = tmp_path / "app.db"
+    with sa.create_engine(f"sqlite:///{source}").begin() as db:
+        db.exec_driver_sql("CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT)")
+        db.exec_driver_sql("INSERT INTO items VALUES (1, 'a')")
+    env = {
+        **os.environ,
+        "GLUON_SOURCE_URL": f"sqlite:///{source}",
+        "GLUON_PAUSE": "lock.lifecycle_held:120",
+    }
+    command = [sys.executable, "-c", "from gluon.cli.offload import main; main()"]
+    offload = subprocess.Popen(
+        [*command, "-t", "main.items", "-x"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=tmp_path,
+        # As at a terminal: a test runner started in the background ignores SIGINT, and a
+        # child would inherit that.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not list(offload_home.glob("run/*.lock")):
+            time.sleep(0.1)
+        time.sleep(0.5)  # into the pause
+        offload.send_signal(signal.SIGINT)
+        _, stderr = offload.communicate(timeout=120)
+    finally:
+        if offload.poll() is None:
+            offload.kill()
+    assert offload.returncode == 130, stderr.decode()
+    assert stderr.decode().splitlines() == ["offload: error: interrupted"]
+    assert not (offload_home / "lake").exists()
