@@ -162,17 +162,18 @@ def service(
             metrics = ServiceMetrics()
             metrics.serve(metrics_port, metrics_address)
         workers = parallel or tables.parallel
-        _say(
-            f"{PROGRAM} service: {len(tables.tables)} tables from {config}, {workers} runs at a "
-            "time"
-            + (f", metrics on {metrics_address}:{metrics_port}" if metrics_port else "")
-            + f"; log {_log_file()}"
-        )
+        # Before the first line: whoever reads it may stop the service at once.
         previous = {
             number: signal.signal(number, _stop_handler(stop, stopped_by))
             for number in (signal.SIGTERM, signal.SIGINT)
         }
         try:
+            _say(
+                f"{PROGRAM} service: {len(tables.tables)} tables from {config}, {workers} runs "
+                "at a time"
+                + (f", metrics on {metrics_address}:{metrics_port}" if metrics_port else "")
+                + f"; log {_log_file()}"
+            )
             runner = Service(settings, tables, parallel=workers, metrics=metrics, announce=_say)
             totals = runner.run(stop)
         finally:
