@@ -96,10 +96,12 @@ def test_a_repository_url_gluon_cannot_use_is_named(
     url: str,
     fragments: tuple[str, ...],
 ) -> None:
+    monkeypatch.chdir(offload_home.parent)  # where a relative path would land
     monkeypatch.setenv("GLUON_REPO_URL", url)
     result = run_cli("offload", "-t", "main.products", "-x")
     line = one_line(result, "offload", 2, "GLUON_REPO_URL", *fragments)
     assert "secret" not in line
+    assert not (offload_home.parent / "repo").exists()
     nothing_written(offload_home)
 
 
