@@ -89,7 +89,8 @@ def parse_env_file(path: Path) -> dict[str, str]:
 
 def _check_shell_value(key: str, raw: str, where: str) -> None:
     """Refuse a value bash reads differently from gluon: a leading space (bash would run the
-    rest as a command) or an expansion (``$``, a backquote) outside single quotes."""
+    rest as a command), an expansion (``$``, a backquote) outside single quotes, or a ``#``
+    inside an unquoted word (a comment for shlex, part of the value for bash)."""
     if raw[:1].isspace() and raw.strip() and not raw.strip().startswith("#"):
         raise ConfigError(
             f"{where}: write {key}=value without spaces around '=' "
@@ -97,7 +98,7 @@ def _check_shell_value(key: str, raw: str, where: str) -> None:
         )
     quote_char = ""
     escaped = False
-    for char in raw:
+    for index, char in enumerate(raw):
         if escaped:
             escaped = False
         elif char == "\\" and quote_char != "'":
@@ -109,8 +110,13 @@ def _check_shell_value(key: str, raw: str, where: str) -> None:
                 break
         elif char in "'\"":
             quote_char = char
+        elif char == "#" and (index == 0 or raw[index - 1].isspace()):
+            return  # a comment, for bash and shlex alike
         elif char == "#":
-            return
+            raise ConfigError(
+                f"{where}: the value of {key} holds a # inside a word: quote the value "
+                f"({key}='...'), which bash and gluon read alike"
+            )
         elif char in "$`":
             break
     else:

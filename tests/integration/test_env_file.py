@@ -32,6 +32,7 @@ def write_env(home: Path, text: str) -> Path:
         ("OFFLOAD_LAKE_ROOT=/srv/my lake", ("holds a space: quote it",)),
         ("OFFLOAD_LAKE_ROOT=$OFFLOAD_HOME/lake", ("does not expand variables",)),
         ('OFFLOAD_LAKE_ROOT="$HOME/lake"', ("does not expand variables",)),
+        ("GLUON_REPO_URL=sqlite:////srv/a#b.db", ("holds a # inside a word: quote",)),
         ("GLUON_SOURCE_CONECT_TIMEOUT=5", ("did you mean GLUON_SOURCE_CONNECT_TIMEOUT?",)),
         ("OFFLOAD_LAKEROOT=/srv/lake", ("did you mean OFFLOAD_LAKE_ROOT?",)),
         ("export GLUON_REPO=sqlite:////srv/r.db", ("did you mean GLUON_REPO_URL?",)),
@@ -78,6 +79,7 @@ GLUON_SOURCE_URL=sqlite:////srv/app.db
 export OFFLOAD_LAKE_ROOT='/srv/my lake'
 OFFLOAD_LOGDIR="/var/log/gluon"   # a comment after the value
 ORA_APP_PASS='pa$$ "word"'
+GLUON_REPO_URL='postgresql+psycopg://gluon:pa#ss@repohost/gluon'  # quoted: a # is kept
 ORA_APP_USER=gluon\\ app
 GLUON_SOURCE_LOCK_TIMEOUT=
   GLUON_ENGINE=sail
