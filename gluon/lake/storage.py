@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from gluon.errors import ConfigError, LakeError, StateError
+from gluon.errors import ConfigError, StateError
 from gluon.faults import fault_point
 from gluon.lake import failures
 
@@ -80,10 +80,11 @@ def _check_object_store(root: str) -> None:
     try:
         DeltaTable.is_deltatable(root)
     except Exception as exc:
-        cause = failures.storage_cause(exc)
-        if cause == failures.NO_CREDENTIALS:
-            raise ConfigError(f"OFFLOAD_LAKE_ROOT {root}: {cause}") from None
-        raise LakeError(f"cannot read the lake at {root}: {failures.describe(exc)}") from None
+        if failures.storage_cause(exc) == failures.NO_CREDENTIALS:
+            raise ConfigError(f"OFFLOAD_LAKE_ROOT {root}: {failures.NO_CREDENTIALS}") from None
+        # Anything else (a scheme the engine reads but deltalake does not, a network
+        # hiccup) is left to the first write, which names it.
+        log.info("reading the lake root %s failed: %s", root, failures.describe(exc))
 
 
 def delta_version(location: str) -> int | None:
