@@ -3,8 +3,10 @@
 #
 # - OFFLOAD_HOME: taken from the environment; when unset and the wrapper was started as
 #   <dir>/bin/<name> with <dir>/conf/offload.env present, <dir> is used.
-# - $OFFLOAD_HOME/conf/offload.env is sourced when present. Variables already set in the
-#   environment keep their values (as gluon itself does), so a cron line can override one.
+# - $OFFLOAD_HOME/conf/offload.env is sourced when present (gluon refuses, naming file and
+#   line, any line bash would read differently from gluon: docs/operations.md, section 3).
+#   Variables already set in the environment keep their values (as gluon itself does), so
+#   a cron line can override one.
 # - The console script comes from $GLUON_VENV/bin, else the .venv next to this checkout,
 #   else the first one on PATH that is not one of these wrappers.
 

@@ -132,8 +132,9 @@ class SourceObjectRef:
 
     @property
     def display_name(self) -> str:
-        """``SCHEMA.NAME``, or the bare name of a schema (a schema is in no schema)."""
-        if self.object_type == "SCHEMA":
+        """``SCHEMA.NAME``, or the bare name of what is in no schema (a schema, a replication
+        slot: a slot belongs to the database)."""
+        if self.object_type in ("SCHEMA", "SLOT"):
             return self.name
         return f"{self.schema}.{self.name}"
 

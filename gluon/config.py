@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -18,11 +17,11 @@ from urllib.parse import quote
 
 import sqlalchemy as sa
 
+from gluon.env_file import misspelt_environment, parse_env_file
 from gluon.errors import ConfigError
 from gluon.logs import remember_secret, secrets_of_url
 
 ENV_FILE = Path("conf") / "offload.env"
-_ASSIGNMENT = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=(.*)$")
 
 
 class EngineKind(StrEnum):
@@ -55,6 +54,14 @@ TIMEOUT_VARIABLES = {
     "GLUON_SOURCE_STATEMENT_TIMEOUT": "statement_seconds",
     "GLUON_SOURCE_LOCK_TIMEOUT": "lock_seconds",
 }
+MAX_TIMEOUT_SECONDS = 1_000_000
+"""The largest timeout every source takes (Oracle's DDL_LOCK_TIMEOUT; PostgreSQL's
+milliseconds stop at 2^31), about 11.5 days: a larger value would pass here and fail at
+the server."""
+
+DEFAULT_UMASK = 0o077
+"""Files gluon writes (repository, lake, reports, lock files) are its user's alone unless
+GLUON_UMASK says otherwise: they hold copies of source data."""
 
 
 def _source_timeouts(env: Mapping[str, str]) -> SourceTimeouts:
@@ -67,9 +74,10 @@ def _source_timeouts(env: Mapping[str, str]) -> SourceTimeouts:
             seconds = float(text)
         except ValueError:
             seconds = math.nan
-        if not (math.isfinite(seconds) and seconds >= 0):
+        if not (math.isfinite(seconds) and 0 <= seconds <= MAX_TIMEOUT_SECONDS):
             raise ConfigError(
-                f"{variable} must be a number of seconds (0 for no limit), found {text!r}"
+                f"{variable} must be a number of seconds from 0 to {MAX_TIMEOUT_SECONDS} "
+                f"(0 for no limit), found {text!r}"
             )
         values[field_name] = seconds
     return SourceTimeouts(**values)
@@ -88,6 +96,10 @@ class Settings:
     spark_master: str | None
     log_dir: Path
     source_timeouts: SourceTimeouts = SourceTimeouts()
+    umask: int = DEFAULT_UMASK
+    """The umask of gluon's writes (GLUON_UMASK)."""
+    warnings: tuple[str, ...] = ()
+    """What the command should say before it starts (a misspelt variable in the environment)."""
 
     @property
     def run_dir(self) -> Path:
@@ -105,23 +117,52 @@ class Settings:
         return self.source_url
 
 
-def parse_env_file(path: Path) -> dict[str, str]:
-    """Parse a shell-style ``KEY=value`` file (comments, ``export``, quotes)."""
-    values: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        match = _ASSIGNMENT.match(line)
-        if not match:
-            raise ConfigError(f"{path}:{number}: expected KEY=value, found {stripped!r}")
-        key, raw = match.groups()
-        try:
-            words = shlex.split(raw, comments=True)
-        except ValueError as exc:
-            raise ConfigError(f"{path}:{number}: cannot parse the value of {key}: {exc}") from None
-        values[key] = " ".join(words)
-    return values
+def _umask(env: Mapping[str, str]) -> int:
+    text = env.get("GLUON_UMASK")
+    if not text:
+        return DEFAULT_UMASK
+    if not re.fullmatch(r"0?[0-7]{1,3}", text.strip()):
+        raise ConfigError(
+            f"GLUON_UMASK must be an octal umask such as 077 (private) or 027 (readable by "
+            f"the group), found {text!r}"
+        )
+    return int(text.strip(), 8)
+
+
+def _lake_root(env: Mapping[str, str], home: Path) -> str:
+    """The lake root, which must not depend on the directory a command starts in."""
+    value = env.get("OFFLOAD_LAKE_ROOT")
+    if not value:
+        return str(home / "lake")
+    if "://" in value:
+        return value
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        raise ConfigError(
+            f"OFFLOAD_LAKE_ROOT must be an absolute path or a URI such as s3://bucket/prefix, "
+            f"found {value!r}: a relative path would put the lake wherever a command starts"
+        )
+    return str(path)
+
+
+REPOSITORY_BACKENDS = ("sqlite", "postgresql", "oracle")
+
+
+def _check_repo_url(url: str) -> None:
+    parsed = parse_database_url(url, "GLUON_REPO_URL")
+    backend = parsed.get_backend_name()
+    if backend not in REPOSITORY_BACKENDS:
+        raise ConfigError(
+            f"GLUON_REPO_URL: a {backend} repository is not supported: use SQLite "
+            "(sqlite:////abs/path/gluon.db), PostgreSQL (postgresql+psycopg://...) or "
+            "Oracle (oracle+oracledb://...)"
+        )
+    database = parsed.database or ":memory:"
+    if backend == "sqlite" and database != ":memory:" and not Path(database).is_absolute():
+        raise ConfigError(
+            f"GLUON_REPO_URL: the SQLite path {database!r} is relative: write "
+            "sqlite:////absolute/path/gluon.db (four slashes)"
+        )
 
 
 def _oracle_url(env: Mapping[str, str]) -> str | None:
@@ -186,6 +227,7 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         )
     home = Path(home_value).expanduser()
     env_file = home / ENV_FILE
+    warnings = misspelt_environment(env)
     if env_file.is_file():
         env = {**parse_env_file(env_file), **env}
     _remember_secrets(env)
@@ -197,11 +239,11 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         )
     if source_url:
         parse_database_url(source_url, "GLUON_SOURCE_URL")
-    lake_root = env.get("OFFLOAD_LAKE_ROOT") or str(home / "lake")
+    lake_root = _lake_root(env, home)
     repo_url = env.get("GLUON_REPO_URL") or f"sqlite:///{home / 'repo' / 'gluon.db'}"
     if "://" not in repo_url:
         raise ConfigError(f"GLUON_REPO_URL is not a SQLAlchemy URL: {repo_url!r}")
-    parse_database_url(repo_url, "GLUON_REPO_URL")
+    _check_repo_url(repo_url)
 
     spark_remote = env.get("SPARK_REMOTE") or None
     spark_master = env.get("GLUON_SPARK_MASTER") or None
@@ -229,4 +271,6 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         spark_master=spark_master,
         log_dir=log_dir,
         source_timeouts=_source_timeouts(env),
+        umask=_umask(env),
+        warnings=warnings,
     )

@@ -12,6 +12,8 @@ class ExitCode(IntEnum):
     ERROR = 1
     USAGE = 2
     LOCKED = 3
+    INTERRUPTED = 130
+    """Stopped by SIGINT (Ctrl-C): 128 + the signal's number, as shells report it."""
 
 
 class GluonError(Exception):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -14,7 +15,7 @@ from typing import Annotated
 
 import typer
 
-from gluon.cli.common import fail, run_command, stderr, stdout
+from gluon.cli.common import fail, quiet_broken_pipe, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
 from gluon.errors import ExitCode, UsageError
@@ -130,8 +131,12 @@ def service(
         typer.Option("--metrics-port", help="Serve Prometheus metrics on this port."),
     ] = None,
     metrics_address: Annotated[
-        str, typer.Option("--metrics-address", help="The address the metrics port listens on.")
-    ] = "0.0.0.0",
+        str,
+        typer.Option(
+            "--metrics-address",
+            help="The address the metrics port listens on (0.0.0.0: every interface).",
+        ),
+    ] = "127.0.0.1",
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
@@ -157,18 +162,18 @@ def service(
             metrics = ServiceMetrics()
             metrics.serve(metrics_port, metrics_address)
         workers = parallel or tables.parallel
-        stop = threading.Event()
-        _say(
-            f"{PROGRAM} service: {len(tables.tables)} tables from {config}, {workers} runs at a "
-            "time"
-            + (f", metrics on {metrics_address}:{metrics_port}" if metrics_port else "")
-            + f"; log {_log_file()}"
-        )
+        # Before the first line: whoever reads it may stop the service at once.
         previous = {
-            number: signal.signal(number, _stop_handler(stop))
+            number: signal.signal(number, _stop_handler(stop, stopped_by))
             for number in (signal.SIGTERM, signal.SIGINT)
         }
         try:
+            _say(
+                f"{PROGRAM} service: {len(tables.tables)} tables from {config}, {workers} runs "
+                "at a time"
+                + (f", metrics on {metrics_address}:{metrics_port}" if metrics_port else "")
+                + f"; log {_log_file()}"
+            )
             runner = Service(settings, tables, parallel=workers, metrics=metrics, announce=_say)
             totals = runner.run(stop)
         finally:
@@ -181,19 +186,30 @@ def service(
             f"{totals.skipped} skipped for a lock held, {totals.shipped} changes shipped)"
         )
 
+    stop = threading.Event()
+    stopped_by: list[int] = []
     text, _ = run_command(
         PROGRAM, body, subject="service", validate=validate, verbose=verbose, debug=debug
     )
     _say(text)
+    if signal.SIGINT in stopped_by:  # Ctrl-C: the shell's convention, 128 + SIGINT
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
 
 
 _say_lock = threading.Lock()
 
 
 def _say(line: str) -> None:
-    """One line on stdout at once (a journal or a pipe reads it while the service runs)."""
+    """One line on stdout at once (a journal or a pipe reads it while the service runs).
+
+    A reader that went away (``| tee`` ended by Ctrl-C) does not stop the service: its
+    lines are in the log.
+    """
     with _say_lock:
-        print(redact(line), flush=True)
+        try:
+            print(redact(line), flush=True)
+        except BrokenPipeError:
+            quiet_broken_pipe()
 
 
 def _log_file() -> str:
@@ -202,13 +218,17 @@ def _log_file() -> str:
     return files[0] if files else "(none)"
 
 
-def _stop_handler(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
+def _stop_handler(
+    stop: threading.Event, stopped_by: list[int]
+) -> Callable[[int, FrameType | None], None]:
     def handle(number: int, frame: FrameType | None) -> None:
         name = signal.Signals(number).name
+        stopped_by.append(number)
         if stop.is_set():
             # A second signal: end now. Every write path survives that; the next start resumes.
             logging.getLogger("gluon").warning("%s again: exiting without waiting", name)
-            print(f"{PROGRAM} service: {name} again: exiting at once", file=sys.stderr, flush=True)
+            with contextlib.suppress(OSError):
+                print(f"{PROGRAM} service: {name} again: exiting at once", file=sys.stderr)
             os._exit(int(ExitCode.ERROR))
         logging.getLogger("gluon").info("%s: stopping (no new runs)", name)
         _say(f"{PROGRAM} service: {name}: stopping; running runs finish their current commit")

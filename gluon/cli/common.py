@@ -145,6 +145,28 @@ def _detach_command_handlers() -> None:
         handler.close()
 
 
+def quiet_broken_pipe() -> None:
+    """stdout's reader is gone (``| head``, a ``tee`` ended by Ctrl-C): send the rest of the
+    output nowhere, as Python's documentation recommends, so no traceback follows at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # a stdout with no file descriptor (a test's runner)
+        pass
+    finally:
+        os.close(devnull)
+
+
+def _unexpected_message(exc: Exception) -> str | None:
+    """One actionable line for an unexpected error whose cause is known (the lake's storage),
+    else None."""
+    from gluon.lake import failures
+
+    if failures.is_delta_failure(exc):
+        return f"the lake's storage failed: {failures.describe(exc)}"
+    return None
+
+
 def _print_traceback() -> None:
     """``--debug``: the traceback on stderr, with secrets hidden like everywhere else."""
     print(redact(traceback.format_exc()), end="", file=sys.stderr)
@@ -166,11 +188,19 @@ def run_command(
     """
     debug = debug or bool(os.environ.get("GLUON_DEBUG"))
     log_path: Path | None = None
+    # The Delta and object-store libraries log warnings on stderr (an absent cloud metadata
+    # service...): the one-line error says what matters, the rest would bury it.
+    os.environ.setdefault("RUST_LOG", "error")
+    umask: int | None = None
     _detach_command_handlers()  # an earlier command in this process must not get our records
     try:
         if validate is not None:
             validate()
         settings = load_settings()
+        # Set before the first write (the log) and undone at the end, for a test's process.
+        umask = os.umask(settings.umask)
+        for warning in settings.warnings:
+            say(f"{program}: warning: {redact(warning)}", err=True)
         log_path = start_command_log(settings.log_dir, program, subject)
         _console_logging(verbose)
         logging.getLogger("gluon").info("%s %s", program, redact(" ".join(sys.argv[1:])))
@@ -184,13 +214,23 @@ def run_command(
             _print_traceback()
         fail(str(exc), exc.exit_code, program=program)
     except KeyboardInterrupt:
-        fail("interrupted", ExitCode.ERROR, program=program)
+        fail("interrupted", ExitCode.INTERRUPTED, program=program)
+    except BrokenPipeError:
+        quiet_broken_pipe()
+        logging.getLogger("gluon").warning("stdout was closed by its reader: stopped")
+        raise typer.Exit(int(ExitCode.ERROR)) from None
     except Exception as exc:  # the last resort: one line, the traceback in the log
         logging.getLogger("gluon").exception("unexpected error")
         if debug:
             _print_traceback()
         where = f" (details in {log_path})" if log_path else ""
+        known = _unexpected_message(exc)
+        if known:
+            fail(f"{known}{where}", ExitCode.ERROR, program=program)
         first_line = (str(exc).strip().splitlines() or [""])[0]
         fail(
             f"unexpected {type(exc).__name__}: {first_line}{where}", ExitCode.ERROR, program=program
         )
+    finally:
+        if umask is not None:
+            os.umask(umask)

@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gluon.lake import storage
+from gluon.errors import LakeError
+from gluon.lake import failures, storage
 from gluon.lake.changes import PARTITION_COLUMN, TRUNCATE, delta_columns
 from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote_part
@@ -225,7 +226,31 @@ def merge_batch(
     insert_only: bool,
 ) -> int:
     """Apply ``batch`` to the base table in one Delta commit recording it; return the base
-    table's version after it.
+    table's version after it (:func:`_merge_batch`).
+
+    Raises:
+        LakeError: the Delta library failed (a full disk, missing credentials): nothing was
+            committed, and the next extraction merges the staged batch again.
+    """
+    try:
+        return _merge_batch(base_path, writer, keys, batch, insert_only=insert_only)
+    except Exception as exc:
+        if not failures.is_delta_failure(exc):
+            raise
+        raise LakeError(
+            f"merging into the Delta table at {base_path} failed: {failures.describe(exc)}"
+        ) from exc
+
+
+def _merge_batch(
+    base_path: str,
+    writer: str,
+    keys: Sequence[str],
+    batch: StagedBatch,
+    *,
+    insert_only: bool,
+) -> int:
+    """Apply ``batch`` to the base table in one Delta commit recording it.
 
     Merging methods: a delete deletes the key's row, an insert or update replaces or adds it
     (its partition columns too, so a row whose partition changed moves). Insert-only methods

@@ -21,7 +21,7 @@ from urllib.parse import urlparse
 from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
 from gluon.faults import fault_point
-from gluon.lake import sqllog
+from gluon.lake import failures, sqllog
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -233,7 +233,8 @@ class LakeSession:
             if is_commit_conflict(exc):
                 raise
             raise LakeError(
-                f"writing the Delta table at {location} failed: {_first_line(exc)}"
+                f"writing the Delta table at {location} failed: "
+                f"{failures.storage_cause(exc) or _first_line(exc)}"
             ) from exc
         fault_point("lake.after_write")
 

@@ -14,6 +14,7 @@ from urllib.parse import urlparse
 
 from gluon.errors import ConfigError, StateError
 from gluon.faults import fault_point
+from gluon.lake import failures
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,8 @@ def check_writable(root: str) -> None:
         ConfigError: the local lake root cannot be created or written.
     """
     if not is_local(root):
-        return  # object stores are checked by the first write
+        _check_object_store(root)
+        return
     path = local_path(root)
     # Nothing is created here (a dry run changes nothing): probe the root, or where it would be.
     existing = path
@@ -69,6 +71,20 @@ def check_writable(root: str) -> None:
             f"OFFLOAD_LAKE_ROOT {root} is not writable ({exc.strerror or exc}): "
             "fix its permissions or point OFFLOAD_LAKE_ROOT elsewhere"
         ) from None
+
+
+def _check_object_store(root: str) -> None:
+    """Read the lake root once, so missing credentials fail before anything is written."""
+    from deltalake import DeltaTable
+
+    try:
+        DeltaTable.is_deltatable(root)
+    except Exception as exc:
+        if failures.storage_cause(exc) == failures.NO_CREDENTIALS:
+            raise ConfigError(f"OFFLOAD_LAKE_ROOT {root}: {failures.NO_CREDENTIALS}") from None
+        # Anything else (a scheme the engine reads but deltalake does not, a network
+        # hiccup) is left to the first write, which names it.
+        log.info("reading the lake root %s failed: %s", root, failures.describe(exc))
 
 
 def delta_version(location: str) -> int | None:

@@ -67,11 +67,40 @@ class OffloadedTable:
 def _engine(url: str, *, create: bool) -> sa.Engine:
     parsed = parse_database_url(url, "GLUON_REPO_URL")
     options: dict[str, Any] = {}
+    damaged_file: Path | None = None
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":
-            _check_sqlite_file(Path(parsed.database), create=create)
+            damaged_file = Path(parsed.database)
+            _check_sqlite_file(damaged_file, create=create)
         options["connect_args"] = {"timeout": 60}
-    return sa.create_engine(parsed, **options)
+    try:
+        engine = sa.create_engine(parsed, **options)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"GLUON_REPO_URL: its driver ({exc.name}) is not installed: use "
+            "postgresql+psycopg://... or oracle+oracledb://... (installed with gluon), or "
+            "install the driver in gluon's virtualenv"
+        ) from None
+    if damaged_file is not None:
+        _refuse_damaged_sqlite(engine, damaged_file)
+    return engine
+
+
+_DAMAGED = ("database disk image is malformed", "file is not a database")
+
+
+def _refuse_damaged_sqlite(engine: sa.Engine, path: Path) -> None:
+    """A damaged repository file fails every statement in one line saying so, wherever the
+    damage is read (opening it, or a later query touching a damaged page)."""
+
+    @sa.event.listens_for(engine, "handle_error")
+    def damaged(context: sa.engine.ExceptionContext) -> None:
+        reason = str(context.original_exception)
+        if any(text in reason for text in _DAMAGED):
+            raise RepositoryError(
+                f"the repository {path} is damaged ({reason}): restore "
+                "it from a backup (sqlite3's .recover may save its records)"
+            )
 
 
 def _shown(url: str) -> str:

@@ -8,7 +8,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import pytest
 import sqlalchemy as sa
 
-from gluon.config import EngineKind, load_settings, parse_env_file
+from gluon.config import EngineKind, load_settings
+from gluon.env_file import parse_env_file
 from gluon.errors import ConfigError, ExitCode, UsageError
 
 
