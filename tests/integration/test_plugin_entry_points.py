@@ -160,7 +160,7 @@ def test_the_package_s_method_captures_and_ships_on_its_dialect(
     plan = _run(_offload(*enable, method), plugin_path, tmp_path, **settings)
     assert plan.returncode == 0, plan.stderr
     assert "create table main.main_h_items_log in the source" in plan.stdout, plan.stdout
-    assert "create trigger main.main_h_items in the source" in plan.stdout, plan.stdout
+    assert "create trigger main.main_h_items_ct in the source" in plan.stdout, plan.stdout
     enabled = _run(_offload(*enable, method, "-x"), plugin_path, tmp_path, **settings)
     assert enabled.returncode == 0, enabled.stderr
     assert f"Incremental update enabled for MAIN.ITEMS with {METHOD}" in enabled.stdout

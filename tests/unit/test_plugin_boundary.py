@@ -58,6 +58,11 @@ ALLOWED: dict[tuple[str, str], str] = {
     "SQLite or PostgreSQL through SQLAlchemy: not a source dialect",
     ("repo/common.py", "sqlite"): "the repository's upsert, SQLAlchemy's per-backend insert",
     ("repo/common.py", "postgresql"): "the repository's upsert, SQLAlchemy's per-backend insert",
+    **{
+        ("config.py", backend): "the repository backends GLUON_REPO_URL may name "
+        "(REPOSITORY_BACKENDS): not source dialects"
+        for backend in ("sqlite", "postgresql", "oracle")
+    },
 }
 """(module under gluon/, what it names) -> why that is no special case of a plugin."""
 
