@@ -22,6 +22,7 @@ from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import sqllog
+from gluon.lake.sigint import start_keeping_sigint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +51,8 @@ def _sail_url() -> str:
             except ImportError as exc:
                 raise LakeError(f"the embedded Sail engine is not installed: {exc}") from None
             server = SparkConnectServer("127.0.0.1", 0)
-            server.start(background=True)
+            # Ctrl-C must not stop the server: gluon stops it, at exit (gluon.lake.sigint).
+            start_keeping_sigint(lambda: server.start(background=True))
             _sail_server = server
             atexit.register(_stop_sail)
             log.debug("started Sail on %s", server.listening_address)
@@ -190,6 +192,16 @@ class LakeSession:
             if is_commit_conflict(exc):
                 raise
             raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
+
+    def interrupt(self) -> None:
+        """Cancel whatever the engine still runs for this session (after Ctrl-C: pyspark's
+        Spark Connect client cancels the operation it was reading, but not one interrupted
+        elsewhere). Best effort: a failure is logged, the session stays usable."""
+        log.debug("spark: interruptAll")
+        try:
+            self.spark.interruptAll()
+        except Exception as exc:
+            log.info("the lake engine did not take the interrupt: %s", _first_line(exc))
 
     def table_exists(self, name: str) -> bool:
         """Whether the catalog has a table or view ``name`` (a quoted ``schema.table``)."""
