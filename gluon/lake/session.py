@@ -211,6 +211,14 @@ class LakeSession:
         except Exception as exc:
             raise LakeError(f"the lake engine's catalog failed: {_first_line(exc)}") from exc
 
+    def columns(self, name: str) -> list[str]:
+        """The column names of the table or view ``name`` (as a statement would write it)."""
+        log.debug("spark catalog: columns of %s", name)
+        try:
+            return list(self.spark.table(name).columns)
+        except Exception as exc:
+            raise LakeError(f"the lake engine's catalog failed: {_first_line(exc)}") from exc
+
     def write(
         self,
         frame: DataFrame,
