@@ -19,6 +19,7 @@ from gluon.errors import LakeError
 from gluon.lake import sql, storage, tables
 from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, first_line, open_session
+from gluon.lake.user_sql import NAME_CHAIN_PATTERN, NAME_PART_PATTERN
 from gluon.methods import get_method
 from gluon.naming import TableRef, lake_names
 from gluon.offload import OFFLOADED, register_user_view
@@ -29,10 +30,9 @@ from gluon.states import MergeMode
 log = logging.getLogger(__name__)
 RETAINED_NAME = re.compile(r"[^.\s()]+\.[^.\s()]+")
 """A ``schema.table`` name (older records hold descriptions such as ``T (before)``)."""
-_NAME_PART = r"`(?:[^`]|``)*`|\w+"
-NAME_CHAIN = re.compile(rf"(?:{_NAME_PART})(?:\s*\.\s*(?:{_NAME_PART}))*")
+NAME_CHAIN = re.compile(NAME_CHAIN_PATTERN)
 """A dotted Spark SQL name (``a.b``, ``a . `b c```), each part bare or back-quoted."""
-NAME_PART = re.compile(rf"{_NAME_PART}")
+NAME_PART = re.compile(NAME_PART_PATTERN)
 
 
 READ_JOIN_OPTIONS: dict[str, int] = {

@@ -6,6 +6,7 @@ import base64
 import csv
 import datetime as dt
 import decimal
+import difflib
 import io
 import json
 import logging
@@ -18,6 +19,7 @@ import pyarrow as pa
 from gluon.catalog import lake_session, unavailable_error
 from gluon.config import Settings
 from gluon.errors import GluonError, LakeError
+from gluon.lake import user_sql
 from gluon.lake.session import LakeSession, first_line
 
 log = logging.getLogger(__name__)
@@ -49,7 +51,7 @@ def run_statement(session: LakeSession, statement: str) -> pa.Table:
             it names and why.
     """
     try:
-        return session.sql(statement).toArrow()
+        return session.sql(user_sql.engine_form(statement)).toArrow()
     except Exception as exc:
         named = unavailable_error(session, statement)
         if named is not None:
@@ -58,7 +60,42 @@ def run_statement(session: LakeSession, statement: str) -> pa.Table:
             raise
         # The engine's own words, once: not the session's "rejected a statement" wrapper.
         engine_error = exc.__cause__ if isinstance(exc, LakeError) and exc.__cause__ else exc
+        column = user_sql.missing_column(str(engine_error))
+        if column is not None:
+            message = _no_such_column(session, statement, column)
+            raise LakeError(f"the query failed: {message}") from exc
         raise LakeError(f"the query failed: {first_line(engine_error)}") from exc
+
+
+SHOWN_COLUMNS = 12
+"""How many of a table's columns an unknown-column error lists."""
+
+
+def _no_such_column(session: LakeSession, statement: str, column: str) -> str:
+    """``column`` is in none of the tables ``statement`` reads: which those are, the columns
+    they have (some), and the nearest names."""
+    have: dict[str, list[str]] = {}
+    for name in user_sql.relations(statement):
+        try:
+            have[name] = session.columns(name)
+        except LakeError:  # a subquery's alias, a function: not a table to list
+            continue
+    if not have:
+        return f"column {column} does not exist in the tables the statement reads"
+    every = [name for names in have.values() for name in names]
+    nearest = difflib.get_close_matches(column.rsplit(".", 1)[-1], every, n=3)
+    hint = f"did you mean {' or '.join(dict.fromkeys(nearest))}? " if nearest else ""
+    listed = "; ".join(
+        f"{table}: {_some(names)}" if len(have) > 1 else _some(names)
+        for table, names in have.items()
+    )
+    return f"column {column} is not in {' or '.join(have)} ({hint}columns: {listed})"
+
+
+def _some(names: list[str]) -> str:
+    shown = ", ".join(names[:SHOWN_COLUMNS])
+    more = len(names) - SHOWN_COLUMNS
+    return f"{shown}, ... ({more} more)" if more > 0 else shown
 
 
 def split_statements(text: str) -> tuple[list[str], str]:

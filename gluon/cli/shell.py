@@ -44,7 +44,8 @@ Statements are Spark SQL and end with ';' (they may span lines).
   .tables          list the registered tables and views (also: SHOW VIEWS IN schema;)
   .mode MODE       print results as 'table', 'json' or 'csv'
   .help            this help
-  exit, quit, EOF  leave the shell (Ctrl-D; Ctrl-C drops the statement being typed)"""
+  exit, quit, EOF  leave the shell (Ctrl-D)
+Ctrl-C cancels the running statement, or drops the one being typed."""
 
 
 @dataclass
@@ -57,13 +58,18 @@ class ShellState:
     failed: int = 0
     pending: str = ""
     """The statement typed so far (lines without its ending ``;``)."""
+    interactive: bool = False
+    """At a terminal: Ctrl-C cancels a statement, not the shell."""
 
 
 def run_shell(settings: Settings, mode: str, interactive: bool) -> int:
     """Read and run statements until EOF or ``exit``; return how many failed."""
     with lake_session(settings) as session:
         state = ShellState(
-            mode=mode, views=_registered_views(session), unavailable=dict(session.unavailable)
+            mode=mode,
+            views=_registered_views(session),
+            unavailable=dict(session.unavailable),
+            interactive=interactive,
         )
         for view, reason in state.unavailable.items():
             _error(f"{view} is unavailable and was skipped: {reason}", kind="warning")
@@ -105,6 +111,17 @@ def _loop(session: LakeSession, state: ShellState, lines: Iterator[tuple[str, bo
 
 
 def _run(session: LakeSession, state: ShellState, statement: str) -> None:
+    try:
+        _run_and_print(session, state, statement)
+    except KeyboardInterrupt:
+        if not state.interactive:
+            raise  # Ctrl-C ends a script
+        log.info("statement cancelled (Ctrl-C)")
+        session.interrupt()
+        stderr.print(f"{PROGRAM}: statement cancelled", markup=False)
+
+
+def _run_and_print(session: LakeSession, state: ShellState, statement: str) -> None:
     log.info("statement: %s", redact(statement))
     try:
         table = run_statement(session, statement)

@@ -22,6 +22,7 @@ from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures, sqllog
+from gluon.lake.sigint import start_keeping_sigint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -50,7 +51,8 @@ def _sail_url() -> str:
             except ImportError as exc:
                 raise LakeError(f"the embedded Sail engine is not installed: {exc}") from None
             server = SparkConnectServer("127.0.0.1", 0)
-            server.start(background=True)
+            # Ctrl-C must not stop the server: gluon stops it, at exit (gluon.lake.sigint).
+            start_keeping_sigint(lambda: server.start(background=True))
             _sail_server = server
             atexit.register(_stop_sail)
             log.debug("started Sail on %s", server.listening_address)
@@ -191,11 +193,29 @@ class LakeSession:
                 raise
             raise LakeError(f"the lake engine rejected a statement: {_first_line(exc)}") from exc
 
+    def interrupt(self) -> None:
+        """Cancel whatever the engine still runs for this session (after Ctrl-C: pyspark's
+        Spark Connect client cancels the operation it was reading, but not one interrupted
+        elsewhere). Best effort: a failure is logged, the session stays usable."""
+        log.debug("spark: interruptAll")
+        try:
+            self.spark.interruptAll()
+        except Exception as exc:
+            log.info("the lake engine did not take the interrupt: %s", _first_line(exc))
+
     def table_exists(self, name: str) -> bool:
         """Whether the catalog has a table or view ``name`` (a quoted ``schema.table``)."""
         log.debug("spark catalog: tableExists %s", name)
         try:
             return bool(self.spark.catalog.tableExists(name))
+        except Exception as exc:
+            raise LakeError(f"the lake engine's catalog failed: {_first_line(exc)}") from exc
+
+    def columns(self, name: str) -> list[str]:
+        """The column names of the table or view ``name`` (as a statement would write it)."""
+        log.debug("spark catalog: columns of %s", name)
+        try:
+            return list(self.spark.table(name).columns)
         except Exception as exc:
             raise LakeError(f"the lake engine's catalog failed: {_first_line(exc)}") from exc
 

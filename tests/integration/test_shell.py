@@ -8,11 +8,13 @@ import os
 import select
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.tables import App, offload
+from support.terminal import Terminal
 from typer.testing import Result
 
 RunCli = Callable[..., Result]
@@ -146,3 +148,44 @@ def test_at_a_terminal_the_shell_prompts_and_keeps_a_history(app: App, offload_h
         "exit",
     ]
     assert history.stat().st_mode & 0o777 == 0o600
+
+
+ENDLESS = "SELECT COUNT(*) AS never FROM range(0, 100000000000000) WHERE id % 7 = 3;"
+"""A statement that would run for days: only Ctrl-C ends it. (Not a CROSS JOIN: Sail 0.7
+cannot stop one of those between batches, it keeps a core busy until it ends.)"""
+
+
+def test_ctrl_c_cancels_the_running_statement_and_the_line_typed(app: App) -> None:
+    """At a terminal, Ctrl-C cancels the statement the engine runs, or drops the one being
+    typed, and the session goes on; Ctrl-D leaves. Before the fix, Ctrl-C ended the shell
+    during a statement, and while typing it stopped the embedded engine too (Sail's own SIGINT
+    handler): the next statement hung for minutes."""
+    # Keys are sent at the prompt, as a person does: typed ahead, a Ctrl-C would also
+    # discard what the terminal holds for the program (its input queue is flushed).
+    with Terminal.gluon(["shell"]) as terminal:
+        terminal.expect("gluon> ")
+        terminal.send(ENDLESS + "\n")
+        terminal.expect(ENDLESS)  # echoed: the statement is sent
+        time.sleep(2)  # let the engine start on it (the test holds if it has not yet)
+        terminal.send("\x03")
+        cancelled = terminal.expect("gluon> ")
+        assert "gluon: statement cancelled" in cancelled and "│" not in cancelled
+        terminal.send("SELECT id, name FROM main.products WHERE id = 2;\n")
+        assert "row 2" in terminal.expect("(1 row)")
+        terminal.expect("gluon> ")
+        terminal.send("SELECT 'dropped'\n")  # an unfinished statement ...
+        terminal.expect("   ...> ")
+        terminal.send("  AS gone")
+        terminal.expect("AS gone")  # echoed by readline: it reads keys
+        # CPython's readline sees a signal only while it waits for a key: one that comes
+        # just before (quicker than a person's hands) counts at the next key instead.
+        time.sleep(0.5)
+        terminal.send("\x03")  # ... dropped
+        terminal.expect("gluon> ")
+        terminal.send("SELECT 6 * 7 AS answer;\n")
+        answered = terminal.expect("(1 row)")
+        assert "42" in answered and "dropped" not in answered
+        terminal.expect("gluon> ")
+        terminal.send("\x04")
+        assert terminal.exit_code() == 0
+    assert "Traceback" not in terminal.output
