@@ -75,8 +75,17 @@ from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.methods.base import ChangeReader, ExtractionMethod, SourceObject
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_parts, decimal_type
-from gluon.source.base import SourceDialect, StatementRefused, Subpartition, _first_line
-from gluon.source.oracle_bounds import subpartitions_from_dictionary
+from gluon.source.base import (
+    PartitionBound,
+    SourceDialect,
+    StatementRefused,
+    Subpartition,
+    _first_line,
+)
+from gluon.source.oracle_bounds import (
+    partition_bounds_from_dictionary,
+    subpartitions_from_dictionary,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -635,6 +644,10 @@ class OracleSource(SourceDialect):
             self._dictionary("primary_key", params),
             self._dictionary("partitioning", params) if partitioned else [],
         )
+
+    def partition_bounds(self, spec: TableSpec) -> dict[str, PartitionBound]:
+        params = {"schema": spec.schema, "table": spec.name}
+        return partition_bounds_from_dictionary(spec, self._dictionary("list_partitions", params))
 
     def subpartitions(self, spec: TableSpec) -> dict[str, Subpartition]:
         if not spec.partition_columns:

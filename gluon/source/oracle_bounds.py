@@ -106,6 +106,27 @@ def _bounds(kind: str, rows: list[tuple[str, str | None]]) -> dict[str, Partitio
     return {name: PartitionBound(name) for name, _ in rows}  # HASH: no value bound
 
 
+def partition_bounds_from_dictionary(
+    spec: TableSpec, partitions: Iterable[Mapping[str, Any]]
+) -> dict[str, PartitionBound]:
+    """The partitions of ``spec`` (RANGE or LIST on one column) from the ``list_partitions``
+    rows (partition_name, partition_position, high_value), in position order.
+
+    Raises:
+        UnsupportedError: another partitioning, a key of several columns, a bound gluon
+            cannot read.
+    """
+    if len(spec.partition_columns) != 1 or spec.partition_kind not in ("RANGE", "LIST"):
+        raise UnsupportedError(
+            f"{spec.schema}.{spec.name} is not RANGE or LIST partitioned on one column: "
+            "use --offload-predicate"
+        )
+    ordered = sorted(partitions, key=lambda row: int(row["partition_position"]))
+    return _bounds(
+        str(spec.partition_kind), [(row["partition_name"], row["high_value"]) for row in ordered]
+    )
+
+
 def subpartitions_from_dictionary(
     spec: TableSpec,
     partitions: Iterable[Mapping[str, Any]],

@@ -179,3 +179,24 @@ def test_partition_and_subpartition_names_do_not_mix() -> None:
     request = IncrementRequest(partition_names=("P2017_01",), subpartition_names=("PMAX_EMEA",))
     with pytest.raises(UsageError, match="use only one of --partition-names, --subpartition-names"):
         plan_increment(recorded_oracle(), RANGE_LIST, request, [])
+
+
+def test_partition_names_read_the_dictionary_bounds() -> None:
+    """``--partition-names`` on Oracle: the partitions' HIGH_VALUE bounds (OracleSource had
+    no ``partition_bounds``, so every partition offload of an Oracle table was refused)."""
+    assert recorded_oracle().partition_bounds(RANGE_LIST) == {
+        "P2017_01": PartitionBound("P2017_01", None, "2017-02-01 00:00:00"),
+        "P2017_02": PartitionBound("P2017_02", "2017-02-01 00:00:00", "2017-03-01 00:00:00"),
+        "PMAX": PartitionBound("PMAX", "2017-03-01 00:00:00", None),
+    }
+    request = IncrementRequest(partition_names=("P2017_02",))
+    planned = plan_increment(recorded_oracle(), RANGE_LIST, request, [])
+    assert (planned.kind, planned.names, planned.predicate.text) == (
+        "partitions",
+        ("P2017_02",),
+        f"({FEBRUARY})",
+    )
+    where, _ = planned.predicate.to_source_sql(RANGE_LIST.columns, recorded_oracle().quote)
+    assert where == "(SOLD_ON >= :p0 AND SOLD_ON < :p1)"
+    with pytest.raises(UnsupportedError, match="not RANGE or LIST partitioned"):
+        recorded_oracle().partition_bounds(PLAIN)
