@@ -112,3 +112,71 @@ def test_compactions_after_an_added_column_keep_every_row_and_value(
     _compact(run_cli, source, method)
     assert _lake_view(source) == _source_rows(source)
     assert _base_partitions(source) == {key: key // 10 * 10 for key, _, _ in _source_rows(source)}
+
+
+def test_an_increment_after_an_added_column_lands_in_its_partitions(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A partial offload's increment appends to a base whose added column follows gl_part_id."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    table = source.table
+    _run(
+        source,
+        f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name VARCHAR(20))",
+        *(f"INSERT INTO {table} VALUES ({key}, 'row {key}')" for key in (1, 2, 11, 1000, 1011)),
+    )
+    first = run_cli(
+        "offload", "-t", table, "-x", "--offload-type=FULL",
+        "--offload-predicate=column(id) < numeric(1000)",
+        "--partition-columns=id", "--partition-granularity=10",
+    )  # fmt: skip
+    assert first.exit_code == 0, first.stderr
+    enable(run_cli, source, "CHANGELOG")
+    _run(
+        source,
+        f"ALTER TABLE {table} ADD COLUMN note VARCHAR(20)",
+        f"UPDATE {table} SET note = 'later' WHERE id >= 1000",
+        f"UPDATE {table} SET name = 'changed', note = 'set' WHERE id = 2",
+    )
+    extract(run_cli, source)
+    later = run_cli("offload", "-t", table, "-x", "--offload-predicate=column(id) >= numeric(1000)")
+    assert later.exit_code == 0, later.stderr
+    assert _lake_view(source) == _source_rows(source)
+    assert _base_partitions(source) == {1: 0, 2: 0, 11: 10, 1000: 1000, 1011: 1010}
+    _compact(run_cli, source, "IN_PLACE")
+    assert _lake_view(source) == _source_rows(source)
+    assert _base_partitions(source) == {key: key // 10 * 10 for key, _, _ in _source_rows(source)}
+
+
+def test_immediate_merges_after_an_added_column_keep_partition_values(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    table = source.table
+    _run(
+        source,
+        f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name VARCHAR(20))",
+        *(f"INSERT INTO {table} VALUES ({key}, 'row {key}')" for key in range(1, 16)),
+    )
+    enable(
+        run_cli, source, "CHANGELOG", "--incremental-merge-mode=IMMEDIATE",
+        "--partition-columns=id", "--partition-granularity=10",
+    )  # fmt: skip
+    _run(
+        source,
+        f"ALTER TABLE {table} ADD COLUMN note VARCHAR(20)",
+        f"UPDATE {table} SET note = 'set' WHERE id % 2 = 0",
+        f"INSERT INTO {table} VALUES (21, 'new', NULL)",
+        f"DELETE FROM {table} WHERE id = 5",
+    )
+    extract(run_cli, source)
+    assert _lake_view(source) == _source_rows(source)
+    assert _base_partitions(source) == {key: key // 10 * 10 for key, _, _ in _source_rows(source)}
