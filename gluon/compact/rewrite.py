@@ -78,10 +78,12 @@ def _replace_partitions(
     finished are skipped (replacing a partition again writes the same rows)."""
     done = set(context.run.progress.get("partitions_done", []))
     predicates = list(context.run.progress["partitions"])
+    columns = tables.column_names(context.lake(), target)
     for batch in _batches([predicate for predicate in predicates if predicate not in done]):
         predicate = _any_partition(batch)
         fault_point("compact.before_partition")
-        context.lake().execute(sql.replace_where(target, predicate, source_for(predicate)))
+        statement = sql.replace_where(target, predicate, source_for(predicate), columns)
+        context.lake().execute(statement)
         done.update(batch)
         context.save_progress(partitions_done=sorted(done))
         fault_point("compact.after_partition")

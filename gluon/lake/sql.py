@@ -365,12 +365,18 @@ def select_columns(columns: Sequence[str], source: str, *, where: str | None = N
     return f"{text} WHERE {where}" if where else text
 
 
-def replace_where(target: str, predicate: str, source: str) -> str:
+def replace_where(target: str, predicate: str, source: str, columns: Sequence[str]) -> str:
     """Replace the rows of table ``target`` matching ``predicate`` by those of the relation
-    ``source`` matching it (:func:`exactly_where`: rows whose predicate is NULL stay)."""
+    ``source`` matching it (:func:`exactly_where`: rows whose predicate is NULL stay).
+
+    ``columns`` are the target's, in its order: INSERT matches columns by position, and a
+    column carried to a partitioned base follows its partition columns there while merged
+    rows have it before them.
+    """
+    selected = select_expressions(source, [quote_part(column) for column in columns])
     return (
         f"INSERT INTO {quote(target)} REPLACE WHERE {exactly_where(predicate)} "
-        f"{select_all(source, predicate)}"
+        f"{selected} WHERE {predicate}"
     )
 
 

@@ -93,6 +93,11 @@ def same_location(registered: str, location: str) -> bool:
     return normal(registered) == normal(location)
 
 
+def column_names(session: LakeSession, name: str) -> list[str]:
+    """The columns of the catalog table ``name``, in the table's order."""
+    return list(session.sql(sql.select_all(quote(name), "false")).columns)
+
+
 def create_view(session: LakeSession, name: str, select: str) -> None:
     ensure_schema(session, name.split(".")[0])
     session.execute(sql.create_view(name, select))

@@ -296,6 +296,10 @@ class LifecycleSource:
     def _waiting(self, key: Key) -> bool:
         return any(key in rows for _, rows in self.chunks)
 
+    def offloaded_rows(self) -> Model:
+        """The application table's rows, but those of the increments not offloaded yet."""
+        return {key: row for key, row in self.app.items() if not self._waiting(key)}
+
     def row_in(self, target: str, key: Key) -> Row:
         row = self.rows_of(target).get(key)
         assert row is not None, f"{key} vanished from {target}"

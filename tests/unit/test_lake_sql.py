@@ -40,10 +40,10 @@ def test_literals_are_built_in_one_place(value: object, expected: str) -> None:
 
 
 def test_every_replace_where_keeps_the_rows_its_predicate_is_null_for() -> None:
-    statement = sql.replace_where("sh.t_data", "`p` = 1", "`sh_load`.`stage`")
+    statement = sql.replace_where("sh.t_data", "`p` = 1", "`sh_load`.`stage`", ["id", "p"])
     assert statement == (
         "INSERT INTO `sh`.`t_data` REPLACE WHERE (`p` = 1) AND ((`p` = 1) IS TRUE) "
-        "SELECT * FROM `sh_load`.`stage` WHERE `p` = 1"
+        "SELECT `id`, `p` FROM `sh_load`.`stage` WHERE `p` = 1"
     )
 
 
