@@ -91,6 +91,8 @@ FAULT_POINTS: tuple[str, ...] = (
     *_around("compact", COMPACTION_STEPS),
     "compact.before_partition",
     "compact.after_partition",
+    # merge mode IMMEDIATE: a compaction is one step, rewriting small files and vacuuming
+    "compact.before_compact_files",
     # every Delta commit and table removal (gluon/lake/session.py, gluon/lake/storage.py)
     "lake.before_write",
     "lake.after_write",

@@ -16,7 +16,7 @@ from gluon.faults import fault_point
 from gluon.insert_only import IN_PLACE_WARNING, default_compaction_method
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
-from gluon.locks import compaction_lock, lifecycle_lock
+from gluon.locks import COMPACTION, compaction_lock, lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.progress import NullProgress, Progress, ShownLine, timed_step
@@ -279,7 +279,8 @@ def _compact_merged_table(
     from gluon.lake.merge import compact_and_vacuum
 
     key = options.table.key
-    with lifecycle_lock(settings, key, "offload --incremental-run-compaction", repo=repo):
+    # Held as COMPACTION, the holder status looks for: else a running one reads "interrupted".
+    with lifecycle_lock(settings, key, COMPACTION, repo=repo):
         record, state = repo.enabled_table(key, otherwise="nothing to compact")
         result = CompactionResult(key, method=FILES)
         run = repo.compaction.open_run(key, state.enablement_id)
@@ -289,6 +290,7 @@ def _compact_merged_table(
             result.resumed = True
         result.run_id = run.id
         repo.compaction.step_started(run.id, FILES_STEP)
+        fault_point("compact.before_compact_files")
         try:
             rewritten, removed = compact_and_vacuum(
                 record.base_path, options.vacuum_retention_hours

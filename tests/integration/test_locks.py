@@ -432,3 +432,43 @@ def test_a_lifecycle_command_is_refused_at_once_while_the_extraction_lock_is_hel
     assert len(lines) == 1 and f"{KEY} is locked by a running extraction (pid " in lines[0], lines
     state = Repository(load_settings().repo_url).incremental.get_state(KEY)
     assert state is not None and state.status == "enabled"
+
+
+def test_a_running_immediate_compaction_shows_as_running_until_killed(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Merge mode IMMEDIATE's compaction held the lifecycle lock under another command name
+    than the one status looks for, so status called it interrupted while it ran."""
+    engine = _orders(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", str(engine.url))
+    enabled = run_cli(
+        "offload",
+        "-t",
+        "main.orders",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+        "--incremental-merge-mode=IMMEDIATE",
+    )
+    assert enabled.exit_code == 0, enabled.stderr
+    _change(engine, 1)
+    extracted = run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-extraction")
+    assert extracted.exit_code == 0, extracted.stderr
+    compacting = PausedCommand(
+        tmp_path,
+        "compact.before_compact_files",
+        "-t",
+        "main.orders",
+        "-x",
+        "--incremental-run-compaction",
+    )
+    with compacting as compaction:
+        compaction.wait_for_lock(KEY, locks.LIFECYCLE)
+        assert _status(run_cli)["compaction"]["ongoing"]["status"] == "running"
+        os.kill(compaction.pid, 9)
+    assert compaction.returncode == -9
+    assert _status(run_cli)["compaction"]["ongoing"]["status"] == "interrupted"
+    resumed = run_cli("offload", "-t", "main.orders", "-x", "--incremental-run-compaction")
+    assert resumed.exit_code == 0, resumed.stderr
+    assert _status(run_cli)["compaction"]["ongoing"] is None
+    assert _lake() == _source(engine, "1 = 1")
