@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+ADDRESS = ("--ip", "127.0.0.1", "--port")
 START_TIMEOUT = 120.0
 """Seconds to wait for the server to listen (generous: the suite runs on loaded machines)."""
 
@@ -40,8 +41,7 @@ def sail_cluster(log: Path, env: dict[str, str] | None = None) -> Iterator[str]:
     environment = {**os.environ, **(env or {}), "SAIL_MODE": "local-cluster"}
     with log.open("ab") as out:
         server = subprocess.Popen(
-            [sys.executable, "-m", "pysail", "spark", "server", "--ip", "127.0.0.1"]
-            + ["--port", str(port)],
+            [sys.executable, "-m", "pysail", "spark", "server", *ADDRESS, str(port)],
             env=environment,
             stdout=out,
             stderr=subprocess.STDOUT,
