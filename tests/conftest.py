@@ -21,6 +21,7 @@ from support import cli as support_cli
 from support import sql as support_sql
 from support.cli import GLUON_SETTINGS
 from support.postgres import PostgresServer
+from support.s3 import S3Server
 from typer.testing import Result
 
 from gluon import logs
@@ -56,6 +57,31 @@ def pg_url(pg_server: PostgresServer, request: pytest.FixtureRequest) -> Iterato
         pg_server.drop_database(name)
     except Exception as exc:  # the cluster is thrown away anyway; don't fail the test
         warnings.warn(f"could not drop test database {name}: {exc}", stacklevel=1)
+
+
+# ---------------------------------------------------------------------------
+# S3-compatible object store
+#
+# One moto server (support/s3.py) on 127.0.0.1 serves the whole session, started on
+# first use; every test that asks for ``s3_bucket`` gets a brand-new bucket of its own.
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The session's S3-compatible server (``.env()`` gives the AWS_* settings to reach it)."""
+    server = S3Server()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> str:
+    """The name of a fresh, empty bucket on the session's S3 server."""
+    return s3_server.create_bucket()
 
 
 # ---------------------------------------------------------------------------
