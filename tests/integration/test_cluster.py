@@ -4,7 +4,8 @@ A Sail server in local-cluster mode (``tests/support/sail_cluster.py``) plans ea
 sends its tasks to workers; gluon reaches it through ``SPARK_REMOTE``, as it would reach a
 cluster. One table shaped like a warehouse's (a composite key, partitioned by month, text
 with a newline and other scripts) goes through offload, enable, extractions, every
-compaction method and ``gluon query``, in both merge modes; after each step the lake read
+compaction method and ``gluon query``, in both merge modes, with the lake on local disk and
+on an S3-compatible server (moto, ``tests/support/s3_process.py``); after each step the lake read
 through gluon equals the source, and after each compaction so does the base table read
 without gluon (deltalake).
 
@@ -26,6 +27,7 @@ import sqlalchemy as sa
 from deltalake import DeltaTable
 from support.cli import query_json
 from support.incremental import RunCli
+from support.s3_process import S3Process
 from support.sail_cluster import sail_cluster
 
 from gluon.config import load_settings
@@ -41,13 +43,43 @@ COMPACTIONS = {
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    with sail_cluster(tmp_path_factory.mktemp("sail") / "server.log") as url:
+def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Process]:
+    server = S3Process(tmp_path_factory.mktemp("s3") / "moto.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory, store: S3Process) -> Iterator[str]:
+    """The cluster, given the object store's settings as a deployment would be."""
+    log = tmp_path_factory.mktemp("sail") / "server.log"
+    with sail_cluster(log, env=store.env()) as url:
         yield url
 
 
+@pytest.fixture(params=["local lake", "lake on S3"])
+def lake(
+    request: pytest.FixtureRequest, offload_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """Where the lake is: a local folder (the cluster's workers share this machine's disk),
+    or a bucket of the S3 server; the deltalake storage options to read it without gluon."""
+    if request.param == "local lake":
+        return {}
+    server: S3Process = request.getfixturevalue("store")
+    bucket = server.create_bucket()
+    for name, value in server.env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("OFFLOAD_LAKE_ROOT", f"s3://{bucket}/lake")
+    return server.env()
+
+
 @pytest.fixture
-def source(offload_home: Path, monkeypatch: pytest.MonkeyPatch, cluster: str) -> sa.Engine:
+def source(
+    offload_home: Path, monkeypatch: pytest.MonkeyPatch, cluster: str, lake: dict[str, str]
+) -> sa.Engine:
     """``main.sales`` in SQLite, 60 rows over three months; gluon set to use the cluster."""
     monkeypatch.setenv("SPARK_REMOTE", cluster)
     path = offload_home.parent / "app.db"
@@ -86,14 +118,14 @@ def _through_gluon() -> list[tuple[str, ...]]:
     return sorted(_canonical(row) for row in query_json("SELECT * FROM main.sales"))
 
 
-def _base() -> DeltaTable:
+def _base(lake: dict[str, str]) -> DeltaTable:
     record = Repository(load_settings().repo_url).get_table("MAIN.SALES")
     assert record is not None and record.base_path
-    return DeltaTable(record.base_path)
+    return DeltaTable(record.base_path, storage_options=lake or None)
 
 
-def _base_without_gluon() -> list[tuple[str, ...]]:
-    rows = _base().to_pyarrow_table(columns=list(COLUMNS)).to_pylist()
+def _base_without_gluon(lake: dict[str, str]) -> list[tuple[str, ...]]:
+    rows = _base(lake).to_pyarrow_table(columns=list(COLUMNS)).to_pylist()
     return sorted(_canonical(row) for row in rows)
 
 
@@ -120,7 +152,7 @@ def _offload(run_cli: RunCli, *flags: str) -> str:
 
 @pytest.mark.parametrize("merge_mode", ["DEFERRED", "IMMEDIATE"])
 def test_a_partitioned_table_with_a_composite_key_through_a_sail_cluster(
-    source: sa.Engine, run_cli: RunCli, merge_mode: str
+    source: sa.Engine, run_cli: RunCli, merge_mode: str, lake: dict[str, str], offload_home: Path
 ) -> None:
     _offload(run_cli, "--partition-columns=sold_on", "--partition-granularity=M")
     assert _through_gluon() == _source_rows(source)
@@ -144,10 +176,12 @@ def test_a_partitioned_table_with_a_composite_key_through_a_sail_cluster(
         )
         assert "complete" in finished
         assert _through_gluon() == _source_rows(source), f"after the {method} compaction"
-        assert _base_without_gluon() == _source_rows(source), f"base after {method}"
-    base = _base().to_pyarrow_table(columns=["sold_on", "gl_part_sold_on"])
+        assert _base_without_gluon(lake) == _source_rows(source), f"base after {method}"
+    base = _base(lake).to_pyarrow_table(columns=["sold_on", "gl_part_sold_on"])
     months = {(str(d)[:7], m) for d, m in zip(*base.to_pydict().values(), strict=True)}
     assert months == {("2024-01", "2024-01"), ("2024-02", "2024-02"), ("2024-03", "2024-03")}
+    if lake:
+        assert not (offload_home / "lake").exists(), "a lake on S3 wrote local files"
 
 
 def test_partition_expressions_give_the_values_substring_gave(offload_home: Path) -> None:
