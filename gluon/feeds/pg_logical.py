@@ -7,13 +7,10 @@ re-reads the batch, which the already-shipped check leaves out."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
-
-import sqlalchemy as sa
 
 from gluon import capture
 from gluon.errors import SourceError, StateError
@@ -30,6 +27,8 @@ from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gluon.source.logical_values import PrintedChanges
 
 
 POSITION_BITS = 20
@@ -237,8 +236,8 @@ class PgLogicalFeed(TableFeed):
 
     def _decode(
         self, rows: list[Any], labels: logical.RelationLabels, *, strict: bool = True
-    ) -> tuple[list[list[str | None]], int | None]:
-        """The table's changes in ``rows`` as text rows (values, gl_seq, gl_op) and the
+    ) -> tuple[PrintedChanges, int | None]:
+        """The table's changes in ``rows`` as printed, with their gl_seq and gl_op, and the
         last commit LSN. ``strict=False`` (counting, discarding): a TRUNCATE of some
         partitions counts as a change, a row naming the table unexpectedly is passed.
 
@@ -252,8 +251,10 @@ class PgLogicalFeed(TableFeed):
         # Matched after the label, which is looked up: as fast for a thousand partitions.
         plain = logical.plain_row_pattern((), [labels.columns.get(name, name) for name in names])
         ours = labels.labels
-        out: list[list[str | None]] = []
-        pending: list[tuple[str, list[str | None]]] = []
+        from gluon.source.logical_values import PrintedChanges  # loads pyarrow
+
+        out = PrintedChanges()
+        pending: list[tuple[str, Sequence[str | None]]] = []
         last_commit: int | None = None
         for lsn, _xid, data in rows:
             if data.startswith("BEGIN"):
@@ -267,9 +268,7 @@ class PgLogicalFeed(TableFeed):
                     seq = logical_sequence(commit, position)
                     if seq in self._aside():
                         continue
-                    values.append(str(seq))
-                    values.append(op)
-                    out.append(values)
+                    out.add(values, seq, op)
                 pending = []
                 last_commit = commit
                 continue
@@ -279,14 +278,14 @@ class PgLogicalFeed(TableFeed):
             # reader below finds those): a slice and a set lookup, whatever the partitions.
             end = data.find(": ", 6)
             if data[6:end] in ours:
-                read = logical.plain_values(data, plain, end)
+                read = logical.plain_printed(data, plain, end)
                 if read is not None:
                     pending.append((_OPS[read[0]], read[1]))
                     continue
             else:
                 found = self._unmatched(data, labels, strict=strict)
                 if found:
-                    pending.append(("T", [None] * len(names)))
+                    pending.append(("T", (None,) * len(names)))
                 if found is not False:
                     continue  # a TRUNCATE, or another table's change (its key may be unlogged)
             try:
@@ -297,7 +296,7 @@ class PgLogicalFeed(TableFeed):
                 continue
             if change.op == logical.TRUNCATE:
                 if self._unmatched(data, labels, strict=strict):
-                    pending.append(("T", [None] * len(names)))
+                    pending.append(("T", (None,) * len(names)))
                 continue
             new = change.new
             if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
@@ -364,10 +363,11 @@ class PgLogicalFeed(TableFeed):
             )
         return self._set_aside
 
-    def _checked(self, changes: list[list[str | None]], schema: pa.Schema) -> pa.Table:
-        """``changes`` typed; one line naming those the lake cannot take, if any."""
+    def _checked(self, changes: PrintedChanges, schema: pa.Schema) -> pa.Table:
+        """``changes`` typed, in gluon (no round trip through the source:
+        ``gluon.source.logical_values``); one line naming those the lake cannot take, if any."""
         try:
-            return self._typed(changes, schema)
+            return changes.as_arrow(self.record.spec(), schema)
         except SourceError as exc:
             from gluon.source.arrow import UnfitValueError  # loaded by the read that failed
 
@@ -375,7 +375,7 @@ class PgLogicalFeed(TableFeed):
             if not seqs:
                 raise
             assert isinstance(exc, UnfitValueError)
-            texts = self._texts(changes)
+            texts = self._texts(changes.texts())
             named = [
                 self._unfit(texts, seq, exc.column) for seq in seqs[: unfit.LISTED] if seq in texts
             ]
@@ -416,7 +416,7 @@ class PgLogicalFeed(TableFeed):
         spec = self.record.spec()
         schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
         rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
-        decoded = self._decode(rows, self._labels())[0]
+        decoded = self._decode(rows, self._labels())[0].texts()
         texts = self._texts(decoded)
         wanted = {seq: row for seq, row in zip(texts, decoded, strict=True) if seq in seqs}
         found, remaining = unfit.narrow(
@@ -432,7 +432,8 @@ class PgLogicalFeed(TableFeed):
 
     @staticmethod
     def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:
-        return [values.get(name) for name in names]
+        """The careful reader's ``values`` in column order, as printed (quoted again)."""
+        return [logical.printed(values.get(name)) for name in names]
 
     def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
         """``committed`` (the source's clock, naive UTC) on this host's clock."""
@@ -458,22 +459,10 @@ class PgLogicalFeed(TableFeed):
         return {**new, **{name: old[name] for name in missing}}
 
     def _typed(self, changes: list[list[str | None]], schema: pa.Schema) -> pa.Table:
-        import pyarrow as pa
+        """``changes`` (values as text, gl_seq, gl_op) in the lake's types."""
+        from gluon.source.logical_values import changes_as_arrow  # loads pyarrow
 
-        spec = self.record.spec()
-        sql = self.source.render(
-            "slot_changes_as_rows",
-            columns=self.source.select_list(spec),
-            table_columns=spec.columns,
-        )
-        batches = self.source.read_query_batches(
-            spec,
-            sa.text(sql),
-            {"changes": json.dumps(changes)},
-            batch_rows=max(len(changes), 1),
-            extra_fields=capture.change_fields(),
-        )
-        return pa.Table.from_batches(list(batches), schema=schema)
+        return changes_as_arrow(changes, self.record.spec(), schema)
 
     def done(self, changes: pa.Table) -> None:
         if self._confirm is None:
