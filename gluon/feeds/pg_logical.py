@@ -182,19 +182,23 @@ class PgLogicalFeed(TableFeed):
         # The slot's rows count BEGIN, COMMIT and other tables' changes too: peek further
         # (from the slot's position again) until the batch holds ``limit`` changes of the
         # table or the stream ends, so a short batch means nothing is left.
+        horizon = self._flushed()
         wanted = limit
         while True:
             rows = peek_slot(self.source, slot, wanted)
-            if not rows:
-                return schema.empty_table()
             changes, last_commit = self._decode(rows, labels)
             ended = len(rows) < wanted
+            if ended:
+                # Every transaction committed before the horizon was in this peek: the slot
+                # may skip the WAL up to it (other databases' WAL, which no peek shows and
+                # every later peek would decode again).
+                last_commit = max(last_commit or 0, horizon)
             if len(changes) >= limit or (changes and ended):
                 self._confirm = last_commit
                 return self._checked(changes, schema)
             if not changes:
                 # Only other tables' transactions: confirm them now, nothing of ours is in them.
-                if last_commit is not None:
+                if last_commit:
                     self._advance(last_commit)
                 if ended:
                     return schema.empty_table()
@@ -254,22 +258,23 @@ class PgLogicalFeed(TableFeed):
         from gluon.source.logical_values import PrintedChanges  # loads pyarrow
 
         out = PrintedChanges()
-        pending: list[tuple[str, Sequence[str | None]]] = []
+        # The open transaction's changes of the table: gl_op, and the row as printed (its
+        # first item the operation as printed, or "" where the careful reader decoded it).
+        ops: list[str] = []
+        printed: list[Sequence[str | None]] = []
+        truncated = ("", *(None,) * len(names))
         last_commit: int | None = None
         for lsn, _xid, data in rows:
             if data.startswith("BEGIN"):
-                pending = []
+                ops, printed = [], []
                 continue
             if data.startswith("COMMIT"):
                 commit = parse_lsn(lsn)
-                if pending and self.oldest_change_at is None:
-                    self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
-                for position, (op, values) in enumerate(pending):
-                    seq = logical_sequence(commit, position)
-                    if seq in self._aside():
-                        continue
-                    out.add(values, seq, op)
-                pending = []
+                if ops:
+                    if self.oldest_change_at is None:
+                        self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
+                    self._commit(out, commit, ops, printed)
+                ops, printed = [], []
                 last_commit = commit
                 continue
             if not data.startswith("table "):
@@ -280,12 +285,14 @@ class PgLogicalFeed(TableFeed):
             if data[6:end] in ours:
                 read = logical.plain_printed(data, plain, end)
                 if read is not None:
-                    pending.append((_OPS[read[0]], read[1]))
+                    ops.append(_OPS[read[0]])
+                    printed.append(read)
                     continue
             else:
                 found = self._unmatched(data, labels, strict=strict)
                 if found:
-                    pending.append(("T", (None,) * len(names)))
+                    ops.append("T")
+                    printed.append(truncated)
                 if found is not False:
                     continue  # a TRUNCATE, or another table's change (its key may be unlogged)
             try:
@@ -296,12 +303,14 @@ class PgLogicalFeed(TableFeed):
                 continue
             if change.op == logical.TRUNCATE:
                 if self._unmatched(data, labels, strict=strict):
-                    pending.append(("T", (None,) * len(names)))
+                    ops.append("T")
+                    printed.append(truncated)
                 continue
             new = change.new
             if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
-                pending.append(("D", self._in_order(names, change.old)))  # the old key goes
-                pending.append(("I", self._in_order(names, self._complete(new, change.old))))
+                ops += ["D", "I"]  # the old key goes, the new one comes
+                printed.append(self._in_order(names, change.old))
+                printed.append(self._in_order(names, self._complete(new, change.old)))
                 continue
             operation = _OPS.get(change.op)
             if operation is None:
@@ -309,9 +318,33 @@ class PgLogicalFeed(TableFeed):
                     f"slot of {self.state.table_key}: a {change.op} change of {change.table} "
                     "gluon cannot apply: not advancing past it"
                 )
-            completed = self._complete(new, change.old)
-            pending.append((operation, self._in_order(names, completed)))
+            ops.append(operation)
+            printed.append(self._in_order(names, self._complete(new, change.old)))
         return out, last_commit
+
+    def _commit(
+        self,
+        out: PrintedChanges,
+        commit: int,
+        ops: list[str],
+        printed: list[Sequence[str | None]],
+    ) -> None:
+        """Add the changes of the transaction committed at ``commit`` to ``out``, numbered by
+        their position in it, leaving out those set aside.
+
+        Raises:
+            StateError: the transaction or the LSN is too large for a bigint sequence.
+        """
+        logical_sequence(commit, len(ops) - 1)  # the largest position: refused if too large
+        first = commit << POSITION_BITS
+        seqs: Sequence[int] = range(first, first + len(ops))
+        aside = self._aside()
+        if aside and not aside.isdisjoint(seqs):
+            kept = [at for at, seq in enumerate(seqs) if seq not in aside]
+            ops = [ops[at] for at in kept]
+            printed = [printed[at] for at in kept]
+            seqs = [seqs[at] for at in kept]
+        out.extend(printed, seqs, ops)
 
     def _unmatched(self, data: str, labels: logical.RelationLabels, *, strict: bool) -> bool | None:
         """What change row ``data``, whose label is not plainly one of the table's, is to
@@ -432,8 +465,9 @@ class PgLogicalFeed(TableFeed):
 
     @staticmethod
     def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:
-        """The careful reader's ``values`` in column order, as printed (quoted again)."""
-        return [logical.printed(values.get(name)) for name in names]
+        """The careful reader's ``values`` in column order, as printed (quoted again), after
+        an empty operation (see ``PrintedChanges``)."""
+        return ["", *(logical.printed(values.get(name)) for name in names)]
 
     def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
         """``committed`` (the source's clock, naive UTC) on this host's clock."""
@@ -472,6 +506,10 @@ class PgLogicalFeed(TableFeed):
         self._advance(self._confirm)
         fault_point("extract.after_slot_advance")
         self._confirm = None
+
+    def _flushed(self) -> int:
+        """The source's WAL flush position now (read before a peek: see ``read``)."""
+        return parse_lsn(str(self.source.run_query("wal_flush_position")[0][0]))
 
     def _advance(self, lsn: int) -> None:
         self.source.execute_script("advance_slot", slot=self.slot.name, lsn=format_lsn(lsn))

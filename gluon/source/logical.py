@@ -307,8 +307,8 @@ def plain_row_pattern(labels: Iterable[str], columns: Sequence[str]) -> re.Patte
 
 def plain_printed(
     data: str, pattern: re.Pattern[str], start: int = 6
-) -> tuple[str, tuple[str | None, ...]] | None:
-    """The operation and the column values of change row ``data`` as printed (quoted
+) -> tuple[str, *tuple[str | None, ...]] | None:
+    """The operation, then the column values, of change row ``data`` as printed (quoted
     ``'...'`` with ``''`` for a quote, a bare token, ``null``; None: not logged), read by
     ``pattern`` from :func:`plain_row_pattern` from ``start`` (6: after ``table ``, for a
     pattern naming labels; the label's end for one naming none); None where the row is not
@@ -319,8 +319,8 @@ def plain_printed(
     match = pattern.match(data, start)
     if match is None or _UNCHANGED_TOAST_TEXT in data:
         return None
-    groups = match.groups()
-    return groups[0], groups[1:]
+    groups: tuple[str, *tuple[str | None, ...]] = match.groups()  # type: ignore[assignment]
+    return groups
 
 
 def printed(value: str | None) -> str | None:
@@ -343,7 +343,7 @@ def plain_values(
     read = plain_printed(data, pattern, start)
     if read is None:
         return None
-    return read[0], [unquote(value) for value in read[1]]
+    return read[0], [unquote(value) for value in read[1:]]
 
 
 def _read_name(data: str, position: int) -> tuple[str, int]:
