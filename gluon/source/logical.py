@@ -307,30 +307,45 @@ def plain_row_pattern(labels: Iterable[str], columns: Sequence[str]) -> re.Patte
     return re.compile(f"(?:{tables}): (INSERT|UPDATE|DELETE):{items}\\Z")
 
 
-def plain_values(
+def plain_printed(
     data: str, pattern: re.Pattern[str], start: int = 6
-) -> tuple[str, list[str | None]] | None:
-    """The operation and the column values (None: SQL NULL or not logged) of change row
-    ``data``, read by ``pattern`` from :func:`plain_row_pattern` from ``start`` (6: after
-    ``table ``, for a pattern naming labels; the label's end for one naming none); None
-    where the row is not plain (the careful reader decides), among them an UPDATE that left
-    a large value out of the WAL.
+) -> tuple[str, *tuple[str | None, ...]] | None:
+    """The operation, then the column values, of change row ``data`` as printed (quoted
+    ``'...'`` with ``''`` for a quote, a bare token, ``null``; None: not logged), read by
+    ``pattern`` from :func:`plain_row_pattern` from ``start`` (6: after ``table ``, for a
+    pattern naming labels; the label's end for one naming none); None where the row is not
+    plain (the careful reader decides), among them an UPDATE that left a large value out of
+    the WAL. The extraction unquotes them column by column, in Arrow
+    (``gluon.source.logical_values``): no work per value here.
     """
     match = pattern.match(data, start)
     if match is None or _UNCHANGED_TOAST_TEXT in data:
         return None
-    op, *raw = match.groups()
-    return (
-        op,
-        [  # inline, not a function per value: this runs once per value extracted
-            None
-            if value is None or value == "null"
-            else value[1:-1].replace("''", "'")
-            if value[:1] == "'"
-            else value
-            for value in raw
-        ],
-    )
+    groups: tuple[str, *tuple[str | None, ...]] = match.groups()  # type: ignore[assignment]
+    return groups
+
+
+def printed(value: str | None) -> str | None:
+    """``value`` (None: SQL NULL) as :func:`plain_printed` gives it: quoted, so a value the
+    careful reader decoded joins the plain ones."""
+    return None if value is None else "'" + value.replace("'", "''") + "'"
+
+
+def unquote(value: str | None) -> str | None:
+    """A value as :func:`plain_printed` gives it, as text (None: SQL NULL or not logged)."""
+    if value is None or value == "null":
+        return None
+    return value[1:-1].replace("''", "'") if value[:1] == "'" else value
+
+
+def plain_values(
+    data: str, pattern: re.Pattern[str], start: int = 6
+) -> tuple[str, list[str | None]] | None:
+    """:func:`plain_printed`, each value unquoted (None: SQL NULL or not logged)."""
+    read = plain_printed(data, pattern, start)
+    if read is None:
+        return None
+    return read[0], [unquote(value) for value in read[1:]]
 
 
 def _read_name(data: str, position: int) -> tuple[str, int]:

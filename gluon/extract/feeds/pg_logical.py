@@ -11,13 +11,10 @@ counting the slot change together.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
-
-import sqlalchemy as sa
 
 from gluon.capture import changelog, objects
 from gluon.errors import SourceError, StateError
@@ -34,6 +31,8 @@ from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
     import pyarrow as pa
+
+    from gluon.source.logical_values import PrintedChanges
 
 
 POSITION_BITS = 20
@@ -190,19 +189,23 @@ class PgLogicalFeed(TableFeed):
         # The slot's rows count BEGIN, COMMIT and other tables' changes too: peek further
         # (from the slot's position again) until the batch holds ``limit`` changes of the
         # table or the stream ends, so a short batch means nothing is left.
+        horizon = self._flushed()
         wanted = limit
         while True:
             rows = peek_slot(self.source, slot, wanted)
-            if not rows:
-                return schema.empty_table()
             changes, last_commit = self._decode(rows, labels)
             ended = len(rows) < wanted
+            if ended:
+                # Every transaction committed before the horizon was in this peek: the slot
+                # may skip the WAL up to it (other databases' WAL, which no peek shows and
+                # every later peek would decode again).
+                last_commit = max(last_commit or 0, horizon)
             if len(changes) >= limit or (changes and ended):
                 self._confirm = last_commit
                 return self._checked(changes, schema)
             if not changes:
                 # Only other tables' transactions: confirm them now, nothing of ours is in them.
-                if last_commit is not None:
+                if last_commit:
                     self._advance(last_commit)
                 if ended:
                     return schema.empty_table()
@@ -244,8 +247,8 @@ class PgLogicalFeed(TableFeed):
 
     def _decode(
         self, rows: list[Any], labels: logical.RelationLabels, *, strict: bool = True
-    ) -> tuple[list[list[str | None]], int | None]:
-        """The table's changes in ``rows`` as text rows (values, gl_seq, gl_op) and the
+    ) -> tuple[PrintedChanges, int | None]:
+        """The table's changes in ``rows`` as printed, with their gl_seq and gl_op, and the
         last commit LSN. ``strict=False`` (counting, discarding): a TRUNCATE of some
         partitions counts as a change, a row naming the table unexpectedly is passed.
 
@@ -259,25 +262,26 @@ class PgLogicalFeed(TableFeed):
         # Matched after the label, which is looked up: as fast for a thousand partitions.
         plain = logical.plain_row_pattern((), [labels.columns.get(name, name) for name in names])
         ours = labels.labels
-        out: list[list[str | None]] = []
-        pending: list[tuple[str, list[str | None]]] = []
+        from gluon.source.logical_values import PrintedChanges  # loads pyarrow
+
+        out = PrintedChanges()
+        # The open transaction's changes of the table: gl_op, and the row as printed (its
+        # first item the operation as printed, or "" where the careful reader decoded it).
+        ops: list[str] = []
+        printed: list[Sequence[str | None]] = []
+        truncated = ("", *(None,) * len(names))
         last_commit: int | None = None
         for lsn, _xid, data in rows:
             if data.startswith("BEGIN"):
-                pending = []
+                ops, printed = [], []
                 continue
             if data.startswith("COMMIT"):
                 commit = parse_lsn(lsn)
-                if pending and self.oldest_change_at is None:
-                    self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
-                for position, (op, values) in enumerate(pending):
-                    seq = logical_sequence(commit, position)
-                    if seq in self._aside():
-                        continue
-                    values.append(str(seq))
-                    values.append(op)
-                    out.append(values)
-                pending = []
+                if ops:
+                    if self.oldest_change_at is None:
+                        self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
+                    self._commit(out, commit, ops, printed)
+                ops, printed = [], []
                 last_commit = commit
                 continue
             if not data.startswith("table "):
@@ -286,14 +290,16 @@ class PgLogicalFeed(TableFeed):
             # reader below finds those): a slice and a set lookup, whatever the partitions.
             end = data.find(": ", 6)
             if data[6:end] in ours:
-                read = logical.plain_values(data, plain, end)
+                read = logical.plain_printed(data, plain, end)
                 if read is not None:
-                    pending.append((_OPS[read[0]], read[1]))
+                    ops.append(_OPS[read[0]])
+                    printed.append(read)
                     continue
             else:
                 found = self._unmatched(data, labels, strict=strict)
                 if found:
-                    pending.append(("T", [None] * len(names)))
+                    ops.append("T")
+                    printed.append(truncated)
                 if found is not False:
                     continue  # a TRUNCATE, or another table's change (its key may be unlogged)
             try:
@@ -304,12 +310,14 @@ class PgLogicalFeed(TableFeed):
                 continue
             if change.op == logical.TRUNCATE:
                 if self._unmatched(data, labels, strict=strict):
-                    pending.append(("T", [None] * len(names)))
+                    ops.append("T")
+                    printed.append(truncated)
                 continue
             new = change.new
             if change.old is not None and any(change.old.get(key) != new.get(key) for key in keys):
-                pending.append(("D", self._in_order(names, change.old)))  # the old key goes
-                pending.append(("I", self._in_order(names, self._complete(new, change.old))))
+                ops += ["D", "I"]  # the old key goes, the new one comes
+                printed.append(self._in_order(names, change.old))
+                printed.append(self._in_order(names, self._complete(new, change.old)))
                 continue
             operation = _OPS.get(change.op)
             if operation is None:
@@ -317,9 +325,33 @@ class PgLogicalFeed(TableFeed):
                     f"slot of {self.state.table_key}: a {change.op} change of {change.table} "
                     "gluon cannot apply: not advancing past it"
                 )
-            completed = self._complete(new, change.old)
-            pending.append((operation, self._in_order(names, completed)))
+            ops.append(operation)
+            printed.append(self._in_order(names, self._complete(new, change.old)))
         return out, last_commit
+
+    def _commit(
+        self,
+        out: PrintedChanges,
+        commit: int,
+        ops: list[str],
+        printed: list[Sequence[str | None]],
+    ) -> None:
+        """Add the changes of the transaction committed at ``commit`` to ``out``, numbered by
+        their position in it, leaving out those set aside.
+
+        Raises:
+            StateError: the transaction or the LSN is too large for a bigint sequence.
+        """
+        logical_sequence(commit, len(ops) - 1)  # the largest position: refused if too large
+        first = commit << POSITION_BITS
+        seqs: Sequence[int] = range(first, first + len(ops))
+        aside = self._aside()
+        if aside and not aside.isdisjoint(seqs):
+            kept = [at for at, seq in enumerate(seqs) if seq not in aside]
+            ops = [ops[at] for at in kept]
+            printed = [printed[at] for at in kept]
+            seqs = [seqs[at] for at in kept]
+        out.extend(printed, seqs, ops)
 
     def _unmatched(self, data: str, labels: logical.RelationLabels, *, strict: bool) -> bool | None:
         """What change row ``data``, whose label is not plainly one of the table's, is to
@@ -371,10 +403,11 @@ class PgLogicalFeed(TableFeed):
             )
         return self._set_aside
 
-    def _checked(self, changes: list[list[str | None]], schema: pa.Schema) -> pa.Table:
-        """``changes`` typed; one line naming those the lake cannot take, if any."""
+    def _checked(self, changes: PrintedChanges, schema: pa.Schema) -> pa.Table:
+        """``changes`` typed, in gluon (no round trip through the source:
+        ``gluon.source.logical_values``); one line naming those the lake cannot take, if any."""
         try:
-            return self._typed(changes, schema)
+            return changes.as_arrow(self.record.spec(), schema)
         except SourceError as exc:
             from gluon.source.arrow import UnfitValueError  # loaded by the read that failed
 
@@ -382,7 +415,7 @@ class PgLogicalFeed(TableFeed):
             if not seqs:
                 raise
             assert isinstance(exc, UnfitValueError)
-            texts = self._texts(changes)
+            texts = self._texts(changes.texts())
             named = [
                 self._unfit(texts, seq, exc.column) for seq in seqs[: unfit.LISTED] if seq in texts
             ]
@@ -423,7 +456,7 @@ class PgLogicalFeed(TableFeed):
         spec = self.record.spec()
         schema = pa.schema([*spec.arrow_schema, *objects.change_fields()])
         rows = self.source.run_query("peek_slot_changes", {"slot": self.slot.name, "limit": None})
-        decoded = self._decode(rows, self._labels())[0]
+        decoded = self._decode(rows, self._labels())[0].texts()
         texts = self._texts(decoded)
         wanted = {seq: row for seq, row in zip(texts, decoded, strict=True) if seq in seqs}
         found, remaining = unfit.narrow(
@@ -439,7 +472,9 @@ class PgLogicalFeed(TableFeed):
 
     @staticmethod
     def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:
-        return [values.get(name) for name in names]
+        """The careful reader's ``values`` in column order, as printed (quoted again), after
+        an empty operation (see ``PrintedChanges``)."""
+        return ["", *(logical.printed(values.get(name)) for name in names)]
 
     def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
         """``committed`` (the source's clock, naive UTC) on this host's clock."""
@@ -465,22 +500,10 @@ class PgLogicalFeed(TableFeed):
         return {**new, **{name: old[name] for name in missing}}
 
     def _typed(self, changes: list[list[str | None]], schema: pa.Schema) -> pa.Table:
-        import pyarrow as pa
+        """``changes`` (values as text, gl_seq, gl_op) in the lake's types."""
+        from gluon.source.logical_values import changes_as_arrow  # loads pyarrow
 
-        spec = self.record.spec()
-        sql = self.source.render(
-            "slot_changes_as_rows",
-            columns=self.source.select_list(spec),
-            table_columns=spec.columns,
-        )
-        batches = self.source.read_query_batches(
-            spec,
-            sa.text(sql),
-            {"changes": json.dumps(changes)},
-            batch_rows=max(len(changes), 1),
-            extra_fields=objects.change_fields(),
-        )
-        return pa.Table.from_batches(list(batches), schema=schema)
+        return changes_as_arrow(changes, self.record.spec(), schema)
 
     def done(self, changes: pa.Table) -> None:
         if self._confirm is None:
@@ -490,6 +513,10 @@ class PgLogicalFeed(TableFeed):
         self._advance(self._confirm)
         fault_point("extract.after_slot_advance")
         self._confirm = None
+
+    def _flushed(self) -> int:
+        """The source's WAL flush position now (read before a peek: see ``read``)."""
+        return parse_lsn(str(self.source.run_query("wal_flush_position")[0][0]))
 
     def _advance(self, lsn: int) -> None:
         self.source.execute_script("advance_slot", slot=self.slot.name, lsn=format_lsn(lsn))

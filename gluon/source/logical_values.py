@@ -1,0 +1,156 @@
+"""Changes decoded from a replication slot as text, turned into the lake's Arrow types here,
+without sending them back to PostgreSQL to be cast.
+
+test_decoding prints each value with its type's output function, in the session gluon
+pins (``DateStyle=ISO``, ``TimeZone=UTC``, ``IntervalStyle=postgres``: see
+``gluon.source.postgresql.PINNED_STYLES``). For every lake type PostgreSQL offloads to,
+that text is what Arrow's own string casts read (integers, ``NaN``/``Infinity`` floats,
+``true``/``false``, ISO dates, timestamps ending ``+00``, exact decimals), except bytea,
+which is decoded here. The casts go through :func:`gluon.source.arrow.conform`, so a value
+that does not fit (an infinity, a BC date, a numeric NaN, a rounded decimal) is refused with
+the same one-line error, naming the change by its ``gl_seq``, as a read from the table.
+Columns read as text from the table (json, uuid, interval, ...) are the same text here:
+``column::text`` calls the same output function.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gluon.errors import SourceError
+from gluon.schema import TableSpec
+from gluon.source.arrow import conform
+from gluon.source.logical import unquote
+
+_ESCAPE_TOKEN = re.compile(rb"(\\\\)|\\([0-3][0-7]{2})|(\\)|[^\\]+")
+"""In bytea's escape format: a doubled backslash, an octal byte, a stray backslash, or a run
+of bytes standing for themselves."""
+
+
+def _bytea(text: str) -> bytes:
+    """A bytea value's text (``\\x`` hex, or the older escape format a database may still
+    set in ``bytea_output``) as its bytes.
+
+    Raises:
+        ValueError: ``text`` is neither form.
+    """
+    if text.startswith("\\x"):
+        return bytes.fromhex(text[2:])
+    # Escape format: printable ASCII as itself, ``\\`` for a backslash, ``\ooo`` octal.
+    decoded = bytearray()
+    for match in _ESCAPE_TOKEN.finditer(text.encode("ascii")):
+        backslash, octal, stray = match.groups()
+        if stray:
+            raise ValueError(f"not a bytea value: {text[:40]!r}")
+        decoded += b"\\" if backslash else bytes([int(octal, 8)]) if octal else match[0]
+    return bytes(decoded)
+
+
+def _binary(values: pa.Array, spec: TableSpec, name: str) -> pa.Array:
+    try:
+        return pa.array(
+            [None if v is None else _bytea(v) for v in values.to_pylist()], type=pa.binary()
+        )
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise SourceError(
+            f"column {name} of {spec.schema}.{spec.name}: a bytea value in the slot gluon "
+            f"cannot read ({exc}); report this to the gluon team"
+        ) from None
+
+
+def _unquoted(printed: pa.Array) -> pa.Array:
+    """Printed values (``gluon.source.logical.plain_printed``) as text, one column at once:
+    ``'it''s'`` is ``it's``, a bare ``null`` and a value not logged are NULL."""
+    quoted = pc.starts_with(printed, "'")
+    bare = pc.if_else(pc.equal(printed, "null"), pa.scalar(None, pa.string()), printed)
+    if not pc.any(quoted).as_py():
+        return bare
+    inner = pc.replace_substring(pc.utf8_slice_codeunits(printed, 1, -1), "''", "'")
+    return pc.if_else(quoted, inner, bare)
+
+
+def _typed(
+    texts: Sequence[pa.Array], seqs: pa.Array, ops: pa.Array, spec: TableSpec, schema: pa.Schema
+) -> pa.Table:
+    """The table's columns as text, then ``gl_seq`` and ``gl_op``, in ``schema``'s types."""
+    arrays = [
+        _binary(values, spec, field.name) if pa.types.is_binary(field.type) else values
+        for values, field in zip(texts, schema, strict=False)
+    ]
+    batch = pa.RecordBatch.from_arrays([*arrays, seqs, ops], names=schema.names)
+    return pa.Table.from_batches([conform(batch, schema, spec)], schema=schema)
+
+
+def changes_as_arrow(
+    changes: Sequence[Sequence[str | None]], spec: TableSpec, schema: pa.Schema
+) -> pa.Table:
+    """``changes`` (each the table's column values as text, then ``gl_seq`` and ``gl_op``)
+    as one Arrow table of ``schema`` (the table's lake columns, then the change fields).
+
+    Raises:
+        UnfitValueError: a value does not fit its column's lake type (its rows name the
+            changes by ``gl_seq``).
+        SourceError: a bytea value is in neither of PostgreSQL's text forms.
+    """
+    if not changes:
+        return schema.empty_table()
+    columns = [pa.array(values, type=pa.string()) for values in zip(*changes, strict=True)]
+    seqs = pc.cast(columns[-2], pa.int64())
+    return _typed(columns[:-2], seqs, columns[-1], spec, schema)
+
+
+@dataclass(slots=True)
+class PrintedChanges:
+    """A batch of the table's changes as the slot printed them, in order, unquoted and
+    typed column by column when the batch is complete: each change's printed row (its
+    first item the operation as printed, or empty where the careful reader decoded the
+    row; then the column values, ``gluon.source.logical.plain_printed``), its ``gl_seq``
+    and its ``gl_op``."""
+
+    printed: list[Sequence[str | None]] = field(default_factory=list)
+    seqs: list[int] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+
+    def extend(
+        self, printed: Sequence[Sequence[str | None]], seqs: Sequence[int], ops: Sequence[str]
+    ) -> None:
+        self.printed.extend(printed)
+        self.seqs.extend(seqs)
+        self.ops.extend(ops)
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def texts(self) -> list[list[str | None]]:
+        """Each change as text: its values, then ``gl_seq`` and ``gl_op`` (failure paths)."""
+        return [
+            [*(unquote(value) for value in row[1:]), str(seq), op]
+            for row, seq, op in zip(self.printed, self.seqs, self.ops, strict=True)
+        ]
+
+    def as_arrow(self, spec: TableSpec, schema: pa.Schema) -> pa.Table:
+        """The batch in ``schema``'s types (see :func:`changes_as_arrow`).
+
+        Raises:
+            UnfitValueError: a value does not fit its column's lake type.
+            SourceError: a bytea value is in neither of PostgreSQL's text forms.
+        """
+        if not self.seqs:
+            return schema.empty_table()
+        # Rows to columns in Arrow: one list array, flattened, taken every ``width``-th
+        # value (a Python transpose of 100k rows costs several times more).
+        width = len(spec.columns) + 1
+        flat = pa.array(self.printed, type=pa.list_(pa.string())).flatten()
+        if len(flat) != width * len(self.printed):
+            raise ValueError("printed rows of unequal width")  # a bug, never the data
+        texts = [
+            _unquoted(flat.take(pa.array(range(column, len(flat), width), type=pa.int64())))
+            for column in range(1, width)
+        ]
+        seqs = pa.array(self.seqs, type=pa.int64())
+        return _typed(texts, seqs, pa.array(self.ops, type=pa.string()), spec, schema)
