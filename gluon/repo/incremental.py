@@ -333,7 +333,7 @@ class IncrementalRepository:
                     table.c.id != run_id,
                 )
             ).scalar_one()
-            if last_success is None or others:
+            if others:
                 return False
             connection.execute(table.delete().where(table.c.id == run_id))
             return True

@@ -119,6 +119,7 @@ class PostgreSQLSource(SourceDialect):
     name = "postgresql"
     max_identifier_length: ClassVar[int | None] = 63
     captures_truncate: ClassVar[bool] = True
+    has_catalog_version: ClassVar[bool] = True
     """An ``AFTER TRUNCATE`` statement trigger, and test_decoding's TRUNCATE record."""
     binds_arrays = True
     has_schemas = True
