@@ -236,6 +236,12 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return round(ordered[int(fraction * (len(ordered) - 1))], 2)
 
 
+def _gaps(scrapes: list[int], tables: int) -> int:
+    """Scrapes short of a table's backlog sample, after the first that had them all."""
+    first = next((number for number, count in enumerate(scrapes) if count >= tables), None)
+    return 0 if first is None else sum(1 for count in scrapes[first:] if count < tables)
+
+
 def _free_port() -> int:
     import socket
 
@@ -315,8 +321,11 @@ def measure(
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=600)
     started = time.monotonic()
+    profile = (
+        ["-m", "cProfile", "-o", str(arguments.profile_report)] if arguments.profile_report else []
+    )
     report = subprocess.run(
-        [str(BIN / "offload_status_report")],
+        [sys.executable, *profile, str(BIN / "offload_status_report")],
         env=_env(home),
         capture_output=True,
         text=True,
@@ -338,7 +347,8 @@ def measure(
         "rss_mb_first_last_max": [rss[0], rss[-1], max(rss)] if rss else None,
         "rss_mb_over_time": rss[:: max(len(rss) // 20, 1)],
         "scrapes": len(scrapes),
-        "scrapes_missing_a_backlog_sample": sum(1 for count in scrapes if count < len(names)),
+        # From the first scrape with every table's backlog (the lag reader's first round).
+        "scrapes_missing_a_backlog_sample": _gaps(scrapes, len(names)),
         "written": writer.written,
         "rate": arguments.rate,
         "lag_p50_s": _percentile(lags, 0.50),
@@ -358,6 +368,9 @@ def main() -> None:
     parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle measurement (s)")
     parser.add_argument("--interval", type=float, default=1.0, help="extraction interval (s)")
     parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument(
+        "--profile-report", type=Path, default=None, help="cProfile offload_status_report here"
+    )
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-service")
     arguments = parser.parse_args()
 
