@@ -36,8 +36,8 @@ from gluon.service.runner import Service, ServiceTotals
 TABLES = [f"s{number:02d}" for number in range(30)]
 ROWS = 10
 PARALLEL = 2
-CONNECTION_BOUND = 2 * (PARALLEL + 1)
-"""docs/operations.md, "Connections": two a worker thread and two for the lag reader."""
+CONNECTION_BOUND = 3 * (PARALLEL + 1)
+"""docs/operations.md, "Connections": three a worker thread and three for the lag reader."""
 TEST_APPLICATION = "gluon-test-observer"
 LIMIT_SECONDS = 240.0
 
