@@ -270,7 +270,7 @@ class Service:
         return report
 
     def _extract(self, table: TableConfig, report: RunReport, stop: threading.Event) -> None:
-        from gluon.extract import nothing_waiting, run_extraction
+        from gluon.extract.run import nothing_waiting, run_extraction
 
         state = Repository(self.settings.repo_url).incremental.get_state(table.key)
         enablement = None if state is None else state.enablement_id
