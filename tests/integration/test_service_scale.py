@@ -4,7 +4,8 @@ DEFERRED and IMMEDIATE), run in this process so what it sends can be seen:
 * idle, its checks leave no extraction run in the repository and describe no table's
   columns again (PG_LOGICAL tables are still run: they ask the catalog version only);
 * the connections it holds stay within the bound docs/operations.md gives;
-* under a writer spread over every table, every change ends in the lake, counted once
+* status still shows when an idle table was last checked (``service_checks``);
+* under a writer spread over the tables, every change ends in the lake, counted once
   in the repository and in ``gluon_service_changes_shipped_total`` (no slot race fails a
   run), and every scrape has a backlog sample for every table.
 
@@ -29,11 +30,15 @@ from support.incremental import lake_rows
 
 from gluon.config import load_settings
 from gluon.repo import Repository
+from gluon.repo.common import now
 from gluon.service.config import load_config
 from gluon.service.metrics import ServiceMetrics
 from gluon.service.runner import Service, ServiceTotals
 
 TABLES = [f"s{number:02d}" for number in range(30)]
+QUIET = TABLES[-1]
+"""Never written to: only checked, so its most recent extraction is the service's last check."""
+WRITTEN = TABLES[:-1]
 ROWS = 10
 PARALLEL = 2
 CONNECTION_BOUND = 3 * (PARALLEL + 1)
@@ -160,7 +165,7 @@ def write_changes(observer: sa.Engine, count: int, changes: list[int]) -> None:
     made = 0
     next_key = {name: ROWS + 1 for name in TABLES}
     for number in range(count):
-        name = TABLES[number % len(TABLES)]
+        name = WRITTEN[number % len(WRITTEN)]
         kind = rng.random()
         with observer.begin() as db:
             if kind < 0.5:
@@ -194,6 +199,7 @@ def test_the_service_over_thirty_tables_is_quiet_when_idle_and_exact_under_load(
 ) -> None:
     settings = load_settings()
     repo = Repository(settings.repo_url)
+    started = now()
     runs_before = sum(
         len(repo.incremental.extraction_runs(f"APP.{name.upper()}")) for name in TABLES
     )
@@ -260,6 +266,10 @@ def test_the_service_over_thirty_tables_is_quiet_when_idle_and_exact_under_load(
         metrics.close()
     if peak > CONNECTION_BOUND:
         problems.append(f"the service held {peak} connections (bound {CONNECTION_BOUND})")
+    # The quiet table: no run row, and status's most recent extraction is the last check.
+    quiet = repo.incremental.extraction_totals(f"APP.{QUIET.upper()}")
+    if quiet.runs or quiet.last_success_at is None or quiet.last_success_at < started:
+        problems.append(f"{QUIET}: {quiet.runs} runs, last extraction {quiet.last_success_at}")
     assert not problems
     for name in TABLES:
         with observer.connect() as db:
