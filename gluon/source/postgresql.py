@@ -285,7 +285,13 @@ class PostgreSQLSource(SourceDialect):
             self._arrow_root_uri = self._libpq_uri
             self._close_arrow_root = weakref.finalize(self, self._arrow_root.close)
         if self._snapshot is None and keeping():
-            yield self._arrow_root
+            try:
+                yield self._arrow_root
+            except dbapi.Error:
+                # The connection may be gone (a restarted server): the next read opens anew.
+                self._close_arrow_root()
+                self._arrow_root = None
+                raise
             return
         with self._arrow_root.adbc_clone() as connection:
             yield connection
