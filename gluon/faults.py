@@ -66,6 +66,8 @@ REPOSITORY_WRITES = (
     "record",
     "clear",
     "record_set_aside",
+    "discard_empty_extraction",
+    "record_empty_checks",
 )
 
 

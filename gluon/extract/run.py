@@ -106,6 +106,8 @@ class ExtractionResult:
     oldest_change_at: dt.datetime | None = None
     """When the oldest change this run found pending was captured (for the lake's latency)."""
     merge_mode: MergeMode = MergeMode.DEFERRED
+    recorded: bool = True
+    """False: the run shipped nothing and left no row in the repository (the service)."""
 
     def took(self, changes: pa.Table, written: int) -> None:
         """Count ``changes`` as taken from the source by this run, ``written`` of them into
@@ -151,6 +153,28 @@ NOT_ENABLED_HINT = (
 )
 
 
+def nothing_waiting(settings: Settings, table_key: str) -> bool:
+    """The table's feed counts no change waiting: an extraction would ship nothing.
+
+    What the service asks before an extraction, to skip the lock, the repository's run
+    row, the catalog comparison and the capture check of a run that would find nothing
+    (about 40 ms a table). Reads only; False whenever it cannot tell (a feed that counts
+    by reading, such as a replication slot's; a diversion to acknowledge; an error: the
+    run then reports it).
+    """
+    try:
+        repo = Repository(settings.repo_url)
+        record, state = repo.enabled_table(table_key, otherwise=NOT_ENABLED_HINT)
+        if state.diverting:
+            return False
+        feed = FEEDS[get_method(state.method).change_reader](
+            sources.connect_configured(settings), record, state, repo
+        )
+        return feed.pending() == 0
+    except GluonError:
+        return False
+
+
 def run_extraction(
     settings: Settings,
     ref: TableRef,
@@ -158,11 +182,14 @@ def run_extraction(
     batch_size: int = DEFAULT_BATCH_SIZE,
     progress: Progress | None = None,
     stopping: Callable[[], bool] | None = None,
+    record_empty: bool = True,
 ) -> ExtractionResult:
     """Extract the changes of ``ref`` (holding its extraction lock).
 
     ``stopping``: asked after each batch's commit; True ends the run there, as a success
-    (the service stopping; the next run ships the rest).
+    (the service stopping; the next run ships the rest). ``record_empty=False``: a run
+    that found nothing to ship leaves no row in the repository (the service counts it in
+    memory; ``discard_empty_extraction`` says when a row must stay).
 
     Raises:
         LockHeldError: another extraction, or a lifecycle command other than a compaction,
@@ -244,23 +271,40 @@ def run_extraction(
             )
             result.acknowledged = True
             log.info("acknowledged change ingestion diversion to control partition %d", partition)
-        repo.incremental.finish_extraction(
-            result.run_id,
-            status=ExtractionStatus.SUCCESS,
-            rows_read=result.rows_read,
-            rows_written=result.rows_written,
-            min_seq=result.min_seq,
-            max_seq=result.max_seq,
-            control_partition=partition,
-            oldest_change_at=result.oldest_change_at if result.rows_read else None,
-            source_rows=result.row_counts.source_rows if result.row_counts else None,
-            lake_rows=result.row_counts.lake_rows if result.row_counts else None,
-        )
+        if not record_empty and _empty(result, problems):
+            result.recorded = not repo.incremental.discard_empty_extraction(ref.key, result.run_id)
+        if result.recorded:
+            _finish(repo, result, partition)
     result.seconds = time.monotonic() - started
     if problems:
         # What was captured is in the lake now; the operator must hear that capture stopped.
         raise CaptureBrokenError(f"shipped {result.rows_read} changes, but " + "; ".join(problems))
     return result
+
+
+def _empty(result: ExtractionResult, problems: list[str]) -> bool:
+    """The run changed nothing a later reader needs its row for."""
+    return (
+        result.rows_read == 0
+        and not result.acknowledged
+        and not problems
+        and result.row_counts is None
+    )
+
+
+def _finish(repo: Repository, result: ExtractionResult, partition: int) -> None:
+    repo.incremental.finish_extraction(
+        result.run_id,
+        status=ExtractionStatus.SUCCESS,
+        rows_read=result.rows_read,
+        rows_written=result.rows_written,
+        min_seq=result.min_seq,
+        max_seq=result.max_seq,
+        control_partition=partition,
+        oldest_change_at=result.oldest_change_at if result.rows_read else None,
+        source_rows=result.row_counts.source_rows if result.row_counts else None,
+        lake_rows=result.row_counts.lake_rows if result.row_counts else None,
+    )
 
 
 def _ship(

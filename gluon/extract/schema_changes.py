@@ -42,6 +42,7 @@ from gluon.naming import TableRef
 from gluon.offload.increments import previous_predicate
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
+from gluon.reuse import keeping, kept
 from gluon.schema import Column, TableSpec
 from gluon.source.base import SourceDialect
 
@@ -142,7 +143,20 @@ def source_changes(source: SourceDialect, record: OffloadedTable) -> SchemaChang
     Raises:
         SourceError, NotFoundError: the table cannot be described.
     """
-    spec = source.describe_table(TableRef(record.source_schema, record.source_table))
+    ref = TableRef(record.source_schema, record.source_table)
+    if not keeping():
+        return compare(record.columns, source.describe_table(ref).columns)
+    # The service: describe the table again only when its catalog version moved.
+    described: dict[tuple[str, str], tuple[str, TableSpec]] = kept(
+        ("described tables", str(source.engine.url)), dict, per_thread=False
+    )
+    version = source.catalog_version(ref)
+    known = described.get((ref.schema, ref.table))
+    if version is not None and known is not None and known[0] == version:
+        return compare(record.columns, known[1].columns)
+    spec = source.describe_table(ref)
+    if version is not None:
+        described[(ref.schema, ref.table)] = (version, spec)
     return compare(record.columns, spec.columns)
 
 

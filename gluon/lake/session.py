@@ -13,6 +13,7 @@ import re
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,6 +24,7 @@ from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures, sqllog
 from gluon.lake.sigint import start_keeping_sigint
+from gluon.reuse import keeping, kept
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -319,21 +321,69 @@ def exactly_where(predicate: str) -> str:
     return f"({predicate}) AND (({predicate}) IS TRUE)"
 
 
-@contextmanager
-def open_session(settings: Settings) -> Iterator[LakeSession]:
-    """A lake session for one command; closed on exit."""
+def _start(settings: Settings) -> SparkSession:
     try:
-        spark = _FACTORIES[settings.engine](settings)
+        return _FACTORIES[settings.engine](settings)
     except LakeError:
         raise
     except Exception as exc:
         raise LakeError(
             f"cannot start the lake engine ({settings.engine}): {_first_line(exc)}"
         ) from exc
+
+
+def _stop(spark: SparkSession) -> None:
+    try:
+        spark.stop()
+    except Exception:  # a session that failed to close must not hide the real error
+        log.debug("closing the Spark session failed", exc_info=True)
+
+
+KEPT_SESSION_IDLE_SECONDS = 60.0
+"""A worker's kept session unused this long is replaced (the engine may have dropped it)."""
+
+
+class _KeptSession:
+    """One worker thread's embedded-engine session, reused by its runs (``gluon.reuse``).
+
+    The embedded engine keeps some memory for every session it ever served (about a
+    quarter of a megabyte, measured): a session per run grew the service without bound
+    under load. A run that fails drops it; the next run starts a new one.
+    """
+
+    def __init__(self) -> None:
+        self.spark: SparkSession | None = None
+        self.used_at = 0.0
+
+    def take(self, settings: Settings) -> SparkSession:
+        if self.spark is not None and time.monotonic() - self.used_at > KEPT_SESSION_IDLE_SECONDS:
+            self.stop()
+        if self.spark is None:
+            self.spark = _start(settings)
+        return self.spark
+
+    def stop(self) -> None:
+        if self.spark is not None:
+            spark, self.spark = self.spark, None
+            _stop(spark)
+
+
+@contextmanager
+def open_session(settings: Settings) -> Iterator[LakeSession]:
+    """A lake session for one command; closed on exit (in the service, the worker's
+    embedded-engine session is kept for its next run: ``_KeptSession``)."""
+    if keeping() and settings.engine is EngineKind.SAIL:
+        holder = kept(("lake session",), _KeptSession, per_thread=True, close=_KeptSession.stop)
+        spark = holder.take(settings)
+        try:
+            yield LakeSession(spark, settings)
+        except BaseException:
+            holder.stop()
+            raise
+        holder.used_at = time.monotonic()
+        return
+    spark = _start(settings)
     try:
         yield LakeSession(spark, settings)
     finally:
-        try:
-            spark.stop()
-        except Exception:  # a session that failed to close must not hide the real error
-            log.debug("closing the Spark session failed", exc_info=True)
+        _stop(spark)

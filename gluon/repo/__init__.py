@@ -25,6 +25,7 @@ from gluon.repo.incremental import ENABLED, IncrementalRepository, IncrementalSt
 from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
 from gluon.repo.set_aside import SetAsideChanges
+from gluon.reuse import kept
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,26 @@ def _check_sqlite_file(path: Path, *, create: bool) -> None:
     log.info("creating a new gluon repository at %s", path)
 
 
+def _open(url: str, *, create: bool) -> tuple[sa.Engine, str]:
+    """The repository's engine and its revision (migrated to the newest)."""
+    engine = _engine(url, create=create)
+    try:
+        if not create:
+            with engine.connect() as connection:
+                if not migrations.is_repository(connection):
+                    raise ConfigError(
+                        "the repository database (GLUON_REPO_URL) holds no gluon "
+                        "repository: check the setting; the first offload of a table "
+                        "(offload -t SCHEMA.TABLE -x) creates one"
+                    )
+        if engine.dialect.name == "sqlite":
+            with engine.connect() as connection:
+                connection.exec_driver_sql("PRAGMA journal_mode=WAL")
+        return engine, migrations.migrate(engine)
+    except sa.exc.DBAPIError as exc:
+        raise RepositoryError(f"cannot open the repository ({_shown(url)}): {exc.orig}") from None
+
+
 class Repository:
     """Reads and writes repository records; migrates the schema on first use.
 
@@ -143,24 +164,13 @@ class Repository:
     """
 
     def __init__(self, url: str, *, create: bool = False) -> None:
-        self.engine = _engine(url, create=create)
-        try:
-            if not create:
-                with self.engine.connect() as connection:
-                    if not migrations.is_repository(connection):
-                        raise ConfigError(
-                            "the repository database (GLUON_REPO_URL) holds no gluon "
-                            "repository: check the setting; the first offload of a table "
-                            "(offload -t SCHEMA.TABLE -x) creates one"
-                        )
-            if self.engine.dialect.name == "sqlite":
-                with self.engine.connect() as connection:
-                    connection.exec_driver_sql("PRAGMA journal_mode=WAL")
-            self.revision = migrations.migrate(self.engine)
-        except sa.exc.DBAPIError as exc:
-            raise RepositoryError(
-                f"cannot open the repository ({_shown(url)}): {exc.orig}"
-            ) from None
+        # In the service: opened (and its migrations checked) once, shared by every run.
+        self.engine, self.revision = kept(
+            ("repository", url),
+            lambda: _open(url, create=create),
+            per_thread=False,
+            close=lambda opened: opened[0].dispose(),
+        )
         self.incremental = IncrementalRepository(self.engine)
         self.compaction = CompactionRepository(self.engine)
         self.increments = IncrementRepository(self.engine)

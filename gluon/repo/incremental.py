@@ -155,6 +155,17 @@ class ExtractionTotals:
 
 
 @dataclass(frozen=True, slots=True)
+class EmptyChecks:
+    """The service's checks of one table that found nothing to extract, since the last
+    time it wrote them (``record_empty_checks``)."""
+
+    table_key: str
+    enablement_id: int | None
+    checked_at: dt.datetime
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
 class Shipment:
     """The latest successful extraction that shipped changes with a known capture time."""
 
@@ -302,6 +313,57 @@ class IncrementalRepository:
                 .values(status=status, finished_at=now(), **values)
             )
 
+    @repository_write("discard_empty_extraction")
+    def discard_empty_extraction(self, table_key: str, run_id: int) -> bool:
+        """Delete run ``run_id``, which shipped nothing, when no run before it awaits
+        confirmation (``unconfirmed_extractions``: the runs after the last success would
+        otherwise lose the success that confirms them). Returns whether it was deleted.
+        """
+        table = models.extraction_runs
+        with self.engine.begin() as connection:
+            last_success = connection.execute(
+                sa.select(sa.func.max(table.c.id)).where(
+                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
+                )
+            ).scalar()
+            others = connection.execute(
+                sa.select(sa.func.count()).where(
+                    table.c.table_key == table_key,
+                    table.c.id > (last_success or 0),
+                    table.c.id != run_id,
+                )
+            ).scalar_one()
+            if others:
+                return False
+            connection.execute(table.delete().where(table.c.id == run_id))
+            return True
+
+    @repository_write("record_empty_checks")
+    def record_empty_checks(self, checks: list[EmptyChecks]) -> None:
+        """Add the service's checks that found nothing (one transaction for all tables)."""
+        table = models.service_checks
+        keys = [check.table_key for check in checks]
+        with self.engine.begin() as connection:
+            known = {
+                row.table_key: row
+                for row in connection.execute(sa.select(table).where(table.c.table_key.in_(keys)))
+            }
+            for check in checks:
+                before = known.get(check.table_key)
+                values = {
+                    "enablement_id": check.enablement_id,
+                    "checked_at": check.checked_at,
+                    "empty_checks": check.count,
+                }
+                if before is None:
+                    connection.execute(table.insert().values(table_key=check.table_key, **values))
+                    continue
+                if before.enablement_id == check.enablement_id:
+                    values["empty_checks"] += before.empty_checks
+                connection.execute(
+                    table.update().where(table.c.table_key == check.table_key).values(**values)
+                )
+
     def unconfirmed_extractions(self, table_key: str) -> set[int]:
         """Runs whose shipped changes may still be in the changelog.
 
@@ -375,8 +437,16 @@ class IncrementalRepository:
             sa.func.max(sa.case((succeeded, runs.c.finished_at), else_=None)),
             sa.func.min(runs.c.started_at),
         ).where(runs.c.table_key == table_key, *of_enablement(runs, enablement_id))
+        checks = models.service_checks
+        checked = sa.select(checks.c.checked_at).where(
+            checks.c.table_key == table_key, *of_enablement(checks, enablement_id)
+        )
         with self.engine.connect() as connection:
             row = connection.execute(query).one()
+            empty_check_at = connection.execute(checked).scalar()
+        last_success = row[6]
+        if empty_check_at is not None and (last_success is None or empty_check_at > last_success):
+            last_success = empty_check_at  # the service's latest check that found nothing
         return ExtractionTotals(
             runs=int(row[0] or 0),
             succeeded=int(row[1] or 0),
@@ -384,6 +454,6 @@ class IncrementalRepository:
             interrupted=int(row[3] or 0),
             changes_shipped=int(row[4] or 0),
             max_seq=None if row[5] is None else int(row[5]),
-            last_success_at=row[6],
+            last_success_at=last_success,
             first_started_at=row[7],
         )

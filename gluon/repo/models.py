@@ -213,3 +213,15 @@ enablements = sa.Table(
 )
 """One enabling of incremental update for a table: its runs, snapshots and kept objects
 carry its id, so a later enabling never mistakes them for its own."""
+
+service_checks = sa.Table(
+    "service_checks",
+    metadata,
+    sa.Column("table_key", sa.String(300), primary_key=True),
+    sa.Column("enablement_id", sa.Integer),
+    sa.Column("checked_at", sa.DateTime, nullable=False),
+    sa.Column("empty_checks", sa.BigInteger, nullable=False),
+)
+"""The service's extraction checks that found nothing (revision 0018): they leave no
+extraction run each; the service writes the latest time and the count here, a table at a
+time, about once a minute (``gluon.service.checks``)."""

@@ -8,7 +8,9 @@ the last reading, so a scrape never waits for the source.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, start_http_server
@@ -45,21 +47,36 @@ LAG_GAUGES = (
         "set_aside",
     ),
 )
-"""Gauge name, help, TableLag field. A table whose figure is unknown has no sample."""
+"""Gauge name, help, TableLag field. A table whose figure is unknown has no sample, except
+the backlog: once read, it keeps its last value (``gluon_table_backlog_age_seconds``
+says how old), so a reading that failed under load leaves no gap in the series."""
+
+BACKLOG_AGE = (
+    "gluon_table_backlog_age_seconds",
+    "Seconds since gluon_table_backlog_changes was read (it keeps its last value while a "
+    "reading fails).",
+)
 
 
 class _LagCollector(Collector):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._lags: dict[str, TableLag] = {}
+        self._backlog_read_at: dict[str, float] = {}
 
     def update(self, table_key: str, lag: TableLag) -> None:
         with self._lock:
+            before = self._lags.get(table_key)
+            if lag.backlog is not None:
+                self._backlog_read_at[table_key] = time.monotonic()
+            elif before is not None and before.backlog is not None:
+                lag = replace(lag, backlog=before.backlog)
             self._lags[table_key] = lag
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         with self._lock:
             lags = dict(self._lags)
+            read_at = dict(self._backlog_read_at)
         for name, help_text, field in LAG_GAUGES:
             family = GaugeMetricFamily(name, help_text, labels=["table"])
             for table_key, lag in sorted(lags.items()):
@@ -67,6 +84,11 @@ class _LagCollector(Collector):
                 if value is not None:
                     family.add_metric([table_key], float(value))
             yield family
+        ages = GaugeMetricFamily(*BACKLOG_AGE, labels=["table"])
+        now = time.monotonic()
+        for table_key, at in sorted(read_at.items()):
+            ages.add_metric([table_key], now - at)
+        yield ages
 
 
 class ServiceMetrics:

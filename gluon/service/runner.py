@@ -17,17 +17,21 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from contextlib import ExitStack, nullcontext
+from dataclasses import dataclass, field, replace
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import GluonError, LockHeldError, UsageError
 from gluon.lake.session import first_line, open_session
 from gluon.repo import Repository
 from gluon.repo.common import now as repository_now
+from gluon.reuse import kept_connections
+from gluon.service.checks import FLUSH_SECONDS, EmptyCheckCounter
 from gluon.service.config import ServiceConfig, TableConfig
 from gluon.service.lag import table_lag
 from gluon.service.metrics import ServiceMetrics
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
+from gluon.service.slots import SlotTurns, reads_a_slot
 from gluon.status.incremental_status import ChangelogCounter
 
 log = logging.getLogger(__name__)
@@ -38,6 +42,12 @@ TICK_SECONDS = 0.5
 """How often the scheduler looks for due runs (in memory: no query)."""
 LAG_REFRESH_SECONDS = 15.0
 """How often the lag gauges are read again (with ``--metrics-port``)."""
+SLOT_TURN_SECONDS = 30.0
+"""How long the lag reader waits for running slot extractions before keeping the last
+value of a slot table's gauges."""
+FULL_RUN_SECONDS = 300.0
+"""A table whose feed counts nothing waiting is still given a full extraction run this
+often (which compares the source's columns and checks the capture objects)."""
 
 
 class Outcome:
@@ -148,8 +158,20 @@ class Service:
         self.announce = announce or (lambda line: None)
         self.clock = clock
         self.totals = ServiceTotals()
+        self.checks = EmptyCheckCounter(settings.repo_url)
+        self.slot_turns = SlotTurns()
+        self._full_run_at: dict[str, float] = {}
 
     def run(self, stop: threading.Event) -> ServiceTotals:
+        """Run until ``stop`` is set. Repository and source connections are kept for the
+        service's life (``gluon.reuse``): each worker thread holds its own few."""
+        with kept_connections():
+            try:
+                return self._serve(stop)
+            finally:
+                self.checks.flush()
+
+    def _serve(self, stop: threading.Event) -> ServiceTotals:
         repo = Repository(self.settings.repo_url)
         now = self.clock()
         schedules = [
@@ -167,8 +189,12 @@ class Service:
             ).start()
         self._warm_engine()
         running: dict[Future[RunReport], tuple[TableSchedule, Action]] = {}
+        flushed = time.monotonic()
         with ThreadPoolExecutor(self.parallel, thread_name_prefix="gluon-run") as pool:
             while not stop.is_set():
+                if time.monotonic() - flushed >= FLUSH_SECONDS:
+                    self.checks.flush()
+                    flushed = time.monotonic()
                 now = self.clock()
                 busy = {(schedule.table.key, action) for schedule, action in running.values()}
                 for schedule, action in due_runs(
@@ -244,13 +270,31 @@ class Service:
         return report
 
     def _extract(self, table: TableConfig, report: RunReport, stop: threading.Event) -> None:
-        from gluon.extract.run import run_extraction
+        from gluon.extract.run import nothing_waiting, run_extraction
 
-        result = run_extraction(
-            self.settings, table.ref, batch_size=table.batch_size, stopping=stop.is_set
-        )
+        state = Repository(self.settings.repo_url).incremental.get_state(table.key)
+        enablement = None if state is None else state.enablement_id
+        full_run_due = time.monotonic() >= self._full_run_at.get(table.key, 0.0)
+        if not full_run_due and nothing_waiting(self.settings, table.key):
+            report.outcome, report.detail = Outcome.NOTHING_TO_DO, "nothing waiting"
+            self.checks.checked(table.key, enablement, self.clock())
+            return
+        uses_slot = state is not None and reads_a_slot(state)
+        with self.slot_turns.extracting() if uses_slot else nullcontext():
+            result = run_extraction(
+                self.settings,
+                table.ref,
+                batch_size=table.batch_size,
+                stopping=stop.is_set,
+                record_empty=False,
+            )
+        self._full_run_at[table.key] = time.monotonic() + FULL_RUN_SECONDS
         report.shipped, report.written = result.rows_read, result.rows_written
-        report.run_id = result.run_id
+        report.run_id = result.run_id if result.recorded else None
+        if result.recorded:
+            self.checks.shipped(table.key, self.clock())
+        else:
+            self.checks.checked(table.key, enablement, self.clock())
         if result.rows_read == 0:
             report.outcome = Outcome.NOTHING_TO_DO
 
@@ -284,11 +328,29 @@ class Service:
         while not stop.is_set():
             try:
                 repo = Repository(self.settings.repo_url)
+                # A new counter each round: it remembers a failure to connect.
                 counter = ChangelogCounter(self.settings.source_url, self.settings.source_timeouts)
                 for table in self.config.tables:
-                    record = repo.get_table(table.key)
-                    if record is not None:
-                        self.metrics.lag(table.key, table_lag(repo, record, counter, self.clock()))
+                    self._read_lag(repo, table.key, counter)
             except Exception:  # gauges go stale, the service goes on
                 log.warning("reading the lag of the tables failed", exc_info=True)
             stop.wait(LAG_REFRESH_SECONDS)
+
+    def _read_lag(self, repo: Repository, table_key: str, counter: ChangelogCounter) -> None:
+        """One table's gauges; a slot table's in the sole slot turn (``SlotTurns``)."""
+        assert self.metrics is not None
+        record = repo.get_table(table_key)
+        state = repo.incremental.get_state(table_key)
+        if record is None:
+            return
+        with ExitStack() as stack:
+            slot_turn = state is not None and reads_a_slot(state)
+            if slot_turn and not stack.enter_context(self.slot_turns.reading(SLOT_TURN_SECONDS)):
+                return  # extractions kept the slot: the gauges keep their last value
+            lag = table_lag(repo, record, counter, self.clock())
+        latest = self.checks.latest(table_key)
+        if latest is not None:
+            since = max((self.clock() - latest).total_seconds(), 0.0)
+            if lag.seconds_since_extraction is None or since < lag.seconds_since_extraction:
+                lag = replace(lag, seconds_since_extraction=since)
+        self.metrics.lag(table_key, lag)

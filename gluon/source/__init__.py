@@ -36,6 +36,7 @@ import sqlalchemy as sa
 
 from gluon.config import Settings, SourceTimeouts, parse_database_url
 from gluon.errors import ConfigError, UnsupportedError
+from gluon.reuse import kept
 from gluon.source.base import SourceDialect, registered_dialects
 
 DIALECT_MODULES: dict[str, str] = {
@@ -110,12 +111,19 @@ def connect(url: str, timeouts: SourceTimeouts | None = None) -> SourceDialect:
     Raises:
         ConfigError: the URL is malformed or its driver is missing.
     """
+    bounds = timeouts or SourceTimeouts()
+    # In the service: one source per worker thread, reused by its runs (gluon.reuse).
+    return kept(
+        ("source", url, bounds), lambda: _connect(url, bounds), per_thread=True, close=_close
+    )
+
+
+def _connect(url: str, bounds: SourceTimeouts) -> SourceDialect:
     parsed = parse_database_url(url, "GLUON_SOURCE_URL")
     try:
         cls = dialect_class(parsed.get_backend_name())
     except UnsupportedError as exc:  # a setting to correct: a usage error (exit 2)
         raise ConfigError(f"GLUON_SOURCE_URL: {exc}") from None
-    bounds = timeouts or SourceTimeouts()
     options = cls.engine_options()
     connect_args = {**options.get("connect_args", {}), **cls.timeout_connect_args(parsed, bounds)}
     try:
@@ -125,6 +133,10 @@ def connect(url: str, timeouts: SourceTimeouts | None = None) -> SourceDialect:
     source = cls(engine)
     source.install_timeouts(bounds)
     return source
+
+
+def _close(source: SourceDialect) -> None:
+    source.engine.dispose()
 
 
 __all__ = ["DIALECTS_ENTRY_POINTS", "SourceDialect", "connect", "dialect_class", "dialect_names"]

@@ -109,6 +109,9 @@ class SourceDialect:
     (``gluon.extract.truncation``). SQLite has no TRUNCATE; Oracle's row triggers do not
     fire on one."""
 
+    has_catalog_version: ClassVar[bool] = False
+    """Whether the dialect has a ``catalog_version`` query (:meth:`catalog_version`)."""
+
     trigger_per_event: ClassVar[bool] = False
     """Whether a capture trigger is one trigger per row event, named ``<name>_<event>``
     (``insert``, ``update``, ``delete``: a SQLite trigger fires for one event), rather than
@@ -362,6 +365,19 @@ class SourceDialect:
             UnsupportedError: a column type gluon cannot offload without loss.
         """
         raise NotImplementedError(f"{self.name} does not implement describe_table")
+
+    def catalog_version(self, ref: TableRef) -> str | None:
+        """One cheap value that changes whenever ``describe_table(ref)`` may answer
+        differently (None: the dialect cannot tell, or no single table matches): a long-
+        running process describes the table again only when it changed.
+
+        Raises:
+            SourceError: the dictionary cannot be read.
+        """
+        if not self.has_catalog_version:
+            return None
+        rows = self.run_query("catalog_version", {"schema": ref.schema, "table": ref.table})
+        return str(rows[0].version) if len(rows) == 1 else None
 
     def unique_keys(self, spec: TableSpec) -> list[tuple[str, ...]]:
         """Column sets the source keeps unique: the primary key, unique constraints and indexes.

@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import psycopg
 from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
+from gluon.reuse import keeping
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import PartitionBound, SourceDialect, Subpartition, _first_line
 
@@ -118,6 +119,7 @@ class PostgreSQLSource(SourceDialect):
     name = "postgresql"
     max_identifier_length: ClassVar[int | None] = 63
     captures_truncate: ClassVar[bool] = True
+    has_catalog_version: ClassVar[bool] = True
     """An ``AFTER TRUNCATE`` statement trigger, and test_decoding's TRUNCATE record."""
     binds_arrays = True
     has_schemas = True
@@ -264,13 +266,16 @@ class PostgreSQLSource(SourceDialect):
             finally:
                 self._snapshot = None
 
-    def _arrow_connection(self) -> Any:
-        """A new ADBC connection, for one read (each read sees what is committed when it runs).
+    @contextmanager
+    def _arrow_connection(self) -> Iterator[Any]:
+        """An ADBC connection for one read (each read sees what is committed when it runs).
 
         Creating ADBC's database object loads the server's type catalog (~0.2 s, ten times a
         libpq connection; an extraction of 1M changes reads ten batches): the first read
         creates it with an idle autocommit connection that owns it, until this source is
-        dropped; each read clones a connection from it.
+        dropped; each read clones a connection from it. In the service (``gluon.reuse``),
+        where this source is one worker's for the process, a read without a snapshot to
+        import runs on that autocommit connection itself: one ADBC connection a worker.
         """
         from adbc_driver_postgresql import dbapi  # imported by reads only (start-up cost)
 
@@ -279,7 +284,17 @@ class PostgreSQLSource(SourceDialect):
             self._arrow_root = dbapi.connect(self._libpq_uri, autocommit=True)
             self._arrow_root_uri = self._libpq_uri
             self._close_arrow_root = weakref.finalize(self, self._arrow_root.close)
-        return self._arrow_root.adbc_clone()
+        if self._snapshot is None and keeping():
+            try:
+                yield self._arrow_root
+            except dbapi.Error:
+                # The connection may be gone (a restarted server): the next read opens anew.
+                self._close_arrow_root()
+                self._arrow_root = None
+                raise
+            return
+        with self._arrow_root.adbc_clone() as connection:
+            yield connection
 
     def select_list(self, spec: TableSpec) -> list[str]:
         # The one-byte "char" arrives from a binary read as the byte itself, b"\x00" for the

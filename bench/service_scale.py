@@ -1,0 +1,401 @@
+"""``gluon service`` over many tables of one PostgreSQL database:
+``PYTHONPATH=tests python -m bench.service_scale [--tables 200] [--rate 1000] ...``.
+
+Mixed methods and merge modes (one table in five PG_LOGICAL, the rest CHANGELOG; one in
+four IMMEDIATE, the rest DEFERRED), one ``gluon service`` process (``--parallel``), and
+the figures issue 33 sets goals for:
+
+* **idle cycle**: with no writes, the time one pass of extractions over every table
+  takes (the extraction interval is short, so the service is always busy: the cycle is
+  the tables over the runs per second it achieves);
+* **repository rows per minute** while idle (extraction runs recorded);
+* **connections** the service holds (``pg_stat_activity`` of the bench database, less
+  the bench's own), sampled every second, idle and under load;
+* **resident memory** of the service (``VmRSS``) over time;
+* **backlog gauge**: scrapes of ``/metrics`` in which some table had no
+  ``gluon_table_backlog_changes`` sample;
+* **lag** p50/p95/p99 under a steady writer spread over all tables: a change's lag is
+  the finish of the run that shipped it minus its write time (DEFERRED tables: their
+  delta table names the run of each change);
+* **status report**: the time ``offload_status_report`` takes over every table.
+
+Prints one JSON object and writes it to ``--out``. Not part of the test command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from bench.harness import BIN, ROOT
+
+WRITE_BATCH = 5
+SAMPLE_SECONDS = 1.0
+
+
+def _env(home: Path) -> dict[str, str]:
+    return {**os.environ, "OFFLOAD_HOME": str(home), "PYTHONPATH": f"{ROOT}:{ROOT / 'tests'}"}
+
+
+def method_of(number: int) -> str:
+    return "PG_LOGICAL" if number % 5 == 4 else "CHANGELOG"
+
+
+def merge_mode_of(number: int) -> str:
+    return "IMMEDIATE" if number % 4 == 3 else "DEFERRED"
+
+
+def _prepare(url: str, home: Path, names: list[str]) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE SCHEMA IF NOT EXISTS app"))
+        for name in names:
+            db.execute(
+                sa.text(
+                    f"CREATE TABLE app.{name} (id BIGSERIAL PRIMARY KEY, v INTEGER, "
+                    "written_at DOUBLE PRECISION DEFAULT extract(epoch FROM clock_timestamp()))"
+                )
+            )
+            db.execute(
+                sa.text(f"INSERT INTO app.{name} (v) SELECT g FROM generate_series(1, 100) g")
+            )
+    engine.dispose()
+    os.environ["OFFLOAD_HOME"] = str(home)
+    from support.cli import run_cli  # in this process: one start-up for every table
+
+    for number, name in enumerate(names):
+        result = run_cli(
+            "offload",
+            "-t",
+            f"app.{name}",
+            "-x",
+            "--incremental-updates-enabled",
+            f"--incremental-extraction-method={method_of(number)}",
+            f"--incremental-merge-mode={merge_mode_of(number)}",
+        )
+        if result.exit_code:
+            raise RuntimeError(f"enabling app.{name} failed: {result.stderr}")
+
+
+class _Writer(threading.Thread):
+    """Inserts ``rate`` rows a second, spread round-robin over the tables, until halted."""
+
+    def __init__(self, url: str, names: list[str], rate: float) -> None:
+        super().__init__(daemon=True)
+        import sqlalchemy as sa
+
+        self.engine = sa.create_engine(url, pool_size=1)
+        self.names, self.rate = names, rate
+        self.halt = threading.Event()
+        self.written = 0
+        self.failure: BaseException | None = None
+
+    def run(self) -> None:
+        import sqlalchemy as sa
+
+        started = time.monotonic()
+        try:
+            while not self.halt.is_set():
+                due = (time.monotonic() - started) * self.rate
+                while self.written < due:
+                    name = self.names[(self.written // WRITE_BATCH) % len(self.names)]
+                    with self.engine.begin() as db:
+                        db.execute(
+                            sa.text(
+                                f"INSERT INTO app.{name} (v) SELECT g FROM generate_series(1, "
+                                f"{WRITE_BATCH}) g"
+                            )
+                        )
+                    self.written += WRITE_BATCH
+                time.sleep(0.01)
+        except BaseException as exc:
+            self.failure = exc
+        finally:
+            self.engine.dispose()
+
+
+class _Sampler(threading.Thread):
+    """Every second: the service's connections, its resident memory and a metrics scrape."""
+
+    def __init__(self, url: str, pid: int, port: int, tables: int) -> None:
+        super().__init__(daemon=True)
+        import sqlalchemy as sa
+
+        self.engine = sa.create_engine(url, pool_size=1)
+        self.pid, self.port, self.tables = pid, port, tables
+        self.halt = threading.Event()
+        self.samples: list[dict[str, Any]] = []
+
+    def run(self) -> None:
+        import sqlalchemy as sa
+
+        started = time.monotonic()
+        with self.engine.connect() as db:
+            while not self.halt.wait(SAMPLE_SECONDS):
+                connections = db.execute(
+                    sa.text(
+                        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND pid <> pg_backend_pid()"
+                    )
+                ).scalar_one()
+                db.rollback()
+                self.samples.append(
+                    {
+                        "t": round(time.monotonic() - started, 1),
+                        "connections": int(connections) - self.writer_connections,
+                        "rss_mb": _rss_mb(self.pid),
+                        "backlog_samples": _backlog_samples(self.port),
+                    }
+                )
+        self.engine.dispose()
+
+    writer_connections = 0
+    """The writer's own connection while it writes (not the service's)."""
+
+
+def _rss_mb(pid: int) -> float | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return round(int(found.group(1)) / 1024, 1) if found else None
+
+
+def _backlog_samples(port: int) -> int | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            text = response.read().decode()
+    except OSError:
+        return None
+    return sum(1 for line in text.splitlines() if line.startswith("gluon_table_backlog_changes{"))
+
+
+def _run_lines(output: Path) -> int:
+    try:
+        return sum(1 for line in output.read_text().splitlines() if line.startswith("run: "))
+    except OSError:
+        return 0
+
+
+def _repository_runs(home: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(home / "repo" / "gluon.db") as db:
+        return int(db.execute("SELECT COUNT(*) FROM extraction_runs").fetchone()[0])
+
+
+def _lags(home: Path, names: list[str]) -> list[float]:
+    """Seconds from each shipped change's write to the finish of the run that shipped it
+    (changes of a run not finished yet are left out)."""
+    os.environ["OFFLOAD_HOME"] = str(home)
+    from gluon.api import Repository, load_settings, read_delta
+
+    repo = Repository(load_settings().repo_url)
+    lags: list[float] = []
+    for name in names:
+        key = f"APP.{name.upper()}"
+        state = repo.incremental.get_state(key)
+        assert state is not None
+        finished = {
+            run.id: run.finished_at.replace(tzinfo=dt.UTC).timestamp()
+            for run in repo.incremental.extraction_runs(key, limit=100_000)
+            if run.finished_at is not None
+        }
+        changes = read_delta(state.delta_path, columns=["written_at", "gl_extraction_id"])
+        for written, run in zip(
+            changes.column("written_at").to_pylist(),
+            changes.column("gl_extraction_id").to_pylist(),
+            strict=True,
+        ):
+            if run in finished:
+                lags.append(finished[run] - written)
+    return lags
+
+
+def _percentile(values: list[float], fraction: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[int(fraction * (len(ordered) - 1))], 2)
+
+
+def _gaps(scrapes: list[int], tables: int) -> int:
+    """Scrapes short of a table's backlog sample, after the first that had them all."""
+    first = next((number for number, count in enumerate(scrapes) if count >= tables), None)
+    return 0 if first is None else sum(1 for count in scrapes[first:] if count < tables)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def measure(
+    url: str, home: Path, names: list[str], arguments: argparse.Namespace
+) -> dict[str, Any]:
+    config = home / "conf" / "tables.toml"
+    lines = ["[defaults]", f'extraction_interval = "{arguments.interval}s"', ""]
+    lines += [f'[tables."app.{name}"]' for name in names]
+    config.write_text("\n".join(lines) + "\n")
+    port = _free_port()
+    output = home / "service.out"
+    service = subprocess.Popen(
+        [
+            str(BIN / "gluon"),
+            "service",
+            "--config",
+            str(config),
+            "--parallel",
+            str(arguments.parallel),
+            "--metrics-port",
+            str(port),
+            "--metrics-address",
+            "127.0.0.1",
+        ],
+        env=_env(home),
+        stdout=output.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    sampler = _Sampler(url, service.pid, port, len(names))
+    sampler.start()
+    try:
+        # Idle: the first pass ships the enablement's leftovers, if any; measure after it.
+        give_up = time.monotonic() + 600
+        while _run_lines(output) < len(names) and time.monotonic() < give_up:
+            time.sleep(0.5)
+        runs_before, rows_before, idle_started = (
+            _run_lines(output),
+            _repository_runs(home),
+            time.monotonic(),
+        )
+        time.sleep(arguments.idle_seconds)
+        idle_seconds = time.monotonic() - idle_started
+        idle_runs = _run_lines(output) - runs_before
+        idle_rows = _repository_runs(home) - rows_before
+        idle_samples = len(sampler.samples)
+
+        writer = _Writer(url, names, arguments.rate)
+        sampler.writer_connections = 1
+        writer.start()
+        time.sleep(arguments.seconds)
+        writer.halt.set()
+        writer.join()
+        sampler.writer_connections = 0
+        if writer.failure is not None:
+            raise writer.failure
+        # Until every DEFERRED table's delta table holds what was written to it.
+        deferred = [
+            name for number, name in enumerate(names) if merge_mode_of(number) != "IMMEDIATE"
+        ]
+        expected = writer.written * len(deferred) // len(names) * 0.99
+        give_up = time.monotonic() + 600
+        lags: list[float] = []
+        while time.monotonic() < give_up:
+            lags = _lags(home, deferred)
+            if len(lags) >= expected:
+                break
+            time.sleep(2)
+    finally:
+        sampler.halt.set()
+        sampler.join()
+        service.send_signal(signal.SIGTERM)
+        service.wait(timeout=600)
+    started = time.monotonic()
+    profile = (
+        ["-m", "cProfile", "-o", str(arguments.profile_report)] if arguments.profile_report else []
+    )
+    report = subprocess.run(
+        [sys.executable, *profile, str(BIN / "offload_status_report")],
+        env=_env(home),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    report_seconds = time.monotonic() - started
+    idle, loaded = sampler.samples[:idle_samples], sampler.samples[idle_samples:]
+    rss = [sample["rss_mb"] for sample in sampler.samples if sample["rss_mb"] is not None]
+    scrapes = [s["backlog_samples"] for s in sampler.samples if s["backlog_samples"] is not None]
+    failed = sum(1 for line in output.read_text().splitlines() if "outcome=failed" in line)
+    return {
+        "tables": len(names),
+        "parallel": arguments.parallel,
+        "interval_s": arguments.interval,
+        "idle_cycle_s": round(len(names) * idle_seconds / idle_runs, 2) if idle_runs else None,
+        "idle_repository_rows_per_minute": round(idle_rows * 60 / idle_seconds, 1),
+        "connections_idle_max": max((s["connections"] for s in idle), default=None),
+        "connections_load_max": max((s["connections"] for s in loaded), default=None),
+        "rss_mb_first_last_max": [rss[0], rss[-1], max(rss)] if rss else None,
+        "rss_mb_over_time": rss[:: max(len(rss) // 20, 1)],
+        "scrapes": len(scrapes),
+        # From the first scrape with every table's backlog (the lag reader's first round).
+        "scrapes_missing_a_backlog_sample": _gaps(scrapes, len(names)),
+        "written": writer.written,
+        "rate": arguments.rate,
+        "lag_p50_s": _percentile(lags, 0.50),
+        "lag_p95_s": _percentile(lags, 0.95),
+        "lag_p99_s": _percentile(lags, 0.99),
+        "failed_runs": failed,
+        "status_report_s": round(report_seconds, 2),
+        "status_report_exit": report.returncode,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tables", type=int, default=20, help="tables (issue 33: 200)")
+    parser.add_argument("--rate", type=float, default=200.0, help="inserts per second, all tables")
+    parser.add_argument("--seconds", type=float, default=30.0, help="how long the writer writes")
+    parser.add_argument("--idle-seconds", type=float, default=20.0, help="idle measurement (s)")
+    parser.add_argument("--interval", type=float, default=1.0, help="extraction interval (s)")
+    parser.add_argument("--parallel", type=int, default=2)
+    parser.add_argument(
+        "--profile-report", type=Path, default=None, help="cProfile offload_status_report here"
+    )
+    parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-service")
+    arguments = parser.parse_args()
+
+    from support.postgres import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    work = Path(tempfile.mkdtemp(prefix="bench-service-scale-"))
+    try:
+        url = server.create_database("bench_service_scale")
+        home = work / "home"
+        (home / "conf").mkdir(parents=True)
+        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+        names = [f"s{number:03d}" for number in range(arguments.tables)]
+        began = time.monotonic()
+        _prepare(url, home, names)
+        print(f"prepared {len(names)} tables in {time.monotonic() - began:.0f} s", flush=True)
+        figure = measure(url, home, names, arguments)
+        print(json.dumps(figure), flush=True)
+        arguments.out.mkdir(parents=True, exist_ok=True)
+        (arguments.out / "service-scale.json").write_text(json.dumps(figure, indent=2))
+    finally:
+        server.stop()
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

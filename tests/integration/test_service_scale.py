@@ -1,0 +1,280 @@
+"""``gluon service`` over 30 tables of one PostgreSQL database (CHANGELOG and PG_LOGICAL,
+DEFERRED and IMMEDIATE), run in this process so what it sends can be seen:
+
+* idle, its checks leave no extraction run in the repository and describe no table's
+  columns again (PG_LOGICAL tables are still run: they ask the catalog version only);
+* the connections it holds stay within the bound docs/operations.md gives;
+* status still shows when an idle table was last checked (``service_checks``);
+* under a writer spread over the tables, every change ends in the lake, counted once
+  in the repository and in ``gluon_service_changes_shipped_total`` (no slot race fails a
+  run), and every scrape has a backlog sample for every table.
+
+Every wait waits for a behaviour with a generous limit; nothing asserts a duration.
+"""
+
+from __future__ import annotations
+
+import gc
+import random
+import threading
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from prometheus_client.parser import text_string_to_metric_families
+from support.incremental import lake_rows
+
+from gluon.config import load_settings
+from gluon.repo import Repository
+from gluon.repo.common import now
+from gluon.service.config import load_config
+from gluon.service.metrics import ServiceMetrics
+from gluon.service.runner import Service, ServiceTotals
+
+TABLES = [f"s{number:02d}" for number in range(30)]
+QUIET = TABLES[-1]
+"""Never written to: only checked, so its most recent extraction is the service's last check."""
+WRITTEN = TABLES[:-1]
+ROWS = 10
+PARALLEL = 2
+CONNECTION_BOUND = 3 * (PARALLEL + 1)
+"""docs/operations.md, "Connections": three a worker thread and three for the lag reader."""
+TEST_APPLICATION = "gluon-test-observer"
+LIMIT_SECONDS = 240.0
+
+
+def method_of(number: int) -> str:
+    return "PG_LOGICAL" if number % 5 == 4 else "CHANGELOG"
+
+
+def merge_mode_of(number: int) -> str:
+    return "IMMEDIATE" if number % 4 == 3 else "DEFERRED"
+
+
+def wait_until(what: str, condition: Callable[[], bool], limit: float = LIMIT_SECONDS) -> None:
+    give_up = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < give_up, f"gave up waiting for {what}"
+        time.sleep(0.5)
+
+
+@pytest.fixture
+def observer(pg_url: str) -> Iterator[sa.Engine]:
+    """The test's own connections, named so they are not counted as the service's."""
+    engine = sa.create_engine(pg_url, connect_args={"application_name": TEST_APPLICATION})
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def tables(
+    pg_url: str, offload_home: Path, observer: sa.Engine, run_cli: Callable[..., Any]
+) -> Path:
+    with observer.begin() as db:
+        db.execute(sa.text("CREATE SCHEMA app"))
+        for name in TABLES:
+            db.execute(sa.text(f"CREATE TABLE app.{name} (id INTEGER PRIMARY KEY, v INTEGER)"))
+            db.execute(
+                sa.text(f"INSERT INTO app.{name} SELECT g, g FROM generate_series(1, {ROWS}) g")
+            )
+    (offload_home / "conf").mkdir()
+    (offload_home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={pg_url}\n")
+    for number, name in enumerate(TABLES):
+        result = run_cli(
+            "offload",
+            "-t",
+            f"app.{name}",
+            "-x",
+            "--incremental-updates-enabled",
+            f"--incremental-extraction-method={method_of(number)}",
+            f"--incremental-merge-mode={merge_mode_of(number)}",
+        )
+        assert result.exit_code == 0, result.stderr
+    path = offload_home / "conf" / "tables.toml"
+    lines = ["[defaults]", 'extraction_interval = "1s"', ""]
+    path.write_text("\n".join(lines + [f'[tables."app.{name}"]' for name in TABLES]) + "\n")
+    return path
+
+
+class Statements:
+    """Every statement SQLAlchemy sends in this process, counted by what it reads."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.describes = 0
+        self.catalog_versions = 0
+
+    def __call__(self, *args: Any) -> None:
+        statement = str(args[2])
+        with self.lock:
+            self.describes += "format_type(a.atttypid, a.atttypmod) AS formatted_type" in statement
+            self.catalog_versions += "AS version" in statement and "pg_attribute" in statement
+
+
+def service_connections(observer: sa.Engine) -> int:
+    with observer.connect() as db:
+        return int(
+            db.execute(
+                sa.text(
+                    "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND backend_type = 'client backend' AND application_name <> :mine"
+                ),
+                {"mine": TEST_APPLICATION},
+            ).scalar_one()
+        )
+
+
+def backlog_tables(port: int) -> set[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    return {
+        sample.labels["table"]
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gluon_table_backlog_changes"
+    }
+
+
+def shipped_metric(port: int) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
+        text = response.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "gluon_service_changes_shipped_total"
+    )
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def write_changes(observer: sa.Engine, count: int, changes: list[int]) -> None:
+    """``count`` transactions spread over every table: an insert, an update, or an insert
+    and a delete; appends the number of row changes they made to ``changes``."""
+    rng = random.Random(33)
+    made = 0
+    next_key = {name: ROWS + 1 for name in TABLES}
+    for number in range(count):
+        name = WRITTEN[number % len(WRITTEN)]
+        kind = rng.random()
+        with observer.begin() as db:
+            if kind < 0.5:
+                db.execute(sa.text(f"INSERT INTO app.{name} VALUES (:k, 0)"), {"k": next_key[name]})
+                next_key[name] += 1
+                made += 1
+            elif kind < 0.8:
+                db.execute(
+                    sa.text(f"UPDATE app.{name} SET v = v + 1 WHERE id = :k"),
+                    {"k": rng.randrange(1, ROWS + 1)},
+                )
+                made += 1
+            else:
+                db.execute(sa.text(f"INSERT INTO app.{name} VALUES (:k, 0)"), {"k": next_key[name]})
+                db.execute(sa.text(f"DELETE FROM app.{name} WHERE id = :k"), {"k": next_key[name]})
+                next_key[name] += 1
+                made += 2
+        if number % 50 == 49:
+            time.sleep(0.2)
+    changes.append(made)
+
+
+def shipped_in_repository(repo: Repository) -> int:
+    return sum(
+        repo.incremental.extraction_totals(f"APP.{name.upper()}").changes_shipped for name in TABLES
+    )
+
+
+def test_the_service_over_thirty_tables_is_quiet_when_idle_and_exact_under_load(
+    tables: Path, observer: sa.Engine
+) -> None:
+    settings = load_settings()
+    repo = Repository(settings.repo_url)
+    started = now()
+    runs_before = sum(
+        len(repo.incremental.extraction_runs(f"APP.{name.upper()}")) for name in TABLES
+    )
+    gc.collect()  # the enabling commands' engines, dropped, close their connections
+    baseline = service_connections(observer)
+    statements = Statements()
+    sa.event.listen(sa.Engine, "before_cursor_execute", statements)
+    metrics = ServiceMetrics()
+    port = free_port()
+    metrics.serve(port, "127.0.0.1")
+    service = Service(settings, load_config(tables), parallel=PARALLEL, metrics=metrics)
+    stop = threading.Event()
+    ended: list[ServiceTotals] = []
+    thread = threading.Thread(target=lambda: ended.append(service.run(stop)), daemon=True)
+    peak = 0
+    problems: list[str] = []
+    try:
+        thread.start()
+        wait_until("a first pass over every table", lambda: service.totals.runs >= len(TABLES))
+        describes_after_first_pass = statements.describes
+        versions_after_first_pass = statements.catalog_versions
+        wait_until("three more passes", lambda: service.totals.runs >= 4 * len(TABLES))
+        peak = max(peak, service_connections(observer) - baseline)
+
+        # Idle: no row per check, no table described again (PG_LOGICAL tables were run).
+        runs_idle = sum(
+            len(repo.incremental.extraction_runs(f"APP.{name.upper()}")) for name in TABLES
+        )
+        if runs_idle != runs_before:
+            problems.append(f"idle checks left {runs_idle - runs_before} extraction runs")
+        if statements.describes != describes_after_first_pass:
+            problems.append(
+                f"idle: tables described {statements.describes - describes_after_first_pass}"
+                " times again"
+            )
+        if statements.catalog_versions <= versions_after_first_pass:
+            problems.append("idle: no catalog version read (no PG_LOGICAL table was run)")
+
+        # Load: every change counted once, every scrape with every table's backlog.
+        wait_until("a backlog sample of every table", lambda: len(backlog_tables(port)) == 30)
+        written: list[int] = []
+        writer = threading.Thread(target=write_changes, args=(observer, 600, written), daemon=True)
+        writer.start()
+        scrapes_missing = 0
+        while writer.is_alive():
+            scrapes_missing += len(backlog_tables(port)) < len(TABLES)
+            peak = max(peak, service_connections(observer) - baseline)
+            time.sleep(0.5)
+        writer.join()
+        (changes,) = written
+        wait_until("every change shipped", lambda: shipped_in_repository(repo) >= changes)
+        counted = {"repository": shipped_in_repository(repo), "metric": shipped_metric(port)}
+        for where, figure in counted.items():
+            if figure != changes:
+                problems.append(f"{changes} changes written, {figure} counted in the {where}")
+        if scrapes_missing:
+            problems.append(f"{scrapes_missing} scrapes had no backlog sample of some table")
+        if service.totals.failures:
+            problems.append(f"{service.totals.failures} runs failed")
+    finally:
+        stop.set()
+        thread.join(timeout=LIMIT_SECONDS)
+        sa.event.remove(sa.Engine, "before_cursor_execute", statements)
+        metrics.close()
+    if peak > CONNECTION_BOUND:
+        problems.append(f"the service held {peak} connections (bound {CONNECTION_BOUND})")
+    # The quiet table: no run row, and status's most recent extraction is the last check.
+    quiet = repo.incremental.extraction_totals(f"APP.{QUIET.upper()}")
+    if quiet.runs or quiet.last_success_at is None or quiet.last_success_at < started:
+        problems.append(f"{QUIET}: {quiet.runs} runs, last extraction {quiet.last_success_at}")
+    assert not problems
+    for name in TABLES:
+        with observer.connect() as db:
+            source = sorted(
+                tuple(row) for row in db.execute(sa.text(f"SELECT id, v FROM app.{name}"))
+            )
+        lake = sorted((row["id"], row["v"]) for row in lake_rows(f"SELECT id, v FROM app.{name}"))
+        assert lake == source, f"app.{name} differs from its source"
