@@ -15,13 +15,14 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from gluon.methods.base import SourceObject
+from gluon.extract.feeds import FEEDS
+from gluon.methods import get_method
 from gluon.repo.incremental import IncrementalState
 
 
 def reads_a_slot(state: IncrementalState) -> bool:
-    """The table's changes wait in a replication slot."""
-    return any(item.kind == SourceObject.REPLICATION_SLOT for item in state.source_objects)
+    """Reading the table's backlog and extracting it take turns (a replication slot)."""
+    return FEEDS[get_method(state.method).change_reader].exclusive_reads
 
 
 class SlotTurns:

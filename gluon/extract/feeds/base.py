@@ -104,6 +104,10 @@ class ChangeFeed(Protocol):
     """What orders the changes it ships, in status's words (``sequence``, ``SCN``)."""
     counts_pending: ClassVar[bool]
     """Status can count the changes waiting (:meth:`pending_in`); False: it cannot tell."""
+    exclusive_reads: ClassVar[bool]
+    """Counting the changes waiting takes the source resource an extraction advances, which
+    one session at a time may hold (a replication slot): a process that does both takes
+    turns (``gluon.service.slots``)."""
 
     @classmethod
     def check_enable(
@@ -205,6 +209,7 @@ class TableFeed:
     merges_batches: ClassVar[bool] = True
     position_kind: ClassVar[str] = "sequence"
     counts_pending: ClassVar[bool] = True
+    exclusive_reads: ClassVar[bool] = False
 
     @classmethod
     def check_enable(
