@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -182,7 +183,28 @@ def version_readability(location: str, version: int) -> tuple[str, str]:
         if newest is not None and newest > version:
             return DELTALAKE, f"the engine cannot time-travel past checkpoint {newest}"
         return ENGINE, ""
-    return DELTALAKE, "checkpoints of object-store tables are not inspected"
+    return _object_store_readability(location, version, table.file_uris())
+
+
+def _object_store_readability(location: str, version: int, uris: list[str]) -> tuple[str, str]:
+    """:func:`version_readability` on an object store: one HEAD per data file (as many
+    requests as the version has files) and one GET of the newest checkpoint's hint."""
+    from pyarrow.fs import FileType
+
+    store = _object_store(location)
+    prefix = location.rstrip("/") + "/"
+    relative = [uri.removeprefix(prefix) for uri in uris]
+    if any(info.type == FileType.NotFound for info in store.get_file_info(relative)):
+        return GONE, "vacuum deleted its data files"
+    try:
+        newest = int(
+            json.loads(read_text(location, "_delta_log/_last_checkpoint") or "{}")["version"]
+        )
+    except (KeyError, ValueError, TypeError):
+        newest = None
+    if newest is not None and newest > version:
+        return DELTALAKE, f"the engine cannot time-travel past checkpoint {newest}"
+    return ENGINE, ""
 
 
 def vacuum(location: str, *, retention_hours: float) -> int:
