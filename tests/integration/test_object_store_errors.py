@@ -92,6 +92,14 @@ def test_missing_credentials_are_named(home: Path, s3_server: S3Server, s3_bucke
     _no_table_recorded(home)
 
 
+def test_no_credentials_toward_aws_itself_are_named(home: Path) -> None:
+    """No endpoint, no key, no profile, no instance role: the first read of the lake root
+    names the credentials; the object-store libraries' own warnings stay off the terminal."""
+    result = _offload(home, {"OFFLOAD_LAKE_ROOT": "s3://gluon-test-bucket/lake"})
+    _one_line(result, 2, "OFFLOAD_LAKE_ROOT s3://gluon-test-bucket/lake", "AWS_ACCESS_KEY_ID")
+    _no_table_recorded(home)
+
+
 def test_half_a_key_pair_is_named(home: Path, s3_server: S3Server, s3_bucket: str) -> None:
     settings = {key: value for key, value in s3_server.env().items() if "SECRET" not in key}
     result = _offload(home, {"OFFLOAD_LAKE_ROOT": f"s3://{s3_bucket}/lake", **settings})
