@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
-from gluon.config import EngineKind, Settings
+from gluon.config import EngineKind, Settings, export_object_store
 from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures, sqllog
@@ -322,6 +322,7 @@ def exactly_where(predicate: str) -> str:
 @contextmanager
 def open_session(settings: Settings) -> Iterator[LakeSession]:
     """A lake session for one command; closed on exit."""
+    export_object_store(settings)  # for Python callers too (gluon.api), not only commands
     try:
         spark = _FACTORIES[settings.engine](settings)
     except LakeError:

@@ -231,3 +231,20 @@ def test_every_command_works_with_the_lake_on_s3(
             assert SECRET_ACCESS_KEY not in log_file.read_text(errors="replace"), log_file
     for output in outputs:
         assert SECRET_ACCESS_KEY not in output
+
+
+def test_a_lake_session_reads_an_s3_lake_with_settings_only_in_the_env_file(
+    lake: str, s3_server: S3Server
+) -> None:
+    """No command ran first to put the env file's settings where the engine reads them."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from gluon.config import load_settings
+    from gluon.lake.session import open_session
+
+    location = f"{lake}/api_table"
+    write_deltalake(location, pa.table({"id": [1, 2]}), storage_options=s3_server.env())
+    with open_session(load_settings()) as session:
+        rows = session.sql(f"SELECT count(*) AS n FROM delta.`{location}`").collect()
+    assert rows[0]["n"] == 2
