@@ -10,14 +10,14 @@ import math
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from urllib.parse import quote
 
 import sqlalchemy as sa
 
-from gluon.env_file import misspelt_environment, parse_env_file
+from gluon.env_file import OBJECT_STORE_PREFIXES, misspelt_environment, parse_env_file
 from gluon.errors import ConfigError
 from gluon.logs import remember_secret, secrets_of_url
 
@@ -100,6 +100,9 @@ class Settings:
     """The umask of gluon's writes (GLUON_UMASK)."""
     warnings: tuple[str, ...] = ()
     """What the command should say before it starts (a misspelt variable in the environment)."""
+    object_store: Mapping[str, str] = field(default_factory=dict)
+    """The ``AWS_*``, ``AZURE_*`` and ``GOOGLE_*`` settings (environment and env file), with
+    the commit protocol gluon adds for an S3 lake (see :func:`export_object_store`)."""
 
     @property
     def run_dir(self) -> Path:
@@ -182,9 +185,88 @@ def _oracle_url(env: Mapping[str, str]) -> str | None:
     )
 
 
+OBJECT_STORE_SECRETS = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_SAS_KEY",
+    "AZURE_STORAGE_TOKEN",
+    "AZURE_CLIENT_SECRET",
+    "GOOGLE_SERVICE_ACCOUNT_KEY",
+)
+"""Object-store settings whose values are secrets (hidden in every log and message)."""
+
+SAFE_S3_COMMITS = {"AWS_CONDITIONAL_PUT": "etag"}
+"""How Delta commits on S3 stay atomic: a put-if-absent of the log entry (``If-None-Match``),
+which both the engine (Sail) and deltalake use for every commit (docs/deployment.md)."""
+
+UNSAFE_S3_COMMITS = {
+    "AWS_S3_ALLOW_UNSAFE_RENAME": (
+        "lets two writers of a table overwrite each other's Delta commits: unset it"
+    ),
+    "AWS_S3_LOCKING_PROVIDER": (
+        "is a lock only deltalake takes, while the engine commits with a conditional put: "
+        "unset it (S3 and most S3-compatible stores take conditional puts)"
+    ),
+}
+
+
+def _object_store(env: Mapping[str, str], lake_root: str) -> dict[str, str]:
+    """The object-store settings, refused where Delta commits could be lost."""
+    found = {key: value for key, value in env.items() if key.startswith(OBJECT_STORE_PREFIXES)}
+    if not lake_root.startswith(("s3://", "s3a://")):
+        return found
+    for key, problem in UNSAFE_S3_COMMITS.items():
+        if found.get(key, "").strip().lower() not in ("", "false", "0", "no", "none"):
+            raise ConfigError(f"{key}={found[key]} {problem}")
+    _check_s3_credentials(found)
+    put = found.get("AWS_CONDITIONAL_PUT", "etag")
+    if put.strip().lower() != "etag":
+        raise ConfigError(
+            f"AWS_CONDITIONAL_PUT={put} would let two writers of a table overwrite each "
+            "other's Delta commits: set AWS_CONDITIONAL_PUT=etag or unset it"
+        )
+    return {**found, **SAFE_S3_COMMITS}
+
+
+def _check_s3_credentials(found: Mapping[str, str]) -> None:
+    """Refuse S3 credentials that cannot work: half a key pair, or none for an S3-compatible
+    endpoint (no instance role there; some such stores even answer unsigned reads, so the
+    first write would be the first to fail)."""
+    has_id, has_secret = (
+        bool(found.get("AWS_ACCESS_KEY_ID")),
+        bool(found.get("AWS_SECRET_ACCESS_KEY")),
+    )
+    if has_id != has_secret:
+        given, missing = (
+            ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
+            if has_id
+            else ("AWS_SECRET_ACCESS_KEY", "AWS_ACCESS_KEY_ID")
+        )
+        raise ConfigError(f"{given} is set but {missing} is not: set both (or neither)")
+    other_ways = ("AWS_PROFILE", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_SKIP_SIGNATURE")
+    if found.get("AWS_ENDPOINT_URL") and not has_id and not any(map(found.get, other_ways)):
+        raise ConfigError(
+            f"AWS_ENDPOINT_URL={found['AWS_ENDPOINT_URL']} is set but no credentials are: set "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or AWS_PROFILE) in the environment "
+            "or conf/offload.env"
+        )
+
+
+def export_object_store(settings: Settings) -> None:
+    """Put the object-store settings where the engine and deltalake read them: the process
+    environment. Embedded Sail reads ``AWS_*`` (and the Azure and GCS names) only from there
+    and deltalake reads the same names, so one place serves both and they cannot disagree.
+    Values already in the environment win, as for every setting."""
+    for key, value in settings.object_store.items():
+        os.environ.setdefault(key, value)
+
+
 def _remember_secrets(env: Mapping[str, str]) -> None:
     """Make every password and token the settings carry invisible in logs and messages."""
     remember_secret(env.get("ORA_APP_PASS"))
+    for variable in OBJECT_STORE_SECRETS:
+        remember_secret(env.get(variable))
     for variable in ("GLUON_SOURCE_URL", "GLUON_REPO_URL", "SPARK_REMOTE", "ORA_CONN"):
         for secret in secrets_of_url(env.get(variable) or ""):
             remember_secret(secret)
@@ -273,4 +355,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         source_timeouts=_source_timeouts(env),
         umask=_umask(env),
         warnings=warnings,
+        object_store=_object_store(env, lake_root),
     )

@@ -44,6 +44,11 @@ SETTINGS = (
 """Every variable gluon or its wrappers read; another name with gluon's prefixes is a typo."""
 GLUON_PREFIXES = ("GLUON_", "OFFLOAD_", "ORA_")
 
+OBJECT_STORE_PREFIXES = ("AWS_", "AZURE_", "GOOGLE_")
+"""Object-store settings (S3, ADLS, GCS) under their standard names, read by prefix: the
+engine and deltalake read them from the process environment, where gluon puts the env
+file's (gluon.config.export_object_store). docs/deployment.md lists the usual ones."""
+
 
 def parse_env_file(path: Path) -> dict[str, str]:
     """Parse a shell-style ``KEY=value`` file (comments, ``export``, quotes).

@@ -25,6 +25,7 @@ from support.s3 import S3Server
 from typer.testing import Result
 
 from gluon import logs
+from gluon.env_file import OBJECT_STORE_PREFIXES as OBJECT_STORE
 
 # ---------------------------------------------------------------------------
 # PostgreSQL
@@ -142,6 +143,20 @@ def forget_secrets() -> Iterator[None]:
     a password one test configured ("another") was masked in every later test's messages."""
     yield
     logs.forget_secrets()
+
+
+@pytest.fixture(autouse=True)
+def restore_object_store_environment() -> Iterator[None]:
+    """Each test starts with the process's own object-store variables: a command puts its env
+    file's ``AWS_*`` (and Azure, GCS) settings into the environment for the engine and
+    deltalake (gluon.config.export_object_store), which in this long-lived process would
+    reach every later test."""
+    before = {key: value for key, value in os.environ.items() if key.startswith(OBJECT_STORE)}
+    yield
+    for key in [key for key in os.environ if key.startswith(OBJECT_STORE)]:
+        if key not in before:
+            del os.environ[key]
+    os.environ.update(before)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -106,22 +106,15 @@ def describe(ownership: Ownership, found: Marker | None) -> str:
 
 
 def mark_lake_table(location: str, marker: Marker) -> None:
-    """Write the owner file into the lake table at ``location`` (local lakes only)."""
-    if not storage.is_local(location):
-        return
-    folder = storage.local_path(location)
-    folder.mkdir(parents=True, exist_ok=True)
+    """Write the owner file into the lake table at ``location``."""
     payload = {"installation_id": marker.installation_id, "table_key": marker.table_key}
-    (folder / LAKE_MARKER).write_text(json.dumps(payload) + "\n", encoding="utf-8")
+    storage.write_text(location, LAKE_MARKER, json.dumps(payload) + "\n")
 
 
 def lake_table_marker(location: str) -> Marker | None:
-    """The owner recorded in the lake table at ``location`` (None: none, or not local)."""
-    if not storage.is_local(location):
-        return None
-    path = storage.local_path(location) / LAKE_MARKER
+    """The owner recorded in the lake table at ``location`` (None: none, or unreadable)."""
     try:
-        payload = json.loads(path.read_text(encoding="utf-8"))
+        payload = json.loads(storage.read_text(location, LAKE_MARKER) or "")
         return Marker(str(payload["installation_id"]), str(payload["table_key"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
-from gluon.config import Settings, load_settings
+from gluon.config import Settings, export_object_store, load_settings
 from gluon.errors import ExitCode, GluonError
 from gluon.logs import RedactingFormatter, redact, start_command_log
 from gluon.progress import NullProgress, ProgressTask
@@ -197,6 +197,7 @@ def run_command(
         if validate is not None:
             validate()
         settings = load_settings()
+        export_object_store(settings)
         # Set before the first write (the log) and undone at the end, for a test's process.
         umask = os.umask(settings.umask)
         for warning in settings.warnings:

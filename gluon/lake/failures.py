@@ -25,6 +25,19 @@ NO_CREDENTIALS = (
     "and AWS_REGION; for Azure and GCS their usual variables)"
 )
 
+NO_BUCKET = (
+    "the bucket (or container) does not exist: create it, or fix the bucket in OFFLOAD_LAKE_ROOT"
+)
+UNREACHABLE = (
+    "the object store does not answer (connection refused or no such host): check "
+    "AWS_ENDPOINT_URL (or the Azure and GCS endpoint settings) and that the store is running"
+)
+_NO_BUCKET = re.compile(r"NoSuchBucket|ContainerNotFound|bucket does not exist")
+_UNREACHABLE = re.compile(
+    r"Connection refused|tcp connect error|dns error|failed to lookup address"
+    r"|Name or service not known"
+)
+
 
 def causes(exc: BaseException) -> list[str]:
     """The lines of ``exc``'s message without colours and ``↳`` markers."""
@@ -34,13 +47,17 @@ def causes(exc: BaseException) -> list[str]:
 
 
 def storage_cause(exc: BaseException) -> str | None:
-    """The operator's side of a storage failure (full disk, missing credentials), if it is
-    one of those."""
+    """The operator's side of a storage failure (full disk, missing credentials, a missing
+    bucket, an endpoint that does not answer), if it is one of those."""
     joined = " ".join(causes(exc))
     if "No space left on device" in joined or "os error 28" in joined:
         return NO_SPACE
     if _CREDENTIALS.search(joined):
         return NO_CREDENTIALS
+    if _NO_BUCKET.search(joined):
+        return NO_BUCKET
+    if _UNREACHABLE.search(joined):
+        return UNREACHABLE
     return None
 
 

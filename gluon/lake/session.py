@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
-from gluon.config import EngineKind, Settings
+from gluon.config import EngineKind, Settings, export_object_store
 from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures, sqllog
@@ -372,6 +372,7 @@ class _KeptSession:
 def open_session(settings: Settings) -> Iterator[LakeSession]:
     """A lake session for one command; closed on exit (in the service, the worker's
     embedded-engine session is kept for its next run: ``_KeptSession``)."""
+    export_object_store(settings)  # for Python callers too (gluon.api), not only commands
     if keeping() and settings.engine is EngineKind.SAIL:
         holder = kept(("lake session",), _KeptSession, per_thread=True, close=_KeptSession.stop)
         spark = holder.take(settings)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -31,19 +32,58 @@ def local_path(location: str) -> Path:
     return Path(parsed.path if parsed.scheme == "file" else location)
 
 
-def remove_table(location: str) -> bool:
-    """Delete the files of a Delta table gluon no longer uses; False where it cannot.
+def _object_store(location: str) -> Any:
+    """deltalake's own store over the object-store folder ``location``: the same store and
+    settings as every Delta call (the process environment: gluon.config). The raw handler,
+    not ``deltalake.fs.DeltaStorageHandler``: that one wraps its streams in pyarrow files,
+    whose writes it then refuses ("'Buffer' object is not an instance of 'bytes'",
+    deltalake 1.6.6)."""
+    from deltalake._internal import DeltaFileSystemHandler
 
-    Local paths are removed; on an object store the location is logged for the user's
-    own tools (gluon keeps no credentials for deleting there).
-    """
+    return DeltaFileSystemHandler(location.rstrip("/"), None, None)
+
+
+def write_text(location: str, name: str, text: str) -> None:
+    """Write the small file ``name`` into the folder ``location`` (a path or an object-store
+    URI; an object-store put replaces the whole object at once)."""
     if is_local(location):
-        fault_point("lake.before_remove_table")
+        folder = local_path(location)
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+        return
+    stream = _object_store(location).open_output_stream(name)
+    try:
+        stream.write(text.encode("utf-8"))
+    finally:
+        stream.close()
+
+
+def read_text(location: str, name: str) -> str | None:
+    """The small file ``name`` in the folder ``location`` (None: it does not exist)."""
+    if is_local(location):
+        try:
+            return (local_path(location) / name).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+    try:
+        stream = _object_store(location).open_input_file(name)
+    except FileNotFoundError:
+        return None
+    try:
+        return bytes(stream.read()).decode("utf-8")
+    finally:
+        stream.close()
+
+
+def remove_table(location: str) -> bool:
+    """Delete the files of a Delta table gluon no longer uses; False where it cannot."""
+    fault_point("lake.before_remove_table")
+    if is_local(location):
         shutil.rmtree(local_path(location), ignore_errors=True)
-        fault_point("lake.after_remove_table")
-        return True
-    log.warning("remove %s with your object store's tools (gluon no longer uses it)", location)
-    return False
+    else:
+        _object_store(location).delete_dir("")  # every object under the prefix
+    fault_point("lake.after_remove_table")
+    return True
 
 
 def check_writable(root: str) -> None:
@@ -74,14 +114,16 @@ def check_writable(root: str) -> None:
 
 
 def _check_object_store(root: str) -> None:
-    """Read the lake root once, so missing credentials fail before anything is written."""
+    """Read the lake root once, so missing credentials, a missing bucket or an endpoint that
+    does not answer fail before anything is written."""
     from deltalake import DeltaTable
 
     try:
         DeltaTable.is_deltatable(root)
     except Exception as exc:
-        if failures.storage_cause(exc) == failures.NO_CREDENTIALS:
-            raise ConfigError(f"OFFLOAD_LAKE_ROOT {root}: {failures.NO_CREDENTIALS}") from None
+        cause = failures.storage_cause(exc)
+        if cause in (failures.NO_CREDENTIALS, failures.NO_BUCKET, failures.UNREACHABLE):
+            raise ConfigError(f"OFFLOAD_LAKE_ROOT {root}: {cause}") from None
         # Anything else (a scheme the engine reads but deltalake does not, a network
         # hiccup) is left to the first write, which names it.
         log.info("reading the lake root %s failed: %s", root, failures.describe(exc))
@@ -141,7 +183,28 @@ def version_readability(location: str, version: int) -> tuple[str, str]:
         if newest is not None and newest > version:
             return DELTALAKE, f"the engine cannot time-travel past checkpoint {newest}"
         return ENGINE, ""
-    return DELTALAKE, "checkpoints of object-store tables are not inspected"
+    return _object_store_readability(location, version, table.file_uris())
+
+
+def _object_store_readability(location: str, version: int, uris: list[str]) -> tuple[str, str]:
+    """:func:`version_readability` on an object store: one HEAD per data file (as many
+    requests as the version has files) and one GET of the newest checkpoint's hint."""
+    from pyarrow.fs import FileType
+
+    store = _object_store(location)
+    prefix = location.rstrip("/") + "/"
+    relative = [uri.removeprefix(prefix) for uri in uris]
+    if any(info.type == FileType.NotFound for info in store.get_file_info(relative)):
+        return GONE, "vacuum deleted its data files"
+    try:
+        newest = int(
+            json.loads(read_text(location, "_delta_log/_last_checkpoint") or "{}")["version"]
+        )
+    except (KeyError, ValueError, TypeError):
+        newest = None
+    if newest is not None and newest > version:
+        return DELTALAKE, f"the engine cannot time-travel past checkpoint {newest}"
+    return ENGINE, ""
 
 
 def vacuum(location: str, *, retention_hours: float) -> int:

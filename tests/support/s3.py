@@ -1,9 +1,10 @@
-"""An S3-compatible server on 127.0.0.1 for the object-store tests (moto's ThreadedMotoServer).
+"""An S3-compatible server on 127.0.0.1 for the object-store tests (moto's ThreadedMotoServer,
+in a child process).
 
 Usage (the ``s3_server`` and ``s3_bucket`` fixtures in tests/conftest.py do this)::
 
     server = S3Server()
-    server.start()                       # a thread of this process, on a free port
+    server.start()                       # a child process, on a free port
     bucket = server.create_bucket()      # a fresh, empty bucket: "gluon-3f2a..."
     env = server.env()                   # AWS_ENDPOINT_URL, AWS_ALLOW_HTTP, AWS_ACCESS_KEY_ID,
                                          # AWS_SECRET_ACCESS_KEY, AWS_REGION
@@ -20,7 +21,8 @@ atomic put-if-absent deltalake's ``conditional_put=etag`` commits rely on.
 
 from __future__ import annotations
 
-import logging
+import subprocess
+import sys
 import uuid
 from typing import Any
 
@@ -31,27 +33,57 @@ SECRET_ACCESS_KEY = "gluon-test-secret-3b7e1c0d9a"
 REGION = "us-east-1"
 
 
+_SERVE = """
+import sys
+from moto.server import ThreadedMotoServer
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+server.start()
+print(server.get_host_and_port()[1], flush=True)
+sys.stdin.read()  # serve until the parent closes stdin (or dies)
+"""
+
+
 class S3Server:
-    """moto's S3 server in a thread of this process, on 127.0.0.1 and a free port."""
+    """moto's S3 server in a child process, on 127.0.0.1 and a free port.
+
+    Not a thread of the test process: deltalake holds the GIL in some calls
+    (``DeltaTable.is_deltatable``), so a server sharing the interpreter could not answer
+    them and each such call waited out its 180 s retry timeout.
+    """
 
     def __init__(self) -> None:
-        from moto.server import ThreadedMotoServer
-
-        self._server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        self._process: subprocess.Popen[str] | None = None
         self.endpoint = ""
         """``http://127.0.0.1:<port>`` once started."""
 
     def start(self) -> None:
         """Start serving (returns once the port is bound)."""
-        # werkzeug logs one line per request at INFO: thousands per test, on stderr.
-        logging.getLogger("werkzeug").setLevel(logging.WARNING)
-        self._server.start()
-        host, port = self._server.get_host_and_port()
-        self.endpoint = f"http://{host}:{port}"
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _SERVE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,  # werkzeug logs every request there
+            text=True,
+        )
+        assert self._process.stdout is not None
+        port = self._process.stdout.readline().strip()
+        if not port.isdigit():
+            self.stop()
+            raise RuntimeError("the moto S3 server did not start (is moto[server] installed?)")
+        self.endpoint = f"http://127.0.0.1:{port}"
 
     def stop(self) -> None:
         """Stop serving; every bucket is forgotten."""
-        self._server.stop()
+        if self._process is None:
+            return
+        assert self._process.stdin is not None
+        self._process.stdin.close()
+        try:
+            self._process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        self._process = None
 
     def env(self) -> dict[str, str]:
         """The settings a client needs to reach this server (standard ``AWS_*`` names), for
