@@ -117,6 +117,15 @@ def register_retained(session: LakeSession, repo: Repository, record: OffloadedT
             continue
         if storage.delta_version(item.location) is None:
             continue
+        if item.delta_version is not None:
+            # A version of the base table (it keeps one path): readable while the engine can
+            # time-travel there; status says how to read it otherwise.
+            readable = storage.version_readability(item.location, item.delta_version)[0]
+            if readable == storage.ENGINE and tables.same_location(item.location, record.base_path):
+                tables.register_table(session, record.base_table, record.base_path)
+                select = sql.version_of_table(record.base_table, item.delta_version)
+                tables.create_view(session, item.name, select)
+            continue
         tables.register_table(session, item.name, item.location)
 
 
