@@ -19,6 +19,7 @@ import json
 import logging
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 from gluon.errors import StateError
 from gluon.faults import fault_point
@@ -118,9 +119,11 @@ def staged_add_actions(stage_path: str, prefix: str) -> list[Any]:
                 files[action["add"]["path"]] = action["add"]
             elif "remove" in action:
                 files.pop(action["remove"]["path"], None)
+    # The log holds paths URL-encoded; an add action takes the path itself (the commit
+    # encodes it again: passed encoded, a partition value with a space named no file).
     return [
         AddAction(
-            f"{prefix}/{path}",
+            f"{prefix}/{unquote(path)}",
             int(add["size"]),
             dict(add.get("partitionValues") or {}),
             int(add["modificationTime"]),
