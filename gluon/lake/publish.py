@@ -11,10 +11,14 @@ The commit carries the application transaction ``gluon-compaction`` = run id, so
 re-run after a crash knows whether it happened (it is written with the commit, atomically).
 Checkpoints are not written by this commit: the engine cannot time-travel past one, and
 the pre-compaction version stays readable with ``VERSION AS OF``.
+
+A local stage's add actions are read from its own log, exactly as written; on an object
+store deltalake lists them (:func:`snapshot_add_actions`).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 from pathlib import PurePosixPath
@@ -108,9 +112,9 @@ def staged_add_actions(stage_path: str, prefix: str) -> list[Any]:
     """
     from deltalake.transaction import AddAction
 
-    log_dir = storage.local_path(stage_path) / "_delta_log"
     if not storage.is_local(stage_path):
-        raise StateError(f"staging a compaction on an object store is not supported: {stage_path}")
+        return snapshot_add_actions(stage_path, prefix)
+    log_dir = storage.local_path(stage_path) / "_delta_log"
     files: dict[str, dict[str, Any]] = {}
     for entry in sorted(log_dir.glob("*.json"), key=lambda path: int(path.name.split(".")[0])):
         for line in entry.read_text(encoding="utf-8").splitlines():
@@ -132,6 +136,49 @@ def staged_add_actions(stage_path: str, prefix: str) -> list[Any]:
         )
         for path, add in sorted(files.items())
     ]
+
+
+def snapshot_add_actions(stage_path: str, prefix: str) -> list[Any]:
+    """The add actions of the staged table's current version as deltalake lists them (an
+    object store, whose log gluon does not read itself): partition values written back to
+    Delta's text form, statistics reduced to the row count (readers skip fewer files)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from deltalake.transaction import AddAction
+
+    rows = pa.table(DeltaTable(stage_path).get_add_actions(flatten=True)).to_pylist()
+    return [
+        AddAction(
+            f"{prefix}/{unquote(str(row['path']))}",
+            int(row["size_bytes"]),
+            {
+                name.removeprefix("partition."): partition_text(value)
+                for name, value in row.items()
+                if name.startswith("partition.")
+            },
+            int(row["modification_time"]),
+            True,
+            json.dumps({"numRecords": int(row["num_records"])})
+            if row.get("num_records") is not None
+            else "",
+        )
+        for row in sorted(rows, key=lambda row: str(row["path"]))
+    ]
+
+
+def partition_text(value: object) -> str | None:
+    """A typed partition value in the text form Delta's log keeps it in."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+        return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
 
 
 def _relative_prefix(base_path: str, stage_path: str) -> str:

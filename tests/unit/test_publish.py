@@ -49,3 +49,27 @@ def test_a_folder_without_a_table_is_created_by_the_publish(tmp_path: Path) -> N
     publish.remove_stage_log(stage)
     assert not (Path(stage) / "_delta_log").exists()
     assert _rows(base) == [{"k": 1}, {"k": 2}], "the data files stay: they are the base's"
+
+
+def test_the_object_store_listing_gives_the_log_s_partition_values(tmp_path: Path) -> None:
+    """On an object store the add actions come from deltalake's typed listing: written back
+    to text, they must equal what the log holds (dates, timestamps, booleans, NULL)."""
+    import datetime as dt
+
+    stage = str(tmp_path / "t_data" / "gluon_compacted_r2")
+    table = pa.table(
+        {
+            "k": [1, 2],
+            "d": [dt.date(2024, 1, 2), None],
+            "t": [dt.datetime(2024, 1, 2, 3, 4, 5, 6), dt.datetime(2024, 1, 1)],
+            "b": [True, False],
+        }
+    )
+    write_deltalake(stage, table, partition_by=["d", "t", "b"])
+
+    from_log = publish.staged_add_actions(stage, "gluon_compacted_r2")
+    listed = publish.snapshot_add_actions(stage, "gluon_compacted_r2")
+
+    assert [(a.path, a.size, dict(a.partition_values)) for a in listed] == [
+        (a.path, a.size, dict(a.partition_values)) for a in from_log
+    ]
