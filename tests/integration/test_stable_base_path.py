@@ -93,12 +93,12 @@ def _compact(run_cli: RunCli, *flags: str) -> str:
     return _cli(run_cli, "--incremental-run-compaction", "--incremental-wait-time=0", *flags)
 
 
-def _enable(run_cli: RunCli, pairs: Pairs, *flags: str) -> str:
+def _enable(run_cli: RunCli, pairs: Pairs, *flags: str, method: str = "CHANGELOG") -> str:
     """Offload and enable; return the base table's first path."""
     _cli(
         run_cli,
         "--incremental-updates-enabled",
-        "--incremental-extraction-method=CHANGELOG",
+        f"--incremental-extraction-method={method}",
         *flags,
     )
     record = Repository(load_settings().repo_url).get_table(KEY)
@@ -267,4 +267,33 @@ def test_a_base_an_older_gluon_moved_keeps_working_and_comes_back_to_its_first_p
     assert record is not None and record.base_path == first_path
     assert not Path(moved).exists()
     assert _outside_readers(first_path)["polars"] == pairs.rows()
+    assert _view_rows() == pairs.rows()
+
+
+def test_an_insert_only_view_killed_between_publish_and_switch_shows_each_row_once(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The publish is the moment the compacted inserts are in the base: a session that opens
+    after it reads the views as switched, though the repository's switch has not run (a
+    ``UNION ALL`` view would otherwise show those inserts twice)."""
+    pairs = Pairs(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", pairs.url)
+    first_path = _enable(run_cli, pairs, *PARTITIONED, method="CHANGELOG_INSERT")
+    with pairs.engine.begin() as db:
+        db.execute(sa.text("INSERT INTO pairs VALUES (100, 'x', 'new'), (7, 'z', 'new')"))
+    _cli(run_cli, "--incremental-run-extraction")
+    assert _view_rows() == pairs.rows()
+    flags = (
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+        "--incremental-full-compaction",
+    )
+    died = run_offload_process(
+        "-t", TABLE, "-x", *flags, env={"GLUON_FAULT": "compact.after_publish"}
+    )
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    assert _outside_readers(first_path)["deltalake"] == pairs.rows()
+    assert _view_rows() == pairs.rows(), "the compacted inserts shown twice"
+    finished = run_offload_process("-t", TABLE, "-x", *flags)
+    assert finished.returncode == 0, finished.stderr
     assert _view_rows() == pairs.rows()
