@@ -241,7 +241,7 @@ def switch_views(context: CompactionContext) -> str:
     if staged:
         # The one path: the stage becomes the base's next Delta version in one commit, just
         # before the views stop merging the compacted changes (merging them again over the
-        # compacted base changes nothing; see docs/architecture.md, section 6).
+        # compacted base changes nothing; docs/architecture.md, *One base path for life*).
         stable = stable_base_path(context.record.base_path)
         version = publish.publish(stable, str(staged), context.run.id)
         context.save_progress(published_version=version)
@@ -272,7 +272,13 @@ def drop_obsolete(context: CompactionContext) -> str:
         elif storage.remove_table(old_base):
             dropped.append(f"old base {old_base}")
     published = context.run.progress.get("published_version")
-    if retain and published and old_base == context.record.base_path:
+    # Version 0: a base that came back to its first path (nothing was there before).
+    if (
+        retain
+        and published is not None
+        and int(published) > 0
+        and old_base == context.record.base_path
+    ):
         # The base kept its path: what is retained is its version before the publish, which
         # the base's vacuum keeps (gluon.compact.steps.vacuum) and `gluon query` registers.
         name = retained_base_table(context.record.base_table, context.run.id)
