@@ -93,6 +93,10 @@ FAULT_POINTS: tuple[str, ...] = (
     *_around("compact", COMPACTION_STEPS),
     "compact.before_partition",
     "compact.after_partition",
+    # full compactions (gluon/lake/publish.py): the staged base published in one Delta commit,
+    # recorded, before the views switch
+    "compact.before_publish",
+    "compact.after_publish",
     # merge mode IMMEDIATE: a compaction is one step, rewriting small files and vacuuming
     "compact.before_compact_files",
     # every Delta commit and table removal (gluon/lake/session.py, gluon/lake/storage.py)

@@ -282,7 +282,8 @@ class LakeNames:
         return join(root, self.schema_dir(), f"{self.stem}_data_r{stamp}")
 
     def compacted_base_path(self, root: str, run_id: int) -> str:
-        """The new base table a full compaction (run ``run_id``) writes."""
+        """Where a full compaction (run ``run_id``) of an older gluon wrote a new base table
+        (the base now keeps one path: :func:`stable_base_path` leads back to it)."""
         return join(root, self.schema_dir(), f"{self.stem}_data_c{run_id}")
 
     def delta_path(self, root: str) -> str:
@@ -313,3 +314,12 @@ def control_partition_path(delta_path: str, column: str, partition: int) -> str:
 def lake_names(ref: TableRef) -> LakeNames:
     """Lake names for ``ref``."""
     return LakeNames(ref.schema.lower(), ref.table.lower())
+
+
+_MOVED_BASE = re.compile(r"_c[0-9]+/*$")
+
+
+def stable_base_path(base_path: str) -> str:
+    """The one path a base table keeps for life: ``base_path`` itself, or the first path of
+    a base an older gluon's full compaction moved to ``..._data_cNN``."""
+    return _MOVED_BASE.sub("", base_path)

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod, CompactionOptions
-from gluon.compact.rewrite import load_table_location, new_base_path, staged_tables
+from gluon.compact.rewrite import load_table_location, staged_base_path, staged_tables
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.lake import storage
+from gluon.lake import publish, storage
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -93,7 +93,13 @@ def _context(settings: Settings, repo: Repository, run: CompactionRun) -> Compac
 
 def _leftovers(context: CompactionContext) -> list[str]:
     """Locations of the tables the run wrote for itself and that exist."""
-    locations = {load_table_location(context, "compacted"), new_base_path(context)}
+    locations = {load_table_location(context, "compacted")}
+    if not publish.published(context.record.base_path, context.run.id):
+        # Once published, the staged files are the base table's: never delete them.
+        locations.add(staged_base_path(context))
+    older = context.run.progress.get("new_base_path")  # a run an older gluon started
+    if older:
+        locations.add(str(older))
     locations.update(str(location) for location in staged_tables(context))
     return sorted(
         location

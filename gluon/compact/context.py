@@ -77,8 +77,11 @@ class CompactionContext:
         self.repo.compaction.update_run(self.run.id, progress=progress)
         self.refresh()
 
-    def record_retained(self, kind: str, name: str, location: str) -> None:
-        """Record an object this run keeps (once: a resumed run records it again)."""
+    def record_retained(
+        self, kind: str, name: str, location: str, *, version: int | None = None
+    ) -> None:
+        """Record an object this run keeps (once: a resumed run records it again); with
+        ``version``, that version of the Delta table at ``location``."""
         self.repo.compaction.retain(
             ObsoleteObject(
                 table_key=self.record.table_key,
@@ -88,6 +91,7 @@ class CompactionContext:
                 retained_at=now(),
                 compaction_run_id=self.run.id,
                 enablement_id=self.state.enablement_id,
+                delta_version=version,
             )
         )
 

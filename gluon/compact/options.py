@@ -17,9 +17,9 @@ class CompactionMethod(StrEnum):
     IN_PLACE = "IN_PLACE"
     """Rewrite only the base partitions that hold or receive changed keys."""
     FULL = "FULL"
-    """A new base table from the merged rows, in one write."""
+    """The merged rows staged in one write, published as the base's next version."""
     PARTITION_WISE_FULL = "PARTITION_WISE_FULL"
-    """A new base table from the merged rows, one partition at a time."""
+    """The merged rows staged one partition batch at a time, published in one commit."""
 
 
 DEFAULT_WAIT_MINUTES = 15.0

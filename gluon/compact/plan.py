@@ -18,9 +18,10 @@ from gluon.states import MergeMode
 METHOD_TEXT = {
     CompactionMethod.IN_PLACE: "rewrite in place the base partitions that hold or receive "
     "changed keys",
-    CompactionMethod.FULL: "write a new base table from the merged rows, in one write",
-    CompactionMethod.PARTITION_WISE_FULL: "write a new base table from the merged rows, one "
-    "partition at a time",
+    CompactionMethod.FULL: "stage the merged rows in one write, published to the base table's "
+    "path in one commit",
+    CompactionMethod.PARTITION_WISE_FULL: "stage the merged rows one partition batch at a "
+    "time, published to the base table's path in one commit",
 }
 
 

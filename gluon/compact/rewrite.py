@@ -7,8 +7,10 @@ merge is not idempotent):
 * in place: the compacted rows of every affected partition are first staged in
   a Delta table of the load schema (the base is untouched until staging is
   complete), then each partition is replaced from the stage, one commit each;
-* full and partition-wise full: the new base table is written from the old
-  one, which nothing changes until the views are switched.
+* full and partition-wise full: the new base table is staged inside the base
+  table's folder from the old one, which nothing changes until the views are
+  switched; the switch publishes the stage as the base table's next version in
+  one Delta commit (gluon.lake.publish), so the base keeps one path for life.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from typing import Any
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
-from gluon.lake import sql, tables
+from gluon.lake import publish, sql, tables
 from gluon.methods.base import ViewKind
-from gluon.naming import LakeNames, TableRef, lake_names
+from gluon.naming import LakeNames, TableRef, lake_names, stable_base_path
 from gluon.schema import lake_column
 
 log = logging.getLogger(__name__)
@@ -206,28 +208,33 @@ def _retain_partitions(
     context.record_retained(kind, name, location)
 
 
-def new_base_path(context: CompactionContext) -> str:
-    return _names(context).compacted_base_path(context.settings.lake_root, context.run.id)
+def staged_base_path(context: CompactionContext) -> str:
+    """Where a full compaction stages the new base: a folder inside the base table's
+    (stable) folder, whose files the switch publishes as the base's next version."""
+    return publish.stage_location(stable_base_path(context.record.base_path), context.run.id)
 
 
 def compact_full(context: CompactionContext) -> str:
-    """A new base table from the merged rows in one write."""
-    location = new_base_path(context)
-    _write(context, context.merged_select(), location)
-    context.save_progress(new_base_path=location)
-    return f"new base table at {location}"
+    """Stage the merged rows in one write; the switch publishes them in one commit."""
+    location = staged_base_path(context)
+    if "staged_base" not in context.run.progress:
+        _write(context, context.merged_select(), location)
+        context.save_progress(staged_base=location)
+    return f"compacted base table staged at {location}"
 
 
 def compact_partition_wise(context: CompactionContext) -> str:
-    """A new base table from the merged rows, one partition per commit."""
+    """Stage the merged rows one partition batch per commit (bounded work per step); the
+    switch publishes them in one commit."""
     if not context.record.partitioning:
         return compact_full(context)
-    location = new_base_path(context)
+    older = context.run.progress.get("new_base_created")  # a run an older gluon began
+    location = str(older) if older else staged_base_path(context)
     predicates = _predicates(context, "all_partitions")  # listed once, in the run's progress
-    if "new_base_created" not in context.run.progress:
+    if not older and "stage_created" not in context.run.progress:
         nothing = sql.select_all(sql.subquery(context.merged_select(), "gl_none"), "false")
         _write(context, nothing, location)
-        context.save_progress(new_base_created=location)
+        context.save_progress(stage_created=location)
     target = str(_names(context).new_base_table(context.run.id))
     tables.register_table(context.lake(), target, location)
     # One batch computes the latest changes once anyway: staging them pays off from two.
@@ -247,8 +254,9 @@ def compact_partition_wise(context: CompactionContext) -> str:
         return sql.subquery(_merged_with_latest(context, base, latest), "gl_partition")
 
     count = _replace_partitions(context, target, merged_partition)
-    context.save_progress(new_base_path=location)
-    return f"new base table at {location}: {count} partitions written"
+    # An older gluon's run finishes its way: the switch moves the base to its new folder.
+    context.save_progress(**{"new_base_path" if older else "staged_base": location})
+    return f"compacted base table staged at {location}: {count} partitions written"
 
 
 def _staged_latest_changes(context: CompactionContext) -> str:

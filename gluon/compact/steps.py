@@ -17,10 +17,10 @@ from gluon.compact.options import CompactionMethod
 from gluon.compact.rewrite import REWRITES, retained_changes_table, staged_tables
 from gluon.errors import GluonError, LakeError, LockHeldError, StateError
 from gluon.extract.run import run_extraction
-from gluon.faults import fault_raise
-from gluon.lake import sql, storage
+from gluon.faults import fault_point, fault_raise
+from gluon.lake import publish, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
-from gluon.naming import retained_base_table
+from gluon.naming import retained_base_table, stable_base_path
 from gluon.repo.common import now
 from gluon.repo.compaction import WAITING
 
@@ -235,7 +235,18 @@ def switch_views(context: CompactionContext) -> str:
         if "switched_at" not in context.run.progress:  # killed between the switch and its record
             context.save_progress(switched_at=time.time())
         return "already switched"
+    # A run an older gluon started wrote a new base folder (``..._cNN``): switch to it.
     new_base = context.run.progress.get("new_base_path")
+    staged = context.run.progress.get("staged_base")
+    if staged:
+        # The one path: the stage becomes the base's next Delta version in one commit, just
+        # before the views stop merging the compacted changes (merging them again over the
+        # compacted base changes nothing; docs/architecture.md, *One base path for life*).
+        stable = stable_base_path(context.record.base_path)
+        version = publish.publish(stable, str(staged), context.run.id)
+        context.save_progress(published_version=version)
+        fault_point("compact.after_publish")
+        new_base = stable if stable != context.record.base_path else None
     context.save_progress(old_base_path=context.record.base_path)
     context.repo.switch_generation(
         context.record.table_key,
@@ -260,9 +271,26 @@ def drop_obsolete(context: CompactionContext) -> str:
             context.record_retained("base table", name, old_base)
         elif storage.remove_table(old_base):
             dropped.append(f"old base {old_base}")
+    published = context.run.progress.get("published_version")
+    # Version 0: a base that came back to its first path (nothing was there before).
+    if (
+        retain
+        and published is not None
+        and int(published) > 0
+        and old_base == context.record.base_path
+    ):
+        # The base kept its path: what is retained is its version before the publish, which
+        # the base's vacuum keeps (gluon.compact.steps.vacuum) and `gluon query` registers.
+        name = retained_base_table(context.record.base_table, context.run.id)
+        context.record_retained(
+            "base table version", name, context.record.base_path, version=int(published) - 1
+        )
     for stage in staged_tables(context):
         if storage.remove_table(stage):
             dropped.append(f"staging table {stage}")
+    if context.run.progress.get("staged_base"):
+        # Its data files are now the base table's; only the stage's own log goes.
+        publish.remove_stage_log(str(context.run.progress["staged_base"]))
     if retain:
         # Copied to a Delta table of their own before the delete below: queryable by name,
         # and it outlives the delta table (which disable drops). Copied once: a re-run after
@@ -290,10 +318,24 @@ def drop_obsolete(context: CompactionContext) -> str:
 def vacuum(context: CompactionContext) -> str:
     """Remove Delta files older than the retention. Re-run: removes what is left."""
     hours = context.options.vacuum_retention_hours
-    removed = 0
-    for location in (context.record.base_path, context.state.delta_path):
-        removed += storage.vacuum(location, retention_hours=hours)
-    return f"removed {removed} files older than {hours:g} hours"
+    kept = retained_versions(context)
+    removed = storage.vacuum(context.record.base_path, retention_hours=hours, keep_versions=kept)
+    removed += storage.vacuum(context.state.delta_path, retention_hours=hours)
+    keeping = f", keeping retained base versions {', '.join(map(str, kept))}" if kept else ""
+    return f"removed {removed} files older than {hours:g} hours{keeping}"
+
+
+def retained_versions(context: CompactionContext) -> list[int]:
+    """Versions of the base table recorded as retained (their files must outlive vacuum)."""
+    return sorted(
+        {
+            item.delta_version
+            for item in context.repo.compaction.retained(context.record.table_key)
+            if item.delta_version is not None
+            and item.location is not None
+            and tables.same_location(item.location, context.record.base_path)
+        }
+    )
 
 
 @dataclass(frozen=True, slots=True)

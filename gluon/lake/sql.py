@@ -269,6 +269,12 @@ def version_of_path(path: str, version: int) -> str:
     return f"SELECT * FROM delta.{quote_part(path)} VERSION AS OF {int(version)}"
 
 
+def version_of_table(name: str, version: int) -> str:
+    """A query of one version of the catalog's Delta table ``name`` (a view over it holds;
+    one over ``delta.`path` VERSION AS OF`` does not parse back on Sail 0.7)."""
+    return f"SELECT * FROM {quote(name)} VERSION AS OF {int(version)}"
+
+
 def select_all(relation: str, where: str | None = None, *, alias: str = "") -> str:
     """``SELECT * FROM relation [alias] [WHERE ...]`` (``relation`` already rendered)."""
     text = f"SELECT * FROM {relation}" + (f" {alias}" if alias else "")

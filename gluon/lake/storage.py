@@ -207,9 +207,9 @@ def _object_store_readability(location: str, version: int, uris: list[str]) -> t
     return ENGINE, ""
 
 
-def vacuum(location: str, *, retention_hours: float) -> int:
+def vacuum(location: str, *, retention_hours: float, keep_versions: Sequence[int] = ()) -> int:
     """Delete the files of the Delta table at ``location`` that no version newer than
-    ``retention_hours`` ago uses; return how many were deleted.
+    ``retention_hours`` ago, nor any of ``keep_versions``, uses; return how many were deleted.
 
     deltalake counts retention in whole hours: a fraction is rounded up (0.5 keeps files
     for an hour), never down, since 0 would delete files a running query may still read.
@@ -218,7 +218,10 @@ def vacuum(location: str, *, retention_hours: float) -> int:
 
     hours = math.ceil(retention_hours)
     removed = DeltaTable(location).vacuum(
-        retention_hours=hours, enforce_retention_duration=False, dry_run=False
+        retention_hours=hours,
+        enforce_retention_duration=False,
+        dry_run=False,
+        keep_versions=list(keep_versions) or None,
     )
     return len(removed)
 

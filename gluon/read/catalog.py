@@ -13,14 +13,16 @@ import logging
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
-from gluon.lake import sql, storage, tables
+from gluon.lake import publish, sql, storage, tables
 from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, first_line, open_session
 from gluon.lake.user_sql import NAME_CHAIN_PATTERN, NAME_PART_PATTERN
 from gluon.methods import get_method
+from gluon.methods.base import ViewKind
 from gluon.naming import TableRef, lake_names
 from gluon.offload.copy import OFFLOADED, register_user_view
 from gluon.repo import OffloadedTable, Repository
@@ -102,10 +104,36 @@ def register_table(session: LakeSession, repo: Repository, record: OffloadedTabl
         tables.register_table(session, record.base_table, record.base_path)
         tables.register_table(session, record.user_view, record.base_path)
     elif state is not None and state.status == ENABLED:
-        register_incremental_views(session, record, state)
+        published = replace(state, view_min_partition=published_min_partition(repo, record, state))
+        register_incremental_views(session, record, published)
     else:
         register_user_view(session, record)
     register_retained(session, repo, record)
+
+
+def published_min_partition(
+    repo: Repository, record: OffloadedTable, state: IncrementalState
+) -> int:
+    """The lowest control partition the views read: the recorded one, or the open full
+    compaction's new one once its publish has committed (the base then holds the compacted
+    changes, which a ``UNION ALL`` view would show again until the switch is recorded).
+
+    The state was read before the Delta log here: a switch recorded by then follows a
+    publish this read sees, so the pair is never older base with newer partitions.
+    """
+    if get_method(state.method).view_kind is not ViewKind.UNION_ALL:
+        return state.view_min_partition  # merging a change the base holds changes nothing
+    run = repo.compaction.open_run(record.table_key, state.enablement_id)
+    if (
+        run is None
+        or run.new_partition is None
+        or run.new_partition <= state.view_min_partition
+        or not run.progress.get("staged_base")
+    ):
+        return state.view_min_partition
+    if publish.published(record.base_path, run.id):
+        return run.new_partition
+    return state.view_min_partition
 
 
 def register_retained(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
@@ -116,6 +144,15 @@ def register_retained(session: LakeSession, repo: Repository, record: OffloadedT
         if item.location is None or not RETAINED_NAME.fullmatch(item.name):
             continue
         if storage.delta_version(item.location) is None:
+            continue
+        if item.delta_version is not None:
+            # A version of the base table (it keeps one path): readable while the engine can
+            # time-travel there; status says how to read it otherwise.
+            readable = storage.version_readability(item.location, item.delta_version)[0]
+            if readable == storage.ENGINE and tables.same_location(item.location, record.base_path):
+                tables.register_table(session, record.base_table, record.base_path)
+                select = sql.version_of_table(record.base_table, item.delta_version)
+                tables.create_view(session, item.name, select)
             continue
         tables.register_table(session, item.name, item.location)
 

@@ -64,6 +64,9 @@ class ObsoleteObject:
     retained_at: dt.datetime
     compaction_run_id: int | None
     enablement_id: int | None = None
+    delta_version: int | None = None
+    """A version of the Delta table at ``location`` (the base table before a full
+    compaction), not the whole table; vacuum keeps its files (revision 0016)."""
 
 
 RUNS = RecordMapping(

@@ -130,6 +130,8 @@ obsolete_objects = sa.Table(
     sa.Column("retained_at", sa.DateTime, nullable=False),
     sa.Column("compaction_run_id", sa.Integer),
     sa.Column("enablement_id", sa.Integer),
+    # A retained version of the Delta table at ``location`` (revision 0016); NULL: the table.
+    sa.Column("delta_version", sa.Integer),
 )
 
 offload_increments = sa.Table(

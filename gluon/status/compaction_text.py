@@ -61,6 +61,7 @@ def compaction_lines(
     extra += [
         f"  {item.kind} {item.name}"
         + (f" at {item.location}" if item.location else "")
+        + (f" version {item.delta_version}" if item.delta_version is not None else "")
         + f" (kept {when(item.retained_at)}, compaction run {item.compaction_run_id})"
         for item in compaction.retained
     ]

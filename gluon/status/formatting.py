@@ -38,7 +38,14 @@ PUBLISHED: dict[type, list[str]] = {
         "steps",
     ],
     CompactionStep: ["step", "status", "started_at", "finished_at", "detail"],
-    ObsoleteObject: ["kind", "name", "location", "retained_at", "compaction_run_id"],
+    ObsoleteObject: [
+        "kind",
+        "name",
+        "location",
+        "delta_version",
+        "retained_at",
+        "compaction_run_id",
+    ],
     LakeTableStats: [
         "name",
         "stats.location",

@@ -158,6 +158,9 @@ def test_killed_at_every_step_readers_see_the_source_and_a_rerun_finishes(
     points = [f"compact.after_{step.name}" for step in STEPS]
     if compaction != "FULL":
         points.insert(points.index("compact.after_compact"), "compact.after_partition")
+    if compaction != "IN_PLACE":
+        # The staged base published to the one base path, the views not yet switched.
+        points.insert(points.index("compact.after_switch_views"), "compact.after_publish")
     for point in points:
         if point == "compact.after_await_acknowledgement":
             workload.round(5)
@@ -302,9 +305,10 @@ def test_threshold_wait_time_retain_and_snapshot(
     )
     assert old_rows == [{"n": 60}], "the snapshot version should hold the base as offloaded"
     retained = repo.compaction.retained("MAIN.ITEMS")
-    assert {o.kind for o in retained} == {"base table", "control partitions"}
-    old_base = next(o for o in retained if o.kind == "base table")
-    assert old_base.location and Path(old_base.location).is_dir()
+    assert {o.kind for o in retained} == {"base table version", "control partitions"}
+    # The base keeps its path: what is retained is the snapshot's version of it.
+    old_base = next(o for o in retained if o.kind == "base table version")
+    assert old_base.location == base["path"] and old_base.delta_version == base["version"]
     assert lake_state("main") == before == workload.expected
 
     # Without a snapshot: the same fault no longer stops a compaction that allows it.

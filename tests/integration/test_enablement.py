@@ -228,8 +228,9 @@ def test_a_resumed_compaction_keeps_the_options_it_started_with(
     steps = {step.step: step.detail for step in repo().compaction.steps(run.id)}
     assert steps["wait_for_queries"] == "no wait", "the recorded wait time applies"
     retained = {o.kind: o for o in repo().compaction.retained(KEY)}
-    assert "base table" in retained, "the recorded retain applies"
-    assert retained["base table"].location == old_base and Path(old_base).is_dir()
+    assert "base table version" in retained, "the recorded retain applies"
+    kept = retained["base table version"]
+    assert kept.location == old_base and kept.delta_version is not None  # one path (issue 28)
     assert lake_state("main") == workload.expected
 
 
@@ -256,7 +257,7 @@ def test_a_resume_that_gives_no_options_prints_no_note(sqlite: Source, run_cli: 
     assert run.method == "FULL" and run.status == "success"
     steps = {step.step: step.detail for step in repo().compaction.steps(run.id)}
     assert steps["wait_for_queries"] == "no wait", "the recorded wait time applies"
-    assert {o.kind for o in repo().compaction.retained(KEY)} >= {"base table"}
+    assert {o.kind for o in repo().compaction.retained(KEY)} >= {"base table version"}
     assert lake_state("main") == workload.expected
 
 
@@ -311,7 +312,7 @@ def test_abandon_after_compact_deletes_what_the_run_wrote(
     killed_at(run_cli, sqlite, workload, "compact.after_compact", *flags)
     run = repo().compaction.runs(KEY)[0]
     written = [
-        p for p in (run.progress.get("new_base_path"), run.progress.get("staged")) if p is not None
+        p for p in (run.progress.get("staged_base"), run.progress.get("staged")) if p is not None
     ]
     assert written and all(storage.delta_version(str(p)) is not None for p in written)
 
@@ -400,13 +401,14 @@ def test_finished_runs_carry_no_old_error_and_snapshots_say_how_to_read_them(
     run = repo().compaction.runs(KEY)[0]
     assert run.status == "success" and run.message is None, "a finished run keeps no old error"
 
-    # The full compaction deleted the old base: its snapshot entry says so and offers no query.
+    # The base keeps its path (issue 28): the version before the full compaction is still
+    # there (vacuum keeps files for 168 hours by default), and the printed query reads it.
     entries = {
         e["role"]: e
         for e in status_json(run_cli, sqlite.table)["compaction"]["snapshot"]["entries"]
     }
-    assert entries["base"]["readable"] == "gone" and entries["base"]["query"] == ""
-    assert entries["base"]["command"].startswith("gone: ")
+    assert entries["base"]["readable"] == "engine"
+    assert query_json(entries["base"]["query"]), "the printed query reads the base version back"
     delta = entries["delta"]
     assert delta["readable"] == "engine"
     assert query_json(delta["query"]), "the printed query reads the delta version back"

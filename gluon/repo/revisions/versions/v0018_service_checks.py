@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from gluon.repo.revisions.ddl import create_table_if_missing
 
 revision = "0018"
-down_revision = "0014"
+down_revision = "0016"
 
 
 def upgrade() -> None:
