@@ -6,8 +6,8 @@ refuses the options its action would ignore (``actions.ACCEPTED``), applies
 the rules only it has (such as needing ``-x``), builds the service's options
 and calls the service. Rules about a service's options live with the service:
 compaction in ``gluon/compact/options.py``, the batch size in
-``gluon/extract.py``, the capture-object flags in ``gluon/incremental.py``,
-the offload predicate in ``gluon/increments.py``.
+``gluon/extract/run.py``, the capture-object flags in ``gluon/lifecycle/``,
+the offload predicate in ``gluon/offload/increments.py``.
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from gluon.cli.options import split_list
 from gluon.compact import options as compaction_rules
 from gluon.config import Settings
 from gluon.errors import UsageError
-from gluon.extract import ExtractionResult, extraction_plan, run_extraction
-from gluon.increments import IncrementRequest
+from gluon.extract.run import ExtractionResult, extraction_plan, run_extraction
 from gluon.naming import TableRef
+from gluon.offload.increments import IncrementRequest
 from gluon.states import MergeMode, parse_merge_mode
 
 
@@ -46,11 +46,11 @@ class Sequential:
 if TYPE_CHECKING:
     from gluon.compact import CompactionOptions, CompactionResult
     from gluon.compact.abandon import AbandonResult
-    from gluon.discard import DiscardResult
-    from gluon.incremental import IncrementalResult
-    from gluon.offload import OffloadOptions, OffloadResult
+    from gluon.extract.discard import DiscardResult
+    from gluon.extract.set_aside import SetAsideResult
+    from gluon.lifecycle.result import IncrementalResult
+    from gluon.offload.copy import OffloadOptions, OffloadResult
     from gluon.progress import ShownLine, Shows
-    from gluon.set_aside import SetAsideResult
 
     Result = (
         OffloadResult
@@ -106,8 +106,8 @@ def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
 
 def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
     """Offload the table, or one increment of it (a partial offload)."""
-    from gluon.incremental import check_capture_object_flags
-    from gluon.offload import offload_table
+    from gluon.lifecycle.checks import check_capture_object_flags
+    from gluon.offload.copy import offload_table
 
     check_capture_object_flags(
         enabling=False,
@@ -122,12 +122,9 @@ def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
 def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Enable incremental update (with the initial offload when the table is not offloaded),
     or re-create its capture objects."""
-    from gluon.incremental import (
-        EnableOptions,
-        enable_incremental,
-        initial_offload_needed,
-        repair_capture_objects,
-    )
+    from gluon.lifecycle.enable import enable_incremental, initial_offload_needed
+    from gluon.lifecycle.enable_plan import EnableOptions
+    from gluon.lifecycle.repair import repair_capture_objects
 
     ref = TableRef.parse(arguments.table)
     initial = initial_offload_needed(settings, ref, arguments.reset_backend_table)
@@ -160,7 +157,8 @@ def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult
 
 def disable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Disable incremental update and drop its objects."""
-    from gluon.incremental import check_capture_object_flags, disable_incremental
+    from gluon.lifecycle.checks import check_capture_object_flags
+    from gluon.lifecycle.disable import disable_incremental
 
     check_capture_object_flags(
         enabling=False,
@@ -189,8 +187,8 @@ def _extraction(
     arguments: OffloadArguments, settings: Settings
 ) -> ExtractionResult | IncrementalResult:
     if not arguments.execute:
-        from gluon.incremental import IncrementalResult
-        from gluon.offload import Step
+        from gluon.lifecycle.result import IncrementalResult
+        from gluon.offload.copy import Step
 
         plan = extraction_plan(
             settings, TableRef.parse(arguments.table), batch_size=arguments.batch_size
@@ -221,8 +219,8 @@ def _compaction(
     options = _compaction_options(arguments)
     if not arguments.execute:
         from gluon.compact.plan import compaction_plan
-        from gluon.incremental import IncrementalResult
-        from gluon.offload import Step
+        from gluon.lifecycle.result import IncrementalResult
+        from gluon.offload.copy import Step
 
         plan = compaction_plan(settings, options)
         steps = [Step(name, description) for name, description in plan]
@@ -248,7 +246,7 @@ def extract_and_compact(arguments: OffloadArguments, settings: Settings) -> Sequ
 
 def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Copy the lake rows matching a predicate into the lake-rows table (UPDATABLE methods)."""
-    from gluon.patching import StageOptions, stage_lake_rows
+    from gluon.lifecycle.patching import StageOptions, stage_lake_rows
 
     refuse_ignored_options(arguments, Action.STAGE_LAKE_ROWS)
     predicate = arguments.stage_lake_rows_predicate
@@ -270,7 +268,7 @@ def abandon(arguments: OffloadArguments, settings: Settings) -> AbandonResult:
 
 def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
     """Delete the changes not yet compacted."""
-    from gluon.discard import discard_changes
+    from gluon.extract.discard import discard_changes
 
     refuse_ignored_options(arguments, Action.DISCARD_CHANGES)
     return discard_changes(settings, TableRef.parse(arguments.table), execute=arguments.execute)
@@ -278,7 +276,7 @@ def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
 
 def print_grants(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Print the grant scripts a DBA runs before enabling (nothing is sent to the source)."""
-    from gluon.incremental import grant_scripts
+    from gluon.lifecycle.enable_plan import grant_scripts
 
     refuse_ignored_options(arguments, Action.PRINT_GRANTS)
     if not arguments.extraction_method:
@@ -293,7 +291,7 @@ def print_grants(arguments: OffloadArguments, settings: Settings) -> Incremental
 
 def set_aside(arguments: OffloadArguments, settings: Settings) -> SetAsideResult:
     """Move changes the lake cannot take out of the changelog into the repository."""
-    from gluon.set_aside import parse_seqs, set_aside_changes
+    from gluon.extract.set_aside import parse_seqs, set_aside_changes
 
     refuse_ignored_options(arguments, Action.SET_ASIDE_CHANGES)
     assert arguments.set_aside_changes is not None  # dispatch chose this action for it
@@ -356,7 +354,7 @@ def _compaction_options(arguments: OffloadArguments) -> CompactionOptions:
 
 
 def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
-    from gluon.offload import OffloadOptions
+    from gluon.offload.copy import OffloadOptions
 
     return OffloadOptions(
         table=TableRef.parse(arguments.table),
