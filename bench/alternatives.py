@@ -9,8 +9,10 @@ processes (what a cron job pays, start-up included):
 * **full reload**: the whole table, ADBC -> Arrow -> ``write_deltalake(mode="overwrite")``;
 * **updated_at upsert**: rows past the last ``updated_at`` -> ``DeltaTable.merge``; it
   never sees a delete, so it keeps deleted rows (counted after the last day);
-* **gluon DEFERRED**: the extraction (the user view is current), then the in-place
-  compaction that merges the day's changes into the base (what another engine reads);
+* **gluon DEFERRED**: one command, ``--incremental-run-extraction
+  --incremental-run-compaction`` (in-place), that merges the day's changes into the base
+  table (what another engine reads); on the last day the two separately instead, with the
+  user view read in between (changes pending) and after (nothing pending);
 * **gluon IMMEDIATE**: the extraction of a table in merge mode IMMEDIATE (the base is
   current), against a hand-written deltalake merge of the same changelog rows read the
   same way (``bench.worker deltamerge``, on an untimed copy of the base).
@@ -42,7 +44,7 @@ PARTITIONS = 10
 SPREAD = 2
 """Each day's changes land in this many partitions (recent data changes, old data rests)."""
 IMMEDIATE = "--incremental-merge-mode=IMMEDIATE"
-NO_WAIT = "--incremental-wait-time=0"
+COMPACT = ("--incremental-run-compaction", "--incremental-wait-time=0")
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,15 +92,15 @@ def source_rows(url: str) -> int:
         return int(conn.execute(f"SELECT COUNT(*) FROM {dataset.QUALIFIED}").fetchone()[0])  # type: ignore[index]
 
 
-def gluon_deferred_day(lake: ItemsLake) -> dict[str, Proc]:
-    """The day's changes to the lake: extraction, then in-place compaction (two commands)."""
-    extract = lake.extract()
-    compact = lake.home.offload(
-        "-t", dataset.QUALIFIED, "-x", "--incremental-run-compaction", NO_WAIT
+def gluon_deferred_day(lake: ItemsLake) -> Proc:
+    """The day's changes into the base table in one command: extraction, then in-place
+    compaction (``--incremental-run-extraction --incremental-run-compaction``)."""
+    proc = lake.home.offload(
+        "-t", dataset.QUALIFIED, "-x", "--incremental-run-extraction", *COMPACT
     )
-    if "complete" not in compact.stdout:
-        raise RuntimeError(f"compaction did not complete: {compact.stdout}")
-    return {"extract": extract, "compact": compact}
+    if "complete" not in proc.stdout:
+        raise RuntimeError(f"compaction did not complete: {proc.stdout}")
+    return proc
 
 
 def one_fraction(
@@ -131,20 +133,15 @@ def one_fraction(
             took("hand deltalake merge", immediate.raw_immediate_merge(scratch))
             took("gluon IMMEDIATE sync", immediate.extract())
             if day == size.days:  # the view with the day's changes pending, then compacted
-                extract = deferred.extract()
+                took("gluon extraction", deferred.extract())
                 reads["pending"] = _reads(deferred)
-                compact = deferred.home.offload(
-                    "-t", dataset.QUALIFIED, "-x", "--incremental-run-compaction", NO_WAIT
-                )
-                procs = {"extract": extract, "compact": compact}
+                compact = deferred.home.offload("-t", dataset.QUALIFIED, "-x", *COMPACT)
+                if "complete" not in compact.stdout:
+                    raise RuntimeError(f"compaction did not complete: {compact.stdout}")
+                took("gluon in-place compaction alone", compact)
                 reads["compacted"] = _reads(deferred)
             else:
-                procs = gluon_deferred_day(deferred)
-            took("gluon extraction", procs["extract"])
-            took("gluon in-place compaction", procs["compact"])
-            times.setdefault("gluon extraction + compaction", []).append(
-                sum(proc.seconds for proc in procs.values())
-            )
+                took("gluon extraction + compaction", gluon_deferred_day(deferred))
             note(
                 f"{tag} day {day}: {changes:,} changes; "
                 + ", ".join(f"{name} {fmt(values[-1])} s" for name, values in times.items())
@@ -224,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     size = SIZES[args.scale]
     if args.days:
+        if args.days < 2:
+            parser.error("--days must be at least 2 (the last day is measured apart)")
         size = Size(size.rows, args.days)
     results = Results(args.scale)
     work = Path(tempfile.mkdtemp(prefix="gluon-alternatives-"))
