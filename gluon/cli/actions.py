@@ -64,13 +64,17 @@ def chosen_actions(arguments: OffloadArguments) -> list[Action]:
     return [action for name, action in ACTION_FLAGS.items() if getattr(arguments, name)]
 
 
-def refuse_ignored_options(arguments: OffloadArguments, action: Action) -> None:
-    """Refuse the first option given on the command line that ``action`` does not use.
+def refuse_ignored_options(
+    arguments: OffloadArguments, action: Action, *, also: Action | None = None
+) -> None:
+    """Refuse the first option given on the command line that ``action`` (nor ``also``, the
+    second action of a command running two) does not use.
 
     Raises:
         UsageError: names the option and the action.
     """
-    accepted = COMMON | ACCEPTED[action]
+    accepted = COMMON | ACCEPTED[action] | (ACCEPTED[also] if also else frozenset())
     for name, flag in arguments.given.items():
         if name not in accepted:
-            raise UsageError(f"{flag} does nothing with {action.value}: remove it")
+            doing = f"{action.value} or {also.value}" if also else action.value
+            raise UsageError(f"{flag} does nothing with {doing}: remove it")

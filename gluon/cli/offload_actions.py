@@ -13,6 +13,7 @@ the offload predicate in ``gluon/offload/increments.py``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gluon.cli.actions import ONE_ACTION, chosen_actions, refuse_ignored_options
@@ -28,6 +29,17 @@ from gluon.naming import TableRef
 from gluon.offload.increments import IncrementRequest
 from gluon.states import MergeMode, parse_merge_mode
 
+
+@dataclass(slots=True)
+class Sequential:
+    """The results of the actions one command ran, shown in order."""
+
+    parts: list[Shows]
+
+    def shown(self) -> list[ShownLine]:
+        return [line for part in self.parts for line in part.shown()]
+
+
 # The other services are imported by the handler that runs them: every run of ``offload``
 # imports this module, and an extraction (the command cron runs most, usually with nothing
 # to do) must not pay for importing compaction, offload and patching code (issue 14).
@@ -38,6 +50,7 @@ if TYPE_CHECKING:
     from gluon.extract.set_aside import SetAsideResult
     from gluon.lifecycle.result import IncrementalResult
     from gluon.offload.copy import OffloadOptions, OffloadResult
+    from gluon.progress import ShownLine, Shows
 
     Result = (
         OffloadResult
@@ -47,6 +60,7 @@ if TYPE_CHECKING:
         | AbandonResult
         | DiscardResult
         | SetAsideResult
+        | Sequential
     )
     Handler = Callable[[OffloadArguments, Settings], Result]
 
@@ -72,6 +86,9 @@ def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
             whichever the action, rather than as an option the action ignores).
     """
     chosen = chosen_actions(arguments)
+    if set(chosen) == {Action.EXTRACTION, Action.COMPACTION}:
+        _compaction_method(arguments)
+        return extract_and_compact(arguments, settings)
     if len(chosen) > 1:
         raise UsageError(ONE_ACTION)
     _compaction_method(arguments)
@@ -163,6 +180,12 @@ def extract(
 ) -> ExtractionResult | IncrementalResult:
     """Ship the captured changes to the lake."""
     refuse_ignored_options(arguments, Action.EXTRACTION)
+    return _extraction(arguments, settings)
+
+
+def _extraction(
+    arguments: OffloadArguments, settings: Settings
+) -> ExtractionResult | IncrementalResult:
     if not arguments.execute:
         from gluon.lifecycle.result import IncrementalResult
         from gluon.offload.copy import Step
@@ -184,9 +207,15 @@ def compact(
     arguments: OffloadArguments, settings: Settings
 ) -> CompactionResult | IncrementalResult:
     """Merge the extracted changes into the base table (or resume the unfinished run)."""
+    refuse_ignored_options(arguments, Action.COMPACTION)
+    return _compaction(arguments, settings)
+
+
+def _compaction(
+    arguments: OffloadArguments, settings: Settings
+) -> CompactionResult | IncrementalResult:
     from gluon.compact import run_compaction
 
-    refuse_ignored_options(arguments, Action.COMPACTION)
     options = _compaction_options(arguments)
     if not arguments.execute:
         from gluon.compact.plan import compaction_plan
@@ -199,6 +228,20 @@ def compact(
     return run_compaction(
         settings, options, progress_for(quiet=False), warn=warn_now, waiting=say_waiting
     )
+
+
+def extract_and_compact(arguments: OffloadArguments, settings: Settings) -> Sequential:
+    """``--incremental-run-extraction --incremental-run-compaction``: ship the captured
+    changes, then merge them into the base, in one process (one Python start, one engine).
+
+    The extraction runs first so the compaction takes the changes captured until now (its
+    own acknowledging extraction ships only what arrives meanwhile, into the next control
+    partition). Each part is the ordinary action with its crash safety; a failed
+    extraction stops the command before the compaction.
+    """
+    refuse_ignored_options(arguments, Action.EXTRACTION, also=Action.COMPACTION)
+    extracted = _extraction(arguments, settings)
+    return Sequential([extracted, _compaction(arguments, settings)])
 
 
 def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:

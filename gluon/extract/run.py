@@ -456,12 +456,17 @@ class _MergeImmediately:
         itself, and a change now in the changelog with one of its ``gl_seq`` is a new change
         under a reset sequence (removing it would lose it; ``_shipped_before`` refuses it).
         """
-        # Usually the last run's batch, merged and done: only its gl_seq are read then.
+        unconfirmed = self.feed.repo.incremental.unconfirmed_extractions(self.state.table_key)
+        unconfirmed.discard(self.result.run_id)  # this run: it staged nothing yet
+        writer = merge.app_id(self.state.table_key, self.state.enablement_id)
+        if not unconfirmed and merge.merged_already(
+            self.state.delta_path, self.record.base_path, writer
+        ):
+            return  # the usual case: the last run's batch, merged and done (no rows read)
         staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq", "gl_extraction_id"])
         if staged is None:
             return
         merged = self._apply(staged)
-        unconfirmed = self.feed.repo.incremental.unconfirmed_extractions(self.state.table_key)
         if staged.extraction_id not in unconfirmed:
             return
         self.feed.done(staged.rows)
@@ -473,17 +478,16 @@ class _MergeImmediately:
         """Stage ``changes`` and merge them; return how many changes the merge applied."""
         import pyarrow.compute as pc  # only when there are changes to ship
 
-        session = self.lake()
         self.feed.shipping(changes)
         if self.result.screen is not None:
-            let_in = self.result.screen(session, changes).column("gl_seq")
+            let_in = self.result.screen(self.lake(), changes).column("gl_seq")
             applied = pc.is_in(changes.column("gl_seq"), value_set=let_in.combine_chunks())
         else:
             keys = [lake_column(key) for key in self.state.key_columns]
             applied = merge.latest_per_key(changes, keys)
         applied = merge.after_truncate(changes, applied)
         staged = merge.stage_batch(
-            session,
+            self.lake,
             self.state.delta_path,
             self.record.columns,
             self.record.partitioning,

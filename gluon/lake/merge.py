@@ -2,7 +2,8 @@
 
 A batch is first written, whole, to the staging table in the load schema (the
 location the DEFERRED mode uses for its delta table), one Delta commit that
-gives the batch its number: the staging table's version. The merge into the
+gives the batch its number: the staging table's version (written by deltalake when
+``gluon.lake.staging`` computes the partition columns, else by the engine). The merge into the
 base table is one Delta commit carrying a Delta transaction identifier
 (``app_id`` = ``gluon:<table key>:<enablement id>``, ``version`` = that staging
 version), so
@@ -31,12 +32,12 @@ Measured (deltalake 1.6.6, Sail 0.7.2), what this is built from:
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gluon.errors import LakeError
-from gluon.lake import failures, storage
+from gluon.lake import failures, staging, storage
 from gluon.lake.changes import PARTITION_COLUMN, TRUNCATE, delta_columns
 from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote_part
@@ -168,6 +169,16 @@ def unmerged_batch(stage_path: str, base_path: str, writer: str) -> StagedBatch 
     return staged if applied is None or applied < staged.version else None
 
 
+def merged_already(stage_path: str, base_path: str, writer: str) -> bool:
+    """Whether the base table applied the staging table's newest version (or there is no
+    staging table): read from the two Delta logs, no rows."""
+    version = storage.delta_version(stage_path)
+    if version is None:
+        return True
+    applied = applied_batch(base_path, writer)
+    return applied is not None and applied >= version
+
+
 def empty_staging(stage_path: str) -> None:
     """Remove every row of the staging table in one commit: a re-run then finds no batch to
     merge (the next batch gets a newer staging version than any the base table recorded)."""
@@ -177,7 +188,7 @@ def empty_staging(stage_path: str) -> None:
 
 
 def stage_batch(
-    session: LakeSession,
+    lake: Callable[[], LakeSession],
     stage_path: str,
     columns: tuple[Column, ...],
     partitioning: tuple[PartitionColumn, ...],
@@ -191,7 +202,8 @@ def stage_batch(
 
     Every change read is staged, so a re-run removes exactly them from the changelog;
     ``applied`` marks those the merge applies (the latest of each key, the inserts an
-    insert-only screen let through).
+    insert-only screen let through). With deltalake when the partition columns can be
+    computed in Arrow (``gluon.lake.staging``), else through the engine (``lake()``).
     """
     import pyarrow as pa
 
@@ -201,12 +213,25 @@ def stage_batch(
         .append_column(PARTITION_COLUMN, pa.array([0] * count, pa.int32()))
         .append_column(APPLIED_COLUMN.name, applied)
     )
-    frame = session.spark.createDataFrame(
-        changes, schema=struct_type((*delta_columns(columns), APPLIED_COLUMN))
-    )
-    derived = [f"{part.expression} AS {quote_part(part.lake_column)}" for part in partitioning]
-    if derived:
-        frame = frame.selectExpr("*", *derived)
+    staged_columns = (*delta_columns(columns), APPLIED_COLUMN)
+    derived = staging.arrow_partition_values(changes, columns, partitioning)
+    if derived is not None:
+        try:
+            version, rows = staging.write_stage(
+                stage_path, staged_columns, changes, derived, PARTITION_COLUMN
+            )
+        except Exception as exc:
+            if not failures.is_delta_failure(exc):
+                raise
+            raise LakeError(
+                f"writing the Delta table at {stage_path} failed: {failures.describe(exc)}"
+            ) from exc
+        return StagedBatch(version, rows)
+    session = lake()
+    frame = session.spark.createDataFrame(changes, schema=struct_type(staged_columns))
+    expressions = [f"{part.expression} AS {quote_part(part.lake_column)}" for part in partitioning]
+    if expressions:
+        frame = frame.selectExpr("*", *expressions)
     # The schema changes with the table's (and the first batch adds the partition columns).
     session.write(
         frame, stage_path, mode="overwrite", partition_by=[PARTITION_COLUMN], overwrite_schema=True

@@ -1,7 +1,7 @@
 """The service's checks that found nothing to extract, one row a table (revision 0018).
 
 Revision ID: 0018
-Revises: 0014
+Revises: 0016
 """
 
 from __future__ import annotations
