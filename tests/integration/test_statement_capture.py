@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from support.capture_contract import CaptureEnv, enable
 
-from gluon import capture
+from gluon.capture.existing import capture_problems
 from gluon.methods import registered_methods
 from gluon.source import connect
 
@@ -46,7 +46,7 @@ def test_a_plain_table_gets_one_statement_trigger_per_event(env: CaptureEnv) -> 
         ("orders_ct_insert", False, True),
         ("orders_ct_truncate", False, False),
     ]
-    assert capture.capture_problems(env.source, enabled.spec, enabled.objects) == []
+    assert capture_problems(env.source, enabled.spec, enabled.objects) == []
 
 
 def test_an_insert_only_method_keeps_the_row_trigger(env: CaptureEnv) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gluon.errors import ExitCode, UsageError
-from gluon.partitioning import plan_partitioning
+from gluon.offload.partitioning import plan_partitioning
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 SPEC = TableSpec(
