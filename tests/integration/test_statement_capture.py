@@ -3,14 +3,27 @@ what a multi-row statement records (templates/postgresql/_statement_capture.sql.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from support.capture_contract import CaptureEnv, enable
+from support.incremental import lake_rows, postgres_source
+from typer.testing import Result
 
 from gluon.capture.existing import capture_problems
+from gluon.capture.objects import script_context
+from gluon.capture.ownership import Marker
+from gluon.config import load_settings
+from gluon.extract.feeds import capture_objects
 from gluon.methods import registered_methods
+from gluon.methods.base import SourceObject
+from gluon.naming import TableRef
+from gluon.repo import Repository
 from gluon.source import connect
+from gluon.source.base import SourceDialect
 
 CHANGELOG = registered_methods()["CHANGELOG"]
 LEVELS = (
@@ -140,3 +153,73 @@ def test_dml_goes_on_after_a_column_is_dropped(env: CaptureEnv) -> None:
         ("I", 2, None, "3.50"),
         ("D", 1, None, "None"),
     ]
+
+
+def test_a_row_trigger_enabled_before_works_until_recreate_installs_statement_triggers(
+    pg_url: str,
+    offload_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    run_cli: Callable[..., Result],
+) -> None:
+    """A table enabled before statement-level capture has the row trigger (rendered here
+    through the row path, as the create script did then): it keeps capturing and status
+    sees nothing wrong; --incremental-recreate-capture-objects installs the statement
+    triggers, and the lake stays equal to the table throughout."""
+    source = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    table = source.table
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"CREATE TABLE {table} (id integer PRIMARY KEY, name text)"))
+        db.execute(sa.text(f"INSERT INTO {table} VALUES (1, 'a'), (2, 'b')"))
+    enable_args = ("--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG")
+    assert run_cli("offload", "-t", table, "-x", *enable_args).exit_code == 0
+    dialect = connect(source.url)
+    repo = Repository(load_settings().repo_url)
+    state = repo.incremental.get_state("APP.ITEMS")
+    assert state is not None
+    marker = Marker(repo.installation_id, "APP.ITEMS")
+    objects = list(capture_objects(state))
+    spec = dialect.describe_table(TableRef("app", "items"))
+    trigger = next(item for item in objects if item.kind is SourceObject.CHANGELOG_TRIGGER)
+    context = script_context(
+        dialect, replace(spec, partition_kind="RANGE"), CHANGELOG, objects, ("id",), marker
+    )
+    dialect.execute_script("create_changelog_trigger", object=trigger, **context)
+    levels = LEVELS.format(table="items")
+    assert query(dialect, levels) == [
+        ("items_ct", True, False),
+        ("items_ct_truncate", False, False),
+    ]
+
+    def in_step(*statements: str) -> None:
+        with source.engine.begin() as db:
+            for statement in statements:
+                db.execute(sa.text(statement))
+        extracted = run_cli("offload", "-t", table, "-x", "--incremental-run-extraction")
+        assert extracted.exit_code == 0, extracted.stderr
+        assert lake_rows("SELECT id, name FROM app.items ORDER BY id") == [
+            dict(zip(("id", "name"), row, strict=True))
+            for row in query(dialect, f"SELECT id, name FROM {table} ORDER BY id")
+        ]
+
+    in_step(f"UPDATE {table} SET name = name || '!'", f"INSERT INTO {table} VALUES (3, 'c')")
+    status = run_cli("display_incremental_status", "-t", table)
+    assert status.exit_code == 0 and "is disabled" not in status.stdout, status.stdout
+
+    repaired = run_cli(
+        "offload", "-t", table, "-x", *enable_args, "--incremental-recreate-capture-objects"
+    )
+    assert repaired.exit_code == 0, repaired.stderr
+    assert query(dialect, levels) == [
+        ("items_ct", False, True),
+        ("items_ct_delete", False, True),
+        ("items_ct_insert", False, True),
+        ("items_ct_truncate", False, False),
+    ]
+    in_step(f"UPDATE {table} SET id = id + 10 WHERE id = 1", f"DELETE FROM {table} WHERE id = 2")
+    dialect.engine.dispose()
+
+
+def query(dialect: SourceDialect, statement: str) -> list[tuple[object, ...]]:
+    with dialect.engine.connect() as db:
+        return [tuple(row) for row in db.execute(sa.text(statement))]
