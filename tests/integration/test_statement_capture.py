@@ -4,7 +4,6 @@ what a multi-row statement records (templates/postgresql/_statement_capture.sql.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,14 +13,7 @@ from support.incremental import lake_rows, postgres_source
 from typer.testing import Result
 
 from gluon.capture.existing import capture_problems
-from gluon.capture.objects import script_context
-from gluon.capture.ownership import Marker
-from gluon.config import load_settings
-from gluon.extract.feeds import capture_objects
 from gluon.methods import registered_methods
-from gluon.methods.base import SourceObject
-from gluon.naming import TableRef
-from gluon.repo import Repository
 from gluon.source import connect
 from gluon.source.base import SourceDialect
 
@@ -161,9 +153,9 @@ def test_a_row_trigger_enabled_before_works_until_recreate_installs_statement_tr
     monkeypatch: pytest.MonkeyPatch,
     run_cli: Callable[..., Result],
 ) -> None:
-    """A table enabled before statement-level capture has the row trigger (rendered here
-    through the row path, as the create script did then): it keeps capturing and status
-    sees nothing wrong; --incremental-recreate-capture-objects installs the statement
+    """A table enabled before statement-level capture has the row trigger (made here by
+    hand on the function, whose row path is the one it had then): it keeps capturing and
+    status sees nothing wrong; --incremental-recreate-capture-objects installs the statement
     triggers, and the lake stays equal to the table throughout."""
     source = postgres_source(pg_url)
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
@@ -174,17 +166,16 @@ def test_a_row_trigger_enabled_before_works_until_recreate_installs_statement_tr
     enable_args = ("--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG")
     assert run_cli("offload", "-t", table, "-x", *enable_args).exit_code == 0
     dialect = connect(source.url)
-    repo = Repository(load_settings().repo_url)
-    state = repo.incremental.get_state("APP.ITEMS")
-    assert state is not None
-    marker = Marker(repo.installation_id, "APP.ITEMS")
-    objects = list(capture_objects(state))
-    spec = dialect.describe_table(TableRef("app", "items"))
-    trigger = next(item for item in objects if item.kind is SourceObject.CHANGELOG_TRIGGER)
-    context = script_context(
-        dialect, replace(spec, partition_kind="RANGE"), CHANGELOG, objects, ("id",), marker
-    )
-    dialect.execute_script("create_changelog_trigger", object=trigger, **context)
+    # The row trigger of a table enabled before (the function still has that row path).
+    for statement in (
+        "DROP TRIGGER items_ct_insert ON app.items",
+        "DROP TRIGGER items_ct_delete ON app.items",
+        "DROP TRIGGER items_ct ON app.items",
+        "CREATE TRIGGER items_ct AFTER INSERT OR UPDATE OR DELETE ON app.items "
+        "FOR EACH ROW EXECUTE FUNCTION app_h.items_ct()",
+    ):
+        with source.engine.begin() as db:
+            db.execute(sa.text(statement))
     levels = LEVELS.format(table="items")
     assert query(dialect, levels) == [
         ("items_ct", True, False),
@@ -223,3 +214,27 @@ def test_a_row_trigger_enabled_before_works_until_recreate_installs_statement_tr
 def query(dialect: SourceDialect, statement: str) -> list[tuple[object, ...]]:
     with dialect.engine.connect() as db:
         return [tuple(row) for row in db.execute(sa.text(statement))]
+
+
+def test_a_partition_enabled_on_its_own_captures_writes_through_its_parent(
+    env: CaptureEnv,
+) -> None:
+    """A statement naming the partitioned table fires no statement trigger of its
+    partitions: a partition (and an inheritance child) keeps the row trigger."""
+    env.run(
+        "CREATE TABLE app.parted (id integer PRIMARY KEY, name text, amount numeric(12,2), "
+        "noted date) PARTITION BY RANGE (id)",
+        "CREATE TABLE app.parted_low PARTITION OF app.parted FOR VALUES FROM (0) TO (100)",
+    )
+    enabled = enable(env, CHANGELOG, table="parted_low", seed=False)
+    env.run(
+        "INSERT INTO app.parted (id, name) VALUES (1, 'a'), (2, 'b')",
+        "UPDATE app.parted SET name = 'c' WHERE id = 1",
+        "DELETE FROM app.parted WHERE id = 2",
+    )
+    assert [(op, key, name) for op, _, key, name, _, _ in enabled.changes()] == [
+        ("I", 1, "a"),
+        ("I", 2, "b"),
+        ("U", 1, "c"),
+        ("D", 2, None),
+    ]
