@@ -220,7 +220,12 @@ def capture_problems(
         )
     elif not all(fires):
         enable = " ".join(
-            source.render("enable_capture_trigger", trigger=trigger, table=table).split()
+            source.render(
+                "enable_capture_trigger",
+                trigger=trigger,
+                table=table,
+                names=[row[0] for row in row_triggers if row[1] is False],
+            ).split()
         )
         problems.append(f"{label} is disabled: enable it ({enable}), {resync}")
     if truncate and truncate_fires and not all(truncate_fires):

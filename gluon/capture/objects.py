@@ -221,6 +221,7 @@ def script_context(
         "staging": staging,
         "staging_index": _index_name(source, staging) if staging else None,
         "truncate_trigger": truncate_trigger_name(source, trigger) if trigger else None,
+        "statement_trigger_names": statement_trigger_names(source, trigger) if trigger else {},
         "unique_inserts": method.view_kind is ViewKind.UNION_ALL,
         "log_types": {
             column.name: changelog_type(
@@ -284,6 +285,19 @@ def truncate_trigger_name(
     ``trigger`` and calling the same function (where the dialect has one: PostgreSQL; a
     trigger is either row- or statement-level). Dropping the function drops both."""
     return shorten(f"{trigger.name}_truncate", source.max_identifier_length)
+
+
+def statement_trigger_names(
+    source: SourceDialect | type[SourceDialect], trigger: SourceObjectRef
+) -> dict[str, str]:
+    """The names of the INSERT and DELETE statement triggers beside ``trigger`` where the
+    dialect's create script captures at statement level (PostgreSQL, on tables that take
+    transition tables: one trigger per event, the UPDATE one named ``trigger``). They call
+    the same function: dropping it drops them all."""
+    return {
+        event: shorten(f"{trigger.name}_{event.lower()}", source.max_identifier_length)
+        for event in ("INSERT", "DELETE")
+    }
 
 
 def _index_name(source: SourceDialect, table: SourceObjectRef) -> str:

@@ -177,12 +177,12 @@ class SalesTable:
         if not method.has_object(SourceObject.CHANGELOG_TRIGGER):
             self.run(delete)
             return
-        trigger = self.objects[SourceObject.CHANGELOG_TRIGGER].split(".")[1]
         if self.dialect == "postgresql":
+            # USER: every capture trigger (statement-level capture has one per event)
             with self.engine.begin() as db:
-                db.execute(sa.text(f"ALTER TABLE {self.table} DISABLE TRIGGER {trigger}"))
+                db.execute(sa.text(f"ALTER TABLE {self.table} DISABLE TRIGGER USER"))
                 db.execute(sa.text(delete))
-                db.execute(sa.text(f"ALTER TABLE {self.table} ENABLE TRIGGER {trigger}"))
+                db.execute(sa.text(f"ALTER TABLE {self.table} ENABLE TRIGGER USER"))
             return
         settings = load_settings()
         state = Repository(settings.repo_url).incremental.get_state(self.table.upper())
