@@ -4,7 +4,7 @@
 
 One PostgreSQL ``bench.items`` table is offloaded twice by the real ``offload`` command:
 into a local lake, and into a bucket of an S3-compatible server on 127.0.0.1 (moto, in its
-own process, ``tests/support/s3_process.py``). On each, in turn: the initial offload, an
+own process, ``tests/support/s3.py``). On each, in turn: the initial offload, an
 extraction of C changed rows (CHANGELOG), an in-place compaction, and a view read through
 ``gluon query`` (``COUNT(*)`` and ``SUM(amount)`` over the user view, after another C
 changes were extracted and left pending). Each operation is a fresh child process, the
@@ -99,10 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=2)
     args = parser.parse_args(argv)
 
-    from support.s3_process import S3Process
+    from support.s3 import S3Server
 
     root = Path(tempfile.mkdtemp(prefix="gluon-bench-s3-"))
-    store = S3Process(root / "moto.log")
+    moto_log = root / "moto.log"
+    store = S3Server(log=moto_log)
     best: dict[str, dict[str, tuple[Proc, dict[str, int]]]] = {"local": {}, "s3": {}}
     with Workspace(root / "work") as workspace:
         store.start()
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
                     if side == "s3":
                         bucket = store.create_bucket()
                         home = StoreHome(home.path, url, store.env(), f"s3://{bucket}/lake")
-                        log = store.log
+                        log = moto_log
                     for operation, measured in _operations(home, url, args.changes, log).items():
                         kept = best[side].get(operation)
                         if kept is None or measured[0].seconds < kept[0].seconds:

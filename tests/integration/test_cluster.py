@@ -5,7 +5,7 @@ sends its tasks to workers; gluon reaches it through ``SPARK_REMOTE``, as it wou
 cluster. One table shaped like a warehouse's (a composite key, partitioned by month, text
 with a newline and other scripts) goes through offload, enable, extractions, every
 compaction method and ``gluon query``, in both merge modes, with the lake on local disk and
-on an S3-compatible server (moto, ``tests/support/s3_process.py``); after each step the lake read
+on an S3-compatible server (moto, ``tests/support/s3.py``); after each step the lake read
 through gluon equals the source, and after each compaction so does the base table read
 without gluon (deltalake).
 
@@ -27,7 +27,7 @@ import sqlalchemy as sa
 from deltalake import DeltaTable
 from support.cli import query_json
 from support.incremental import RunCli
-from support.s3_process import S3Process
+from support.s3 import S3Server
 from support.sail_cluster import sail_cluster
 
 from gluon.config import load_settings
@@ -43,20 +43,10 @@ COMPACTIONS = {
 
 
 @pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Process]:
-    server = S3Process(tmp_path_factory.mktemp("s3") / "moto.log")
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, store: S3Process) -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server) -> Iterator[str]:
     """The cluster, given the object store's settings as a deployment would be."""
     log = tmp_path_factory.mktemp("sail") / "server.log"
-    with sail_cluster(log, env=store.env()) as url:
+    with sail_cluster(log, env=s3_server.env()) as url:
         yield url
 
 
@@ -68,7 +58,7 @@ def lake(
     or a bucket of the S3 server; the deltalake storage options to read it without gluon."""
     if request.param == "local lake":
         return {}
-    server: S3Process = request.getfixturevalue("store")
+    server: S3Server = request.getfixturevalue("s3_server")
     bucket = server.create_bucket()
     for name, value in server.env().items():
         monkeypatch.setenv(name, value)

@@ -24,6 +24,8 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
+from contextlib import nullcontext
+from pathlib import Path
 from typing import Any
 
 __all__ = ["ACCESS_KEY_ID", "REGION", "SECRET_ACCESS_KEY", "S3Server"]
@@ -51,20 +53,26 @@ class S3Server:
     them and each such call waited out its 180 s retry timeout.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, log: Path | None = None) -> None:
+        self.log = log
+        """Where the server writes one line per request it serves (None: nowhere); the
+        object-store bench counts requests from it."""
         self._process: subprocess.Popen[str] | None = None
         self.endpoint = ""
         """``http://127.0.0.1:<port>`` once started."""
 
     def start(self) -> None:
         """Start serving (returns once the port is bound)."""
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", _SERVE],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,  # werkzeug logs every request there
-            text=True,
-        )
+        # werkzeug logs every request on stderr
+        sink = self.log.open("ab") if self.log else nullcontext(subprocess.DEVNULL)
+        with sink as requests:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _SERVE],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=requests,
+                text=True,
+            )
         assert self._process.stdout is not None
         port = self._process.stdout.readline().strip()
         if not port.isdigit():
