@@ -30,7 +30,7 @@ import fcntl
 import json
 import os
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -82,8 +82,8 @@ def describe(record: LockRecord) -> str:
     return f"{record.command} (pid {record.pid} on {record.host}, since {since} UTC)"
 
 
-def lock_path(settings: Settings, table_key: str, lock_name: str) -> Path:
-    return settings.run_dir / f"{table_key.lower()}.{lock_name}.lock"
+def lock_path(run_dir: Path, table_key: str, lock_name: str) -> Path:
+    return run_dir / f"{table_key.lower()}.{lock_name}.lock"
 
 
 @contextmanager
@@ -149,10 +149,32 @@ def table_lock(
     Raises:
         LockHeldError: another process holds the lock (exit code 3).
     """
+
+    def repository() -> Repository:
+        return repo or Repository(settings.repo_url, create=create_repository)
+
+    with claim_lock(settings.run_dir, table_key, lock_name, command, repository) as opened:
+        yield opened
+
+
+@contextmanager
+def claim_lock(
+    run_dir: Path,
+    table_key: str,
+    lock_name: str,
+    command: str,
+    repository: Callable[[], Repository],
+) -> Iterator[Repository]:
+    """:func:`table_lock` from the values it needs: the lock files' folder, and the
+    repository to claim the lock in (opened under the file lock, where it may be created).
+
+    Raises:
+        LockHeldError: another process holds the lock (exit code 3).
+    """
     holder = LockRecord(command, os.getpid(), this_host(), now().replace(microsecond=0))
-    path = lock_path(settings, table_key, lock_name)
+    path = lock_path(run_dir, table_key, lock_name)
     try:
-        settings.run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as exc:
         raise ConfigError(f"cannot create the lock file {path}: {exc}") from None
@@ -169,8 +191,7 @@ def table_lock(
         os.ftruncate(fd, 0)
         os.pwrite(fd, _holder_text(holder).encode(), 0)
         try:
-            if repo is None:
-                repo = Repository(settings.repo_url, create=create_repository)
+            repo = repository()
             _claim_in_repository(repo, table_key, lock_name, holder)
             try:
                 yield repo

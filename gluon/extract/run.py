@@ -45,7 +45,7 @@ from gluon.lake.changes import (
     shipped_by_run,
     without_shipped,
 )
-from gluon.lake.session import LakeSession, open_session, retry_commit
+from gluon.lake.session import LakeOpener, LakeSession, lake_opener, retry_commit
 from gluon.lake.storage import missing_delta_table_error
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
@@ -197,6 +197,7 @@ def run_extraction(
         StateError: incremental update is not enabled.
     """
     started = time.monotonic()
+    open_lake = lake_opener(settings)  # what the steps below are given, not the settings
     repo = Repository(settings.repo_url)
     repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)
     with extraction_lock(settings, ref.key, repo=repo):
@@ -204,7 +205,9 @@ def run_extraction(
         method = get_method(state.method)
         source = sources.connect_configured(settings)
         with timed_step("schema_changes"):
-            record = carry_changes(settings, source, repo, record, state)
+            record = carry_changes(
+                source, repo, record, state, open_lake=open_lake, run_dir=settings.run_dir
+            )
         feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
         partition = state.ingestion_partition
         if partition is None:
@@ -228,7 +231,7 @@ def run_extraction(
                 raise CaptureBrokenError("; ".join(problems))  # nothing to read: a failed run
             with timed_step("ship_changes") as shipping:
                 _ship(
-                    settings,
+                    open_lake,
                     source,
                     feed,
                     record,
@@ -308,7 +311,7 @@ def _finish(repo: Repository, result: ExtractionResult, partition: int) -> None:
 
 
 def _ship(
-    settings: Settings,
+    open_lake: LakeOpener,
     source: SourceDialect,
     feed: ChangeFeed,
     record: OffloadedTable,
@@ -334,7 +337,7 @@ def _ship(
             nonlocal session
             if session is None:
                 with timed_step("start_engine"):
-                    session = stack.enter_context(open_session(settings))
+                    session = stack.enter_context(open_lake())
                     tables.register_table(session, state.delta_table, state.delta_path)
             return session
 

@@ -27,15 +27,15 @@ import logging
 import re
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gluon.capture import objects as source_objects
 from gluon.capture import ownership
-from gluon.config import Settings
 from gluon.errors import LockHeldError, NotFoundError, StateError
 from gluon.extract.feeds import capture_objects
 from gluon.faults import fault_point
-from gluon.locks import LIFECYCLE, table_lock
+from gluon.locks import LIFECYCLE, claim_lock
 from gluon.methods import get_method
 from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef
@@ -47,7 +47,7 @@ from gluon.schema import Column, TableSpec
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
-    from gluon.lake.session import LakeSession
+    from gluon.lake.session import LakeOpener, LakeSession
 
 log = logging.getLogger(__name__)
 
@@ -170,15 +170,18 @@ def refusal(table_key: str, changes: SchemaChanges) -> StateError:
 
 
 def carry_changes(
-    settings: Settings,
     source: SourceDialect,
     repo: Repository,
     record: OffloadedTable,
     state: IncrementalState,
+    *,
+    open_lake: LakeOpener,
+    run_dir: Path,
 ) -> OffloadedTable:
     """Bring the capture objects, the lake tables and the record up to the source's columns.
 
-    Called by an extraction, under its lock, before reading changes.
+    Called by an extraction, under its lock, before reading changes. ``open_lake`` opens the
+    session that evolves the Delta tables; ``run_dir`` holds the table's lock files.
 
     Returns:
         The table's record, updated when the lake followed a change.
@@ -198,25 +201,25 @@ def carry_changes(
     if changes.refused:
         raise refusal(record.table_key, changes)
     if not changes.carried:  # the capture tables and the record only
-        return _carry(settings, source, repo, record, state, changes)
+        return _carry(open_lake, source, repo, record, state, changes)
     with ExitStack() as stack:
         try:
             # A compaction rewrites the base with the columns it read at its start.
             # Under the extraction lock only a compaction can hold the lifecycle lock.
             stack.enter_context(
-                table_lock(
-                    settings,
+                claim_lock(
+                    run_dir,
                     record.table_key,
                     LIFECYCLE,
                     "offload --incremental-run-extraction (carrying a source schema change)",
-                    repo=repo,
+                    lambda: repo,
                 )
             )
         except LockHeldError:
             return _postponed(record, changes)
         if repo.compaction.open_run(record.table_key) is not None:
             return _postponed(record, changes)
-        return _carry(settings, source, repo, record, state, changes)
+        return _carry(open_lake, source, repo, record, state, changes)
 
 
 def _postponed(record: OffloadedTable, changes: SchemaChanges) -> OffloadedTable:
@@ -229,7 +232,7 @@ def _postponed(record: OffloadedTable, changes: SchemaChanges) -> OffloadedTable
 
 
 def _carry(
-    settings: Settings,
+    open_lake: LakeOpener,
     source: SourceDialect,
     repo: Repository,
     record: OffloadedTable,
@@ -250,8 +253,6 @@ def _carry(
     source_objects.create_source_objects(source, spec, method, objects, state.key_columns, marker)
     fault_point("schema.after_capture_objects")
     if changes.carried:
-        from gluon.lake.session import open_session  # status reads changes without Spark
-
         changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
         # Only where the lake follows the application table's rows alone, and merges them:
         # insert-only methods would show each image as one more row, and where patches
@@ -269,7 +270,7 @@ def _carry(
             elif not patched:
                 _record_table_images(source, repo, spec, method, objects, state)
                 fault_point("schema.after_row_images")
-        with open_session(settings) as session:
+        with open_lake() as session:
             for location, name in (
                 (record.base_path, record.base_table),
                 (state.delta_path, state.delta_table),

@@ -15,7 +15,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlparse
 
@@ -366,6 +367,16 @@ class _KeptSession:
         if self.spark is not None:
             spark, self.spark = self.spark, None
             _stop(spark)
+
+
+LakeOpener = Callable[[], AbstractContextManager[LakeSession]]
+"""What deep code is given to open a lake session when it needs one (``lake_opener``), in
+place of the settings it would open it from."""
+
+
+def lake_opener(settings: Settings) -> LakeOpener:
+    """Opens a lake session from ``settings`` when called (``with opener() as session``)."""
+    return partial(open_session, settings)
 
 
 @contextmanager

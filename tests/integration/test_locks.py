@@ -297,14 +297,14 @@ def test_lock_file_names_its_holder(offload_home: Path) -> None:
     settings = load_settings()
     Repository(settings.repo_url, create=True)  # as the table's first offload made it
     with locks.compaction_lock(settings, KEY):
-        text = locks.lock_path(settings, KEY, locks.LIFECYCLE).read_text()
+        text = locks.lock_path(settings.run_dir, KEY, locks.LIFECYCLE).read_text()
         assert f'"pid": {os.getpid()}' in text and '"command": "compaction"' in text
         refused = pytest.raises(LockHeldError, match=r"locked by a running compaction \(pid")
         with refused, locks.lifecycle_lock(settings, KEY, "offload"):
             pass
         with locks.extraction_lock(settings, KEY):  # the designed overlap
             pass
-    assert locks.lock_path(settings, KEY, locks.LIFECYCLE).read_text() == ""
+    assert locks.lock_path(settings.run_dir, KEY, locks.LIFECYCLE).read_text() == ""
     assert Repository(settings.repo_url).locks.get(KEY, locks.LIFECYCLE) is None
 
 
