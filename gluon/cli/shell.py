@@ -21,7 +21,7 @@ import pyarrow as pa
 from rich.markup import escape
 from rich.table import Table
 
-from gluon.catalog import lake_session
+from gluon.catalog import lake_session, refresh_pending
 from gluon.cli.common import stderr, stdout
 from gluon.config import Settings
 from gluon.errors import GluonError
@@ -124,6 +124,7 @@ def _run(session: LakeSession, state: ShellState, statement: str) -> None:
 def _run_and_print(session: LakeSession, state: ShellState, statement: str) -> None:
     log.info("statement: %s", redact(statement))
     try:
+        refresh_pending(session, statement)
         table = run_statement(session, statement)
     except GluonError as exc:
         state.failed += 1
