@@ -18,10 +18,9 @@ from gluon.lake import sql
 from gluon.lake.changes import view_sql
 from gluon.methods import get_method
 from gluon.naming import TableRef
-from gluon.offload import OFFLOADED
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
-from gluon.states import MergeMode
+from gluon.states import MergeMode, TableStatus
 
 BASE_PLACEHOLDER = "gl_export_base"
 DELTA_PLACEHOLDER = "gl_export_changes"
@@ -183,13 +182,13 @@ def export_views(repo: Repository, dialect: str, tables: list[str] | None) -> li
     check_dialect(dialect)
     offloaded = {record.table_key: record for record in repo.list_tables()}
     if tables is None:
-        chosen = [record for record in offloaded.values() if record.status == OFFLOADED]
+        chosen = [record for record in offloaded.values() if record.status == TableStatus.OFFLOADED]
     else:
         chosen = []
         for table in tables:
             key = TableRef.parse(table).key
             record = offloaded.get(key)
-            if record is None or record.status != OFFLOADED:
+            if record is None or record.status != TableStatus.OFFLOADED:
                 raise UsageError(
                     f"{key} is not offloaded: offload it first (offload -t {table} -x)"
                 )
