@@ -84,14 +84,14 @@ def register_incremental_views(
     registration is in it (then the view merges); a change committed later is a change
     after the session's snapshot, as for a statement that already started.
     ``refresh_pending`` re-registers such a view once its delta table has a newer version.
+    Only where the catalog is the session's own (the embedded engine): a view in a shared
+    metastore outlives the session, and other readers would miss later changes.
     """
     method = get_method(state.method)
     tables.register_table(session, record.base_table, record.base_path)
     tables.register_table(session, state.delta_table, state.delta_path)
     internal = internal_view_name(record, state.view_generation)
-    pending = storage.partition_files(
-        state.delta_path, sql.CONTROL_PARTITION, at_least=state.view_min_partition
-    )
+    pending = _pending_files(session, state)
     if pending is not None and pending.files == 0:
         session.base_only[record.user_view] = (state.delta_path, pending.version)
         lake_columns = [column.lake_name for column in record.columns]
@@ -110,6 +110,16 @@ def register_incremental_views(
     )
     tables.create_view(session, internal, select)
     tables.create_user_view(session, record.user_view, record.columns, internal)
+
+
+def _pending_files(session: LakeSession, state: IncrementalState) -> storage.PartitionFiles | None:
+    """The delta table's files in the view's range, where a view over the base alone may
+    be registered (the embedded engine's per-session catalog); else None."""
+    if session.settings.engine != EngineKind.SAIL:
+        return None
+    return storage.partition_files(
+        state.delta_path, sql.CONTROL_PARTITION, at_least=state.view_min_partition
+    )
 
 
 def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:

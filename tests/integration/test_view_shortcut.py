@@ -16,7 +16,7 @@ from support.incremental import RunCli, enable, extract, sqlite_source, workload
 from support.workload import canonical
 
 from gluon.catalog import lake_session, refresh_pending
-from gluon.config import load_settings
+from gluon.config import EngineKind, load_settings
 from gluon.lake.session import LakeSession
 
 VIEW = "main.items"
@@ -45,10 +45,13 @@ def test_an_empty_delta_reads_the_base_alone_and_changes_merge_again(
     workload.create(40)
     enable(run_cli, source, "CHANGELOG")
     settings = load_settings()
+    # Only the embedded engine's catalog is the session's own (a shared metastore keeps the
+    # merging view: other readers of it must not miss later changes).
+    alone = settings.engine == EngineKind.SAIL
 
     with lake_session(settings) as idle:  # nothing extracted yet: the base alone
-        assert VIEW in idle.base_only
-        assert "Join" not in _plan(idle)
+        assert (VIEW in idle.base_only) == alone
+        assert ("Join" not in _plan(idle)) == alone
         assert _rows(idle) == workload.expected
 
         workload.round(15)
@@ -59,7 +62,7 @@ def test_an_empty_delta_reads_the_base_alone_and_changes_merge_again(
             assert _rows(pending) == workload.expected
 
         # The session registered before the extraction sees it once a statement names it.
-        assert _rows(idle) != workload.expected
+        assert (_rows(idle) != workload.expected) == alone
         refresh_pending(idle, COUNT)
         assert VIEW not in idle.base_only
         assert _rows(idle) == workload.expected
@@ -74,6 +77,6 @@ def test_an_empty_delta_reads_the_base_alone_and_changes_merge_again(
     )
     assert compacted.exit_code == 0, compacted.stderr
     with lake_session(settings) as after:  # compacted: nothing pending, the base alone again
-        assert VIEW in after.base_only
-        assert "Join" not in _plan(after)
+        assert (VIEW in after.base_only) == alone
+        assert ("Join" not in _plan(after)) == alone
         assert _rows(after) == workload.expected
