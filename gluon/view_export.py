@@ -207,6 +207,7 @@ def render_script(views: list[ExportedView], dialect: str) -> str:
         lines.append("")
         for name, folder in view.relations.items():
             lines.append(f"-- {target.relation(name, folder)} <- {folder}")
-        name = sqlglot.exp.to_table(view.view).sql(dialect=target.sqlglot)
+        schema, _, table = view.view.partition(".")  # a user name may hold spaces
+        name = sqlglot.exp.table_(table, db=schema, quoted=True).sql(dialect=target.sqlglot)
         lines.append(f"CREATE OR REPLACE VIEW {name} AS\n{view.select};")
     return "\n".join(lines)

@@ -87,6 +87,7 @@ def test_the_command_prints_every_dialect_and_refuses_bad_input_in_one_line(
         printed = run_cli("gluon", "views", "-t", "main.items", "--dialect", dialect)
         assert printed.exit_code == 0, printed.stderr
         assert "CREATE OR REPLACE VIEW" in printed.stdout
+        assert ("`main`.`items`" if dialect == "spark" else '"main"."items"') in printed.stdout
         assert relation in printed.stdout, printed.stdout
         assert "<=>" not in printed.stdout or dialect == "spark"
 
