@@ -18,8 +18,8 @@ from support.workload import Row, Workload, canonical
 
 from gluon.config import load_settings
 from gluon.lake.session import open_session
+from gluon.read.export import exported_view
 from gluon.repo import Repository
-from gluon.view_export import exported_view
 
 
 def _source_rows(workload: Workload) -> dict[int, Row]:

@@ -3,7 +3,7 @@
 gluon's sessions register the user view over the base table, with no join, when the delta
 table's current version has no file in the view's control partitions; after an
 extraction they merge again, and a long session (``gluon shell``) re-registers once the
-delta table has a newer version (``gluon.catalog.refresh_pending``). Results always equal
+delta table has a newer version (``gluon.read.catalog.refresh_pending``). Results always equal
 the source.
 """
 
@@ -15,9 +15,9 @@ import pytest
 from support.incremental import RunCli, enable, extract, sqlite_source, workload_for
 from support.workload import canonical
 
-from gluon.catalog import lake_session, refresh_pending
 from gluon.config import EngineKind, load_settings
 from gluon.lake.session import LakeSession
+from gluon.read.catalog import lake_session, refresh_pending
 
 VIEW = "main.items"
 COUNT = f"SELECT * FROM {VIEW}"
