@@ -1,6 +1,7 @@
 """4. Reading the user view (base merged with the delta table) vs the base table alone.
 
-From the pristine lake, the delta grows in steps (0.1%, 1%, 10% of the base:
+From the pristine lake (first measured with the delta empty: nothing extracted, the
+case a session reads from the base alone), the delta grows in steps (0.1%, 1%, 10% of the base:
 updates of keys spread over every partition, extracted, not compacted). At
 each step a child process opens ``gluon.read.catalog.lake_session`` and times four
 queries on the user view and on the base table: ``COUNT(*)``, ``SUM(amount)``,
@@ -31,13 +32,19 @@ def run(lake: ItemsLake, scale: Scale, results: Results) -> dict[str, Any]:
     lake.home.restore("pristine")
     plans: dict[str, Any] = {}
     done = 0
-    for fraction in scale.read_fractions:
-        upto = round(fraction * 1000)
-        dataset.update_spread(lake.url, done, upto)
-        done = upto
-        extraction = lake.extract()
+    for fraction in (0.0, *scale.read_fractions):
         delta_rows = round(fraction * lake.rows)
-        note(f"reads: delta at {fraction:.1%} of the base, extracted in {extraction.seconds:.1f} s")
+        if fraction:
+            upto = round(fraction * 1000)
+            dataset.update_spread(lake.url, done, upto)
+            done = upto
+            extraction = lake.extract()
+            note(
+                f"reads: delta at {fraction:.1%} of the base, "
+                f"extracted in {extraction.seconds:.1f} s"
+            )
+        else:
+            note("reads: delta empty (nothing extracted since the offload)")
         proc = worker(
             "reads",
             "--table",

@@ -22,6 +22,7 @@ from gluon.errors import ExitCode, UsageError
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
+from gluon.read.export import DIALECT_NAMES, check_dialect, export_views, render_script
 from gluon.read.query import run_query, to_csv, to_json, to_text
 from gluon.repo import Repository
 
@@ -90,6 +91,40 @@ def shell(
 def _warn(message: str) -> None:
     logging.getLogger("gluon.read.query").warning(message)
     stderr.print(f"{PROGRAM}: warning: {redact(message)}", markup=False)
+
+
+@app.command(
+    help=(
+        "Print view definitions of tables' merged latest state for another engine, over the "
+        "Delta folders (export again after each compaction)."
+    )
+)
+def views(
+    table: Annotated[
+        str | None,
+        typer.Option("-t", "--table", help="The table as SCHEMA.TABLE.", show_default=False),
+    ] = None,
+    all_tables: Annotated[bool, typer.Option("--all", help="Every offloaded table.")] = False,
+    dialect: Annotated[
+        str, typer.Option("--dialect", help=f"One of {', '.join(DIALECT_NAMES)}.")
+    ] = "spark",
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    def validate() -> None:
+        if (table is None) == (not all_tables):
+            raise UsageError("give -t SCHEMA.TABLE or --all (one of them)")
+        check_dialect(dialect)
+
+    def body(settings: Settings) -> str:
+        repo = Repository(settings.repo_url)
+        exported = export_views(repo, dialect, None if all_tables else [str(table)])
+        return render_script(exported, dialect)
+
+    text, _ = run_command(
+        PROGRAM, body, subject="views", validate=validate, verbose=verbose, debug=debug
+    )
+    stdout.print(text, markup=False)
 
 
 @app.command(

@@ -27,7 +27,7 @@ from gluon.errors import GluonError
 from gluon.lake.session import LakeSession
 from gluon.logs import redact
 from gluon.offload.copy import OFFLOADED
-from gluon.read.catalog import lake_session
+from gluon.read.catalog import lake_session, refresh_pending
 from gluon.read.query import display_rows, run_statement, split_statements, to_csv, to_json
 from gluon.repo import Repository
 
@@ -124,6 +124,7 @@ def _run(session: LakeSession, state: ShellState, statement: str) -> None:
 def _run_and_print(session: LakeSession, state: ShellState, statement: str) -> None:
     log.info("statement: %s", redact(statement))
     try:
+        refresh_pending(session, statement)
         table = run_statement(session, statement)
     except GluonError as exc:
         state.failed += 1

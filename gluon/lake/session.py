@@ -184,6 +184,9 @@ class LakeSession:
         self.settings = settings
         self.unavailable: dict[str, str] = {}
         """User views that could not be registered, with the reason (see gluon.read.catalog)."""
+        self.base_only: dict[str, tuple[str, int]] = {}
+        """User views registered over the base table alone (no change was pending): the
+        delta table's location and the version whose file list showed none (gluon.read.catalog)."""
 
     def sql(self, statement: str) -> DataFrame:
         """Run one Spark SQL statement (recorded for the portability check)."""

@@ -9,6 +9,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
@@ -138,6 +139,32 @@ def delta_version(location: str) -> int | None:
         return int(DeltaTable(location).version())
     except TableNotFoundError:
         return None
+
+
+@dataclass(frozen=True)
+class PartitionFiles:
+    """How many data files one version of a Delta table holds in a range of partitions."""
+
+    version: int
+    files: int
+
+
+def partition_files(location: str, column: str, *, at_least: int) -> PartitionFiles | None:
+    """The latest version of the Delta table at ``location`` and how many of its data files
+    have the integer partition column ``column`` at least ``at_least``, both from one read
+    of the Delta log (no data file is opened). None: no table at ``location``."""
+    import pyarrow as pa
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = DeltaTable(location)
+    except TableNotFoundError:
+        return None
+    actions = pa.table(table.get_add_actions(flatten=True))
+    values = actions.column(f"partition.{column}").to_pylist() if actions.num_rows else []
+    files = sum(1 for value in values if value is not None and int(value) >= at_least)
+    return PartitionFiles(version=int(table.version()), files=files)
 
 
 ENGINE = "engine"

@@ -78,11 +78,29 @@ def internal_view_name(record: OffloadedTable, generation: int) -> str:
 def register_incremental_views(
     session: LakeSession, record: OffloadedTable, state: IncrementalState
 ) -> None:
-    """Register base and delta tables, the internal delta view and the user view."""
+    """Register base and delta tables, the internal delta view and the user view.
+
+    With no change pending (no file of the delta table's current version in the view's
+    control partitions) the internal view reads the base table alone: no join. The file
+    list is read here, after the repository state, so every change committed before this
+    registration is in it (then the view merges); a change committed later is a change
+    after the session's snapshot, as for a statement that already started.
+    ``refresh_pending`` re-registers such a view once its delta table has a newer version.
+    Only where the catalog is the session's own (the embedded engine): a view in a shared
+    metastore outlives the session, and other readers would miss later changes.
+    """
     method = get_method(state.method)
     tables.register_table(session, record.base_table, record.base_path)
     tables.register_table(session, state.delta_table, state.delta_path)
     internal = internal_view_name(record, state.view_generation)
+    pending = _pending_files(session, state)
+    if pending is not None and pending.files == 0:
+        session.base_only[record.user_view] = (state.delta_path, pending.version)
+        lake_columns = [column.lake_name for column in record.columns]
+        tables.create_view(session, internal, sql.select_columns(lake_columns, record.base_table))
+        tables.create_user_view(session, record.user_view, record.columns, internal)
+        return
+    session.base_only.pop(record.user_view, None)
     select = view_sql(
         method.view_kind.value,
         columns=record.columns,
@@ -94,6 +112,16 @@ def register_incremental_views(
     )
     tables.create_view(session, internal, select)
     tables.create_user_view(session, record.user_view, record.columns, internal)
+
+
+def _pending_files(session: LakeSession, state: IncrementalState) -> storage.PartitionFiles | None:
+    """The delta table's files in the view's range, where a view over the base alone may
+    be registered (the embedded engine's per-session catalog); else None."""
+    if session.settings.engine != EngineKind.SAIL:
+        return None
+    return storage.partition_files(
+        state.delta_path, sql.CONTROL_PARTITION, at_least=state.view_min_partition
+    )
 
 
 def register_table(session: LakeSession, repo: Repository, record: OffloadedTable) -> None:
@@ -184,6 +212,35 @@ def register_all(
             continue
         views.append(record.user_view)
     return views
+
+
+def refresh_pending(session: LakeSession, statement: str) -> None:
+    """Re-register each view ``statement`` may name that reads its base table alone
+    (nothing was pending at registration) if its delta table has a newer version since:
+    a long session (``gluon shell``) then sees changes extracted after it started.
+
+    Costs one Delta log read per such view and statement; the repository is opened only
+    when a view is re-registered. A failure keeps the registration there was (logged).
+    """
+    names = named_objects(statement)
+    stale = [
+        view
+        for view, (location, version) in session.base_only.items()
+        if (names is None or view.rsplit(".", 1)[-1].lower() in names)
+        and storage.delta_version(location) != version
+    ]
+    if not stale:
+        return
+    repo = Repository(session.settings.repo_url)
+    records = {record.user_view: record for record in repo.list_tables()}
+    for view in stale:
+        record = records.get(view)
+        if record is None:
+            continue
+        try:
+            register_table(session, repo, record)
+        except Exception as exc:  # the registration there was still answers
+            log.warning("could not re-register %s: %s", view, first_line(exc))
 
 
 def named_objects(statement: str) -> set[str] | None:
