@@ -112,6 +112,49 @@ def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOptio
 
 @app.command(
     help=(
+        "Compare an offloaded table in the lake with its source, key by key, after an "
+        "extraction; exit 0 equal, 1 differences, 2 usage, 3 locked."
+    )
+)
+def verify(
+    table: Annotated[
+        str | None,
+        typer.Option("-t", "--table", help="The table to verify (SCHEMA.TABLE).", metavar="TEXT"),
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Verify every offloaded table.")] = False,
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    from gluon.verify.render import as_json, line
+    from gluon.verify.run import Verdict, check_selection, tables_to_verify, verify_table
+
+    def body(settings: Settings) -> list[Verdict]:
+        repo = Repository(settings.repo_url)
+        verdicts = []
+        for record in tables_to_verify(repo, table, every):
+            verdict = verify_table(settings, repo, record)
+            if not json_output:
+                stdout.print(line(verdict), markup=False)
+            verdicts.append(verdict)
+        return verdicts
+
+    verdicts, _ = run_command(
+        PROGRAM,
+        body,
+        subject="verify",
+        validate=lambda: check_selection(table, every),
+        verbose=verbose,
+        debug=debug,
+    )
+    if json_output:
+        stdout.print(as_json(verdicts), markup=False)
+    if not all(verdict.equal for verdict in verdicts):
+        raise typer.Exit(int(ExitCode.ERROR))
+
+
+@app.command(
+    help=(
         "Run the due extractions and compactions of the tables a TOML file declares, a few at "
         "a time in one process, until SIGTERM or SIGINT (docs/operations.md, the service)."
     )
