@@ -66,6 +66,7 @@ REPOSITORY_WRITES = (
     "record",
     "clear",
     "record_set_aside",
+    "record_verify",
 )
 
 

@@ -18,7 +18,9 @@ from gluon.errors import UsageError
 from gluon.extract import run_extraction
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
+from gluon.repo.common import now
 from gluon.repo.incremental import ENABLED
+from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
 from gluon.verify.canonical import Canonical
 from gluon.verify.compare import Differences, diff
@@ -66,7 +68,8 @@ def tables_to_verify(repo: Repository, table: str | None, every: bool) -> list[O
 
 
 def verify_table(settings: Settings, repo: Repository, record: OffloadedTable) -> Verdict:
-    """Compare ``record``'s source rows with the lake's (read-only on both sides)."""
+    """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
+    recorded in the repository)."""
     state = repo.incremental.get_state(record.table_key)
     enabled = state is not None and state.status == ENABLED
     key_columns = state.key_columns if state is not None and enabled else record.primary_key
@@ -97,6 +100,18 @@ def verify_table(settings: Settings, repo: Repository, record: OffloadedTable) -
             verdict.in_flight,
         )
         previous = found
+    repo.verify_runs.record(
+        VerifyRun(
+            table_key=record.table_key,
+            verified_at=now(),
+            result=EQUAL if verdict.equal else DIFFERENT,
+            rows_compared=verdict.rows_compared,
+            missing_in_lake=len(verdict.differences.missing_in_lake),
+            extra_in_lake=len(verdict.differences.extra_in_lake),
+            different_values=len(verdict.differences.different_values),
+            in_flight=verdict.in_flight,
+        )
+    )
     return verdict
 
 

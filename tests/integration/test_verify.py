@@ -20,6 +20,9 @@ from typer.testing import Result
 from gluon.config import load_settings
 from gluon.methods.base import SourceObject
 from gluon.repo import Repository
+from gluon.repo.common import now
+from gluon.service.lag import table_lag
+from gluon.status.incremental_status import ChangelogCounter
 
 MODES = ["--incremental-merge-mode=DEFERRED", "--incremental-merge-mode=IMMEDIATE"]
 
@@ -89,6 +92,19 @@ def test_verify_finds_exactly_the_keys_broken_in_the_lake_and_the_source(
         f"{source.table.upper()}: 4 differences in 12 rows compared: 1 missing in the lake "
         "(keys 3); 1 extra in the lake (keys 999); 2 different values (keys 5, 7)"
     )
+    status = run_cli("display_incremental_status", "-t", source.table)
+    assert status.exit_code == 0, status.stderr
+    [verified] = [line for line in status.stdout.splitlines() if line.startswith("Verified: ")]
+    assert verified.endswith(
+        ", 4 differences (1 missing in the lake, 1 extra in the lake, 2 different values; "
+        f"run gluon verify -t {source.table.upper()})"
+    )
+    repo = Repository(load_settings().repo_url)
+    record = repo.get_table(source.table.upper())
+    assert record is not None
+    lag = table_lag(repo, record, ChangelogCounter(source.url), now())  # the service's gauges
+    assert (lag.verify_differences, lag.seconds_since_verify is not None) == (4, True)
+
     unknown = run_cli("gluon", "verify", "-t", f"{source.schema}.nothing")
     assert unknown.exit_code == 2
     assert unknown.stderr.strip().splitlines() == [
