@@ -122,18 +122,42 @@ def verify(
         typer.Option("-t", "--table", help="The table to verify (SCHEMA.TABLE).", metavar="TEXT"),
     ] = None,
     every: Annotated[bool, typer.Option("--all", help="Verify every offloaded table.")] = False,
+    repair_keys: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Re-ship the differing keys as changes through the capture, then verify again.",
+        ),
+    ] = False,
     json_output: JsonOption = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
     from gluon.verify.render import as_json, line
+    from gluon.verify.repair import check_repairable, repair
     from gluon.verify.run import Verdict, check_selection, tables_to_verify, verify_table
 
     def body(settings: Settings) -> list[Verdict]:
         repo = Repository(settings.repo_url)
+        records = tables_to_verify(repo, table, every)
+        if repair_keys:
+            for record in records:
+                check_repairable(repo, record)  # before anything runs
         verdicts = []
-        for record in tables_to_verify(repo, table, every):
+        for record in records:
             verdict = verify_table(settings, repo, record)
+            if repair_keys and not verdict.equal:
+                if not json_output:
+                    stdout.print(line(verdict), markup=False)
+                shipped = repair(settings, repo, record, verdict)
+                logging.getLogger("gluon.verify").info("re-shipped %d keys", shipped)
+                if not json_output:
+                    stdout.print(
+                        f"{record.table_key}: re-shipped {shipped} keys through the capture; "
+                        "verifying again",
+                        markup=False,
+                    )
+                verdict = verify_table(settings, repo, record)
             if not json_output:
                 stdout.print(line(verdict), markup=False)
             verdicts.append(verdict)

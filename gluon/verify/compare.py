@@ -18,7 +18,9 @@ class Differences:
     missing_in_lake: list[Canonical] = field(default_factory=list)
     extra_in_lake: list[Canonical] = field(default_factory=list)
     different_values: list[Canonical] = field(default_factory=list)
-    evidence: dict[Canonical, tuple[object, object]] = field(default_factory=dict)
+    evidence: dict[Canonical, tuple[list[Canonical] | None, list[Canonical] | None]] = field(
+        default_factory=dict
+    )
     """Each differing key's rows on both sides: a key whose rows stay the same from one
     look to the next, with an extraction between, is not a change in flight."""
 

@@ -105,6 +105,14 @@ def test_verify_finds_exactly_the_keys_broken_in_the_lake_and_the_source(
     lag = table_lag(repo, record, ChangelogCounter(source.url), now())  # the service's gauges
     assert (lag.verify_differences, lag.seconds_since_verify is not None) == (4, True)
 
+    repaired = run_cli("gluon", "verify", "-t", source.table, "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+    assert repaired.stdout.strip().splitlines()[1:] == [
+        f"{source.table.upper()}: re-shipped 4 keys through the capture; verifying again",
+        f"{source.table.upper()}: equal, 12 rows compared",
+    ]
+    assert _verify(run_cli, source)[0] == 0
+
     unknown = run_cli("gluon", "verify", "-t", f"{source.schema}.nothing")
     assert unknown.exit_code == 2
     assert unknown.stderr.strip().splitlines() == [
