@@ -34,13 +34,28 @@ def canonical_value(value: Any) -> object:
 
 
 def canonical_text(value: Any) -> object:
-    """A JSON document's text in canonical form (key order and spacing do not count)."""
+    """A JSON document's text in canonical form: key order and spacing do not count, numbers
+    count by value (jsonb and the capture triggers rewrite ``2e3`` as ``2000``), and the
+    document ``null`` is NULL (the lake does not keep them apart)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = repr(value)  # SQLite's NUMERIC affinity stores a bare JSON number as one
     if not isinstance(value, str):
         return canonical_value(value)
     try:
-        return json.dumps(json.loads(value), sort_keys=True)
+        parsed = json.loads(value, parse_float=decimal.Decimal, parse_int=decimal.Decimal)
     except ValueError:
         return value
+    return None if parsed is None else json.dumps(_by_value(parsed), sort_keys=True)
+
+
+def _by_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _by_value(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_by_value(item) for item in value]
+    if isinstance(value, decimal.Decimal):
+        return {"number": str(value.normalize())}  # apart from a string of the same digits
+    return value
 
 
 def canonical_row(values: list[Any], json_columns: frozenset[int]) -> Canonical:

@@ -100,6 +100,8 @@ def verify_table(settings: Settings, repo: Repository, record: OffloadedTable) -
             verdict.in_flight,
         )
         previous = found
+    for key, sides in list(verdict.differences.evidence.items())[:5]:
+        log.info("%s: key %s: %s", record.table_key, key, _detail(record, sides))
     repo.verify_runs.record(
         VerifyRun(
             table_key=record.table_key,
@@ -121,3 +123,18 @@ def settled_keys(previous: Differences | None, found: Differences) -> set[Canoni
     if previous is None:
         return set()
     return {key for key, rows in found.evidence.items() if previous.evidence.get(key) == rows}
+
+
+def _detail(record: OffloadedTable, sides: tuple[list[Canonical] | None, ...]) -> str:
+    """What differs for one key, for the log: the columns whose values differ."""
+    source_side, lake_side = sides
+    if not source_side or not lake_side:
+        return "missing in the lake" if source_side else "extra in the lake"
+    if len(source_side) != 1 or len(lake_side) != 1:
+        return f"{len(source_side)} source rows, {len(lake_side)} lake rows"
+    names = [column.view_name for column in record.columns]
+    return "; ".join(
+        f"{name}: source {ours!r:.200}, lake {theirs!r:.200}"
+        for name, ours, theirs in zip(names, source_side[0], lake_side[0], strict=True)
+        if ours != theirs
+    )

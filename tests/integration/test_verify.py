@@ -15,6 +15,8 @@ import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable, write_deltalake
 from support.incremental import SEED, Source, enable, extract, workload_for
+from support.shape_matrix import SourceDb, sqlite_url
+from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -163,3 +165,36 @@ def test_verify_refuses_bad_input_in_one_line(
     both = run_cli("gluon", "verify", "-t", "app.items", "--all")
     assert both.exit_code == 2
     assert "name one table" in both.stderr
+
+
+@pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_every_type_of_the_shape_matrix_compares_equal_when_it_is(
+    dialect: str,
+    mode: str,
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """NaN, infinities, zoned timestamps, bytes with zero bytes, JSON, any script: the edge
+    values of the type shape, after an enable and a round of changes, are all equal."""
+    shape = sqlite_type_shape() if dialect == "sqlite" else pg_type_shape()
+    url = sqlite_url(tmp_path) if dialect == "sqlite" else request.getfixturevalue("pg_url")
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    db = SourceDb(dialect, url)
+    db.run(shape.create())
+    result = run_cli(
+        "offload", "-t", shape.typed, "-x", "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG", f"--incremental-merge-mode={mode}",
+        *shape.enable_flags,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    first = rounds_for(shape, "CHANGELOG")[0]
+    for transaction in first.transactions(shape):
+        db.run(transaction)
+    verified = run_cli("gluon", "verify", "-t", shape.typed, "--json")
+    assert verified.exit_code == 0, verified.stdout + verified.stderr
+    [verdict] = json.loads(verified.stdout)
+    assert verdict["rows_compared"] > 0
