@@ -129,6 +129,14 @@ def verify(
             help="Re-ship the differing keys as changes through the capture, then verify again.",
         ),
     ] = False,
+    max_rows_per_second: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rows-per-second",
+            min=1,
+            help="Read the source no faster than this (the application keeps its share).",
+        ),
+    ] = None,
     json_output: JsonOption = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
@@ -145,7 +153,7 @@ def verify(
                 check_repairable(repo, record)  # before anything runs
         verdicts = []
         for record in records:
-            verdict = verify_table(settings, repo, record)
+            verdict = verify_table(settings, repo, record, max_rows_per_second)
             if repair_keys and not verdict.equal:
                 if not json_output:
                     stdout.print(line(verdict), markup=False)
@@ -157,7 +165,7 @@ def verify(
                         "verifying again",
                         markup=False,
                     )
-                verdict = verify_table(settings, repo, record)
+                verdict = verify_table(settings, repo, record, max_rows_per_second)
             if not json_output:
                 stdout.print(line(verdict), markup=False)
             verdicts.append(verdict)

@@ -24,6 +24,7 @@ from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
 from gluon.verify.canonical import Canonical
 from gluon.verify.compare import Differences, diff
+from gluon.verify.pace import Pace
 from gluon.verify.sides import Shape, lake_rows, source_rows
 
 log = logging.getLogger(__name__)
@@ -67,7 +68,12 @@ def tables_to_verify(repo: Repository, table: str | None, every: bool) -> list[O
     return [record for record in repo.list_tables() if record.status == TableStatus.OFFLOADED]
 
 
-def verify_table(settings: Settings, repo: Repository, record: OffloadedTable) -> Verdict:
+def verify_table(
+    settings: Settings,
+    repo: Repository,
+    record: OffloadedTable,
+    max_rows_per_second: int | None = None,
+) -> Verdict:
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
     recorded in the repository)."""
     state = repo.incremental.get_state(record.table_key)
@@ -79,7 +85,7 @@ def verify_table(settings: Settings, repo: Repository, record: OffloadedTable) -
     for _ in range(LOOKS):
         if enabled:
             run_extraction(settings, TableRef.parse(record.table_key))
-        source = source_rows(settings, repo, record, shape)
+        source = source_rows(settings, repo, record, shape, Pace(max_rows_per_second))
         lake = lake_rows(settings, repo, record, shape)
         found = diff(source, lake)
         verdict.looks += 1

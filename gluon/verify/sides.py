@@ -23,6 +23,7 @@ from gluon.lake.session import first_line
 from gluon.repo import OffloadedTable, Repository
 from gluon.schema import Column
 from gluon.verify.canonical import Canonical, canonical_row
+from gluon.verify.pace import Pace
 
 BATCH_ROWS = 50_000
 Rows = dict[Canonical, list[Canonical]]
@@ -57,8 +58,15 @@ class Shape:
         return grouped
 
 
-def source_rows(settings: Settings, repo: Repository, record: OffloadedTable, shape: Shape) -> Rows:
-    """The source rows the lake is meant to hold."""
+def source_rows(
+    settings: Settings,
+    repo: Repository,
+    record: OffloadedTable,
+    shape: Shape,
+    pace: Pace | None = None,
+) -> Rows:
+    """The source rows the lake is meant to hold (read no faster than ``pace``)."""
+    pace = pace or Pace(None)
     source = sources.connect_configured(settings)
     spec = record.spec()
     where: str | None = None
@@ -67,7 +75,11 @@ def source_rows(settings: Settings, repo: Repository, record: OffloadedTable, sh
     if offloaded is not None:
         where, params = offloaded.to_source_sql(spec.columns, source.quote)
     rows: list[list[Any]] = []
-    for batch in source.read_batches(spec, batch_rows=BATCH_ROWS, where=where, params=params):
+    batches = source.read_batches(
+        spec, batch_rows=pace.batch_rows(BATCH_ROWS), where=where, params=params
+    )
+    for batch in batches:
+        pace.read(batch.num_rows)
         columns = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
         rows.extend(map(list, zip(*columns, strict=True)))
     return shape.group(rows)

@@ -77,6 +77,13 @@ def test_verify_finds_exactly_the_keys_broken_in_the_lake_and_the_source(
     extract(run_cli, source)
     code, verdict = _verify(run_cli, source)
     assert (code, verdict["equal"], verdict["rows_compared"]) == (0, True, 12)
+    paced = run_cli("gluon", "verify", "-t", source.table, "--max-rows-per-second", "1000")
+    assert (paced.exit_code, paced.stdout.strip()) == (
+        0,
+        f"{source.table.upper()}: equal, 12 rows compared",
+    )
+    refused = run_cli("gluon", "verify", "-t", source.table, "--max-rows-per-second", "0")
+    assert refused.exit_code == 2
 
     _tamper_lake(_base_path(source))
     with source.engine.begin() as db:  # a change whose changelog row is lost
