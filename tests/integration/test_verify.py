@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable, write_deltalake
-from support.incremental import SEED, Source, enable, extract, workload_for
+from support.incremental import SEED, Source, enable, extract, sqlite_source, workload_for
+from support.locking import PausedCommand
 from support.shape_matrix import SourceDb, sqlite_url
 from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
 from typer.testing import Result
@@ -205,3 +206,22 @@ def test_every_type_of_the_shape_matrix_compares_equal_when_it_is(
     assert verified.exit_code == 0, verified.stdout + verified.stderr
     [verdict] = json.loads(verified.stdout)
     assert verdict["rows_compared"] > 0
+
+
+def test_verify_exits_3_while_an_extraction_holds_the_table(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=5)
+    enable(run_cli, source, "CHANGELOG")
+    extraction = ("-t", source.table, "-x", "--incremental-run-extraction")
+    with PausedCommand(tmp_path, "extract.before_repository_update", *extraction) as held:
+        held.wait_for_lock("MAIN.ITEMS", "extraction")
+        refused = run_cli("gluon", "verify", "-t", source.table)
+    assert held.returncode == 0, held.stderr
+    assert refused.exit_code == 3, refused.stdout + refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
