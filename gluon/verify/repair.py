@@ -19,7 +19,7 @@ from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import UsageError
 from gluon.methods import get_method
-from gluon.methods.base import SourceObject, ViewKind
+from gluon.methods.base import DML, SourceObject, ViewKind
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED
 from gluon.verify.canonical import Canonical
@@ -39,13 +39,16 @@ def check_repairable(repo: Repository, record: OffloadedTable) -> tuple[str, ...
             f"{record.table_key}: offload the table again to rebuild the lake"
         )
     method = get_method(state.method)
-    captures_dml = method.has_object(SourceObject.CHANGELOG_TRIGGER) or method.has_object(
-        SourceObject.REPLICATION_SLOT
+    # Every DML of the table itself reaches the capture (not through an updatable view,
+    # whose lake-only rows are the method's own doing).
+    captures_dml = method.captured_dml == frozenset(DML) and not method.has_object(
+        SourceObject.UPDATABLE_VIEW
     )
     if method.view_kind is ViewKind.UNION_ALL or not captures_dml:
         raise UsageError(
-            f"--repair needs a method that captures updates and deletes of the table itself; "
-            f"{record.table_key} uses {state.method}: offload the table again to rebuild the lake"
+            f"--repair needs a method that captures inserts, updates and deletes of the table "
+            f"itself; {record.table_key} uses {state.method}: offload the table again to "
+            "rebuild the lake"
         )
     return state.key_columns
 

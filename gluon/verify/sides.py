@@ -19,6 +19,7 @@ from gluon.catalog import lake_session
 from gluon.config import Settings
 from gluon.errors import LakeError
 from gluon.increments import previous_predicate
+from gluon.lake import sql
 from gluon.lake.session import first_line
 from gluon.repo import OffloadedTable, Repository
 from gluon.schema import Column
@@ -87,7 +88,7 @@ def source_rows(
 
 def lake_rows(settings: Settings, repo: Repository, record: OffloadedTable, shape: Shape) -> Rows:
     """The rows the lake shows (the user view), in the source's column order."""
-    statement = f"SELECT * FROM {record.user_view}"
+    statement = sql.select_all(record.user_view)
     with lake_session(settings, repo, named_in=statement) as session:
         if record.user_view in session.unavailable:
             raise LakeError(
