@@ -14,7 +14,15 @@ import pyarrow.compute as pc
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable, write_deltalake
-from support.incremental import SEED, Source, enable, extract, sqlite_source, workload_for
+from support.incremental import (
+    SEED,
+    Source,
+    enable,
+    extract,
+    postgres_source,
+    sqlite_source,
+    workload_for,
+)
 from support.locking import PausedCommand
 from support.shape_matrix import SourceDb, sqlite_url
 from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
@@ -225,3 +233,28 @@ def test_verify_exits_3_while_an_extraction_holds_the_table(
     assert held.returncode == 0, held.stderr
     assert refused.exit_code == 3, refused.stdout + refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_repair_through_logical_decoding_fixes_the_keys_broken_in_the_lake(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """PG_LOGICAL has no changelog: --repair writes an update that changes nothing (the WAL
+    carries it) and inserts and deletes a lake-only row in one transaction."""
+    source = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "PG_LOGICAL", SEED).create(rows=12)
+    enable(run_cli, source, "PG_LOGICAL", mode)
+    _tamper_lake(_base_path(source))
+    code, verdict = _verify(run_cli, source)
+    assert code == 1
+    assert (verdict["missing_in_lake"], verdict["extra_in_lake"]) == ([[3]], [[999]])
+    assert verdict["different_values"] == [[5]]
+    repaired = run_cli("gluon", "verify", "-t", source.table, "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+    with source.engine.connect() as db:
+        assert db.execute(sa.text(f"SELECT count(*) FROM {source.table}")).scalar() == 12
