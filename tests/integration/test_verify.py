@@ -258,3 +258,20 @@ def test_repair_through_logical_decoding_fixes_the_keys_broken_in_the_lake(
     assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
     with source.engine.connect() as db:
         assert db.execute(sa.text(f"SELECT count(*) FROM {source.table}")).scalar() == 12
+
+
+def test_a_partially_offloaded_table_is_compared_on_its_offloaded_part(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=10)
+    offloaded = run_cli(
+        "offload", "-t", source.table, "-x", "--offload-predicate=column(id) <= numeric(4)"
+    )
+    assert offloaded.exit_code == 0, offloaded.stderr
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["rows_compared"]) == (0, 4)
