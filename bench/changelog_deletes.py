@@ -1,4 +1,4 @@
-"""SQLite changelog deletes, one code tree against another: ``capture.delete_changes`` timed.
+"""SQLite changelog deletes, one code tree against another: ``delete_changes`` timed.
 
     python -m bench.changelog_deletes --before /work/main --after . [--rows N] [--repeat 3]
 
@@ -24,24 +24,32 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from gluon import capture
-from gluon.methods import registered_methods
-from gluon.naming import TableRef
-from gluon.source import connect
+from gluon.api import (
+    TableRef,
+    connect,
+    create_source_objects,
+    plan_source_objects,
+    registered_methods,
+)
 
 CHILD = """
 import sqlite3, sys, time
 # An extraction has these loaded before its first delete (pandas by the Spark Connect
 # client); pyarrow imports pandas on its first pa.array() of a list when it is installed.
 import pandas, pyarrow.compute
-from gluon import capture
-from gluon.methods import registered_methods
-from gluon.naming import TableRef
-from gluon.source import connect
+try:
+    from gluon.api import (
+        TableRef, connect, delete_changes, plan_source_objects, registered_methods
+    )
+except ImportError:  # a code tree from before gluon.api
+    from gluon.capture import delete_changes, plan_source_objects
+    from gluon.methods import registered_methods
+    from gluon.naming import TableRef
+    from gluon.source import connect
 
 path, size = sys.argv[1], int(sys.argv[2])
 source = connect(f"sqlite:///{path}")
-objects = capture.plan_source_objects(
+objects = plan_source_objects(
     source, TableRef("main", "items"), registered_methods()["CHANGELOG"]
 )
 with sqlite3.connect(path) as db:
@@ -49,7 +57,7 @@ with sqlite3.connect(path) as db:
     seqs = [seq for (seq,) in rows]
 source.check_connection()  # the extraction's engine has read the changelog already
 started = time.perf_counter()
-deleted = capture.delete_changes(source, objects, seqs)
+deleted = delete_changes(source, objects, seqs)
 elapsed = time.perf_counter() - started
 assert deleted == size, (deleted, size)
 print(elapsed)
@@ -76,8 +84,8 @@ def build_changelog(path: Path, rows: int) -> None:
         )
     method = registered_methods()["CHANGELOG"]
     ref = TableRef("main", "items")
-    objects = capture.plan_source_objects(source, ref, method)
-    capture.create_source_objects(source, source.describe_table(ref), method, objects, ("id",))
+    objects = plan_source_objects(source, ref, method)
+    create_source_objects(source, source.describe_table(ref), method, objects, ("id",))
     with source.engine.begin() as db:
         db.execute(sa.text("UPDATE main.items SET name = name || '!'"))
     source.engine.dispose()

@@ -2,7 +2,7 @@
 
 From the pristine lake, the delta grows in steps (0.1%, 1%, 10% of the base:
 updates of keys spread over every partition, extracted, not compacted). At
-each step a child process opens ``gluon.catalog.lake_session`` and times four
+each step a child process opens ``gluon.read.catalog.lake_session`` and times four
 queries on the user view and on the base table: ``COUNT(*)``, ``SUM(amount)``,
 a point lookup of a changed key and ``SUM(amount)`` of one partition (``WHERE
 part = 3``: a filter on the partition column's source; one warm-up, then the

@@ -180,9 +180,7 @@ def _drive_per_run(
 def _lags(home: Path, names: list[str]) -> list[float]:
     """Seconds from each shipped change's write to the finish of the run that shipped it."""
     os.environ["OFFLOAD_HOME"] = str(home)
-    from gluon.config import load_settings
-    from gluon.lake import storage
-    from gluon.repo import Repository
+    from gluon.api import Repository, load_settings, read_delta
 
     repo = Repository(load_settings().repo_url)
     lags: list[float] = []
@@ -195,7 +193,7 @@ def _lags(home: Path, names: list[str]) -> list[float]:
             for run in repo.incremental.extraction_runs(key, limit=100_000)
             if run.finished_at is not None
         }
-        changes = storage.read_delta(state.delta_path, columns=["written_at", "gl_extraction_id"])
+        changes = read_delta(state.delta_path, columns=["written_at", "gl_extraction_id"])
         for written, run in zip(
             changes.column("written_at").to_pylist(),
             changes.column("gl_extraction_id").to_pylist(),

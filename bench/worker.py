@@ -246,9 +246,7 @@ def job_deltamerge(args: argparse.Namespace) -> None:
 
 
 def job_reads(args: argparse.Namespace) -> None:
-    from gluon.catalog import lake_session
-    from gluon.config import load_settings
-    from gluon.repo import Repository
+    from gluon.api import Repository, lake_session, load_settings
 
     settings = load_settings()
     record = Repository(settings.repo_url).get_table(args.table.upper())
@@ -279,8 +277,7 @@ def job_reads(args: argparse.Namespace) -> None:
 
 
 def job_count(args: argparse.Namespace) -> None:
-    from gluon.catalog import lake_session
-    from gluon.config import load_settings
+    from gluon.api import lake_session, load_settings
 
     with lake_session(load_settings()) as session:
         rows = session.sql(f"SELECT COUNT(*) FROM {args.table}").collect()[0][0]

@@ -75,16 +75,16 @@ def _around(prefix: str, names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 FAULT_POINTS: tuple[str, ...] = (
-    # extraction (gluon/extract.py, gluon/feeds/)
+    # extraction (gluon/extract/run.py, gluon/extract/feeds/)
     "extract.before_delta_commit",
     "extract.after_delta_commit",
-    # merge mode IMMEDIATE (gluon/extract.py): the batch staged, the merge into the base table
+    # merge mode IMMEDIATE (gluon/extract/run.py): the batch staged, the merge into the base table
     "extract.after_stage",
     "extract.before_merge_commit",
     "extract.after_merge_commit",
     "extract.before_changelog_delete",
     "extract.after_changelog_delete",
-    # PG_LOGICAL (gluon/feeds/pg_logical.py): the slot confirms what the lake holds
+    # PG_LOGICAL (gluon/extract/feeds/pg_logical.py): the slot confirms what the lake holds
     "extract.before_slot_advance",
     "extract.after_slot_advance",
     "extract.before_repository_update",
@@ -101,21 +101,21 @@ FAULT_POINTS: tuple[str, ...] = (
     "lake.after_execute",
     "lake.before_remove_table",
     "lake.after_remove_table",
-    # source capture objects, created by enable and dropped by disable (gluon/capture.py)
+    # source capture objects, created by enable and dropped by disable (gluon/capture/objects.py)
     "capture.before_create_object",
     "capture.after_create_object",
     "capture.before_drop_object",
     "capture.after_drop_object",
-    # setting aside changes the lake cannot take (gluon/set_aside.py): the repository
+    # setting aside changes the lake cannot take (gluon/extract/set_aside.py): the repository
     # records them (repo.*_record_set_aside), then one changelog delete removes them
     "set_aside.before_changelog_delete",
     "set_aside.after_changelog_delete",
-    # staging lake rows for patching (gluon/patching.py): one source transaction
+    # staging lake rows for patching (gluon/lifecycle/patching.py): one source transaction
     "stage.before_source_commit",
     "stage.after_source_commit",
     # the lifecycle lock is held (gluon/locks.py): a test kills or pauses a holder here
     "lock.lifecycle_held",
-    # carrying a source schema change (gluon/schema_changes.py)
+    # carrying a source schema change (gluon/extract/schema_changes.py)
     "schema.after_capture_objects",
     "schema.after_row_images",
     "schema.after_delta_evolution",

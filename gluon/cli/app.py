@@ -22,7 +22,7 @@ from gluon.errors import ExitCode, UsageError
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
-from gluon.query import run_query, to_csv, to_json, to_text
+from gluon.read.query import run_query, to_csv, to_json, to_text
 from gluon.repo import Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
@@ -88,7 +88,7 @@ def shell(
 
 
 def _warn(message: str) -> None:
-    logging.getLogger("gluon.query").warning(message)
+    logging.getLogger("gluon.read.query").warning(message)
     stderr.print(f"{PROGRAM}: warning: {redact(message)}", markup=False)
 
 

@@ -6,8 +6,8 @@ refuses the options its action would ignore (``actions.ACCEPTED``), applies
 the rules only it has (such as needing ``-x``), builds the service's options
 and calls the service. Rules about a service's options live with the service:
 compaction in ``gluon/compact/options.py``, the batch size in
-``gluon/extract.py``, the capture-object flags in ``gluon/incremental.py``,
-the offload predicate in ``gluon/increments.py``.
+``gluon/extract/run.py``, the capture-object flags in ``gluon/lifecycle/``,
+the offload predicate in ``gluon/offload/increments.py``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from gluon.cli.options import split_list
 from gluon.compact import options as compaction_rules
 from gluon.config import Settings
 from gluon.errors import UsageError
-from gluon.extract import ExtractionResult, extraction_plan, run_extraction
-from gluon.increments import IncrementRequest
+from gluon.extract.run import ExtractionResult, extraction_plan, run_extraction
 from gluon.naming import TableRef
+from gluon.offload.increments import IncrementRequest
 from gluon.states import MergeMode, parse_merge_mode
 
 # The other services are imported by the handler that runs them: every run of ``offload``
@@ -34,10 +34,10 @@ from gluon.states import MergeMode, parse_merge_mode
 if TYPE_CHECKING:
     from gluon.compact import CompactionOptions, CompactionResult
     from gluon.compact.abandon import AbandonResult
-    from gluon.discard import DiscardResult
-    from gluon.incremental import IncrementalResult
-    from gluon.offload import OffloadOptions, OffloadResult
-    from gluon.set_aside import SetAsideResult
+    from gluon.extract.discard import DiscardResult
+    from gluon.extract.set_aside import SetAsideResult
+    from gluon.lifecycle.result import IncrementalResult
+    from gluon.offload.copy import OffloadOptions, OffloadResult
 
     Result = (
         OffloadResult
@@ -89,8 +89,8 @@ def dispatch(arguments: OffloadArguments, settings: Settings) -> Result:
 
 def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
     """Offload the table, or one increment of it (a partial offload)."""
-    from gluon.incremental import check_capture_object_flags
-    from gluon.offload import offload_table
+    from gluon.lifecycle.checks import check_capture_object_flags
+    from gluon.offload.copy import offload_table
 
     check_capture_object_flags(
         enabling=False,
@@ -105,12 +105,9 @@ def offload(arguments: OffloadArguments, settings: Settings) -> OffloadResult:
 def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Enable incremental update (with the initial offload when the table is not offloaded),
     or re-create its capture objects."""
-    from gluon.incremental import (
-        EnableOptions,
-        enable_incremental,
-        initial_offload_needed,
-        repair_capture_objects,
-    )
+    from gluon.lifecycle.enable import enable_incremental, initial_offload_needed
+    from gluon.lifecycle.enable_plan import EnableOptions
+    from gluon.lifecycle.repair import repair_capture_objects
 
     ref = TableRef.parse(arguments.table)
     initial = initial_offload_needed(settings, ref, arguments.reset_backend_table)
@@ -143,7 +140,8 @@ def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult
 
 def disable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Disable incremental update and drop its objects."""
-    from gluon.incremental import check_capture_object_flags, disable_incremental
+    from gluon.lifecycle.checks import check_capture_object_flags
+    from gluon.lifecycle.disable import disable_incremental
 
     check_capture_object_flags(
         enabling=False,
@@ -166,8 +164,8 @@ def extract(
     """Ship the captured changes to the lake."""
     refuse_ignored_options(arguments, Action.EXTRACTION)
     if not arguments.execute:
-        from gluon.incremental import IncrementalResult
-        from gluon.offload import Step
+        from gluon.lifecycle.result import IncrementalResult
+        from gluon.offload.copy import Step
 
         plan = extraction_plan(
             settings, TableRef.parse(arguments.table), batch_size=arguments.batch_size
@@ -192,8 +190,8 @@ def compact(
     options = _compaction_options(arguments)
     if not arguments.execute:
         from gluon.compact.plan import compaction_plan
-        from gluon.incremental import IncrementalResult
-        from gluon.offload import Step
+        from gluon.lifecycle.result import IncrementalResult
+        from gluon.offload.copy import Step
 
         plan = compaction_plan(settings, options)
         steps = [Step(name, description) for name, description in plan]
@@ -205,7 +203,7 @@ def compact(
 
 def stage(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Copy the lake rows matching a predicate into the lake-rows table (UPDATABLE methods)."""
-    from gluon.patching import StageOptions, stage_lake_rows
+    from gluon.lifecycle.patching import StageOptions, stage_lake_rows
 
     refuse_ignored_options(arguments, Action.STAGE_LAKE_ROWS)
     predicate = arguments.stage_lake_rows_predicate
@@ -227,7 +225,7 @@ def abandon(arguments: OffloadArguments, settings: Settings) -> AbandonResult:
 
 def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
     """Delete the changes not yet compacted."""
-    from gluon.discard import discard_changes
+    from gluon.extract.discard import discard_changes
 
     refuse_ignored_options(arguments, Action.DISCARD_CHANGES)
     return discard_changes(settings, TableRef.parse(arguments.table), execute=arguments.execute)
@@ -235,7 +233,7 @@ def discard(arguments: OffloadArguments, settings: Settings) -> DiscardResult:
 
 def print_grants(arguments: OffloadArguments, settings: Settings) -> IncrementalResult:
     """Print the grant scripts a DBA runs before enabling (nothing is sent to the source)."""
-    from gluon.incremental import grant_scripts
+    from gluon.lifecycle.enable_plan import grant_scripts
 
     refuse_ignored_options(arguments, Action.PRINT_GRANTS)
     if not arguments.extraction_method:
@@ -250,7 +248,7 @@ def print_grants(arguments: OffloadArguments, settings: Settings) -> Incremental
 
 def set_aside(arguments: OffloadArguments, settings: Settings) -> SetAsideResult:
     """Move changes the lake cannot take out of the changelog into the repository."""
-    from gluon.set_aside import parse_seqs, set_aside_changes
+    from gluon.extract.set_aside import parse_seqs, set_aside_changes
 
     refuse_ignored_options(arguments, Action.SET_ASIDE_CHANGES)
     assert arguments.set_aside_changes is not None  # dispatch chose this action for it
@@ -313,7 +311,7 @@ def _compaction_options(arguments: OffloadArguments) -> CompactionOptions:
 
 
 def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
-    from gluon.offload import OffloadOptions
+    from gluon.offload.copy import OffloadOptions
 
     return OffloadOptions(
         table=TableRef.parse(arguments.table),

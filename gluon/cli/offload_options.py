@@ -24,10 +24,10 @@ from gluon.compact.options import (
     check_count,
 )
 from gluon.errors import UsageError
-from gluon.extract import DEFAULT_BATCH_SIZE, check_batch_size
-from gluon.increments import RequestedOffloadType, check_offload_predicate
+from gluon.extract.run import DEFAULT_BATCH_SIZE, check_batch_size
 from gluon.methods import method_choices
 from gluon.naming import TableRef
+from gluon.offload.increments import RequestedOffloadType, check_offload_predicate
 from gluon.states import merge_mode_choices
 
 
@@ -79,7 +79,7 @@ def _batch_size(flag: str, value: int) -> None:
 
 def _gl_seqs(flag: str, value: str | None) -> None:
     if value is not None:
-        from gluon.set_aside import parse_seqs  # only when given: an extraction skips it
+        from gluon.extract.set_aside import parse_seqs  # only when given: an extraction skips it
 
         parse_seqs(value)
 

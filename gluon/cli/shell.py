@@ -1,6 +1,6 @@
 """``gluon shell``: an interactive SQL shell over the lake, one engine session for all statements.
 
-Every offloaded table's view is registered once, at start (``gluon.catalog``); statements
+Every offloaded table's view is registered once, at start (``gluon.read.catalog``); statements
 end with ``;`` and may span lines; dot commands (``.tables``, ``.help``, ``.mode``) are
 read at the start of a statement. At a terminal, lines are edited and remembered with the
 standard library's readline (history in ``$OFFLOAD_HOME/shell_history``); on a pipe the
@@ -21,14 +21,14 @@ import pyarrow as pa
 from rich.markup import escape
 from rich.table import Table
 
-from gluon.catalog import lake_session
 from gluon.cli.common import stderr, stdout
 from gluon.config import Settings
 from gluon.errors import GluonError
 from gluon.lake.session import LakeSession
 from gluon.logs import redact
-from gluon.offload import OFFLOADED
-from gluon.query import display_rows, run_statement, split_statements, to_csv, to_json
+from gluon.offload.copy import OFFLOADED
+from gluon.read.catalog import lake_session
+from gluon.read.query import display_rows, run_statement, split_statements, to_csv, to_json
 from gluon.repo import Repository
 
 log = logging.getLogger(__name__)

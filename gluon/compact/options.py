@@ -33,7 +33,7 @@ ACK_POLL_SECONDS = float(os.environ.get("GLUON_ACK_POLL_SECONDS", "5"))
 class CompactionOptions:
     table: TableRef
     method: CompactionMethod | None = None
-    """None: the table's default (``gluon.insert_only.default_compaction_method``)."""
+    """None: the table's default (``gluon.extract.insert_only.default_compaction_method``)."""
     terminate_at_acknowledgement: bool = False
     delta_threshold: int = DEFAULT_DELTA_THRESHOLD
     wait_minutes: float = DEFAULT_WAIT_MINUTES

@@ -9,7 +9,7 @@ from gluon.compact.options import CompactionMethod, CompactionOptions
 from gluon.compact.runner import recorded_options
 from gluon.compact.steps import STEPS
 from gluon.config import Settings
-from gluon.insert_only import default_compaction_method
+from gluon.extract.insert_only import default_compaction_method
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.repo import Repository

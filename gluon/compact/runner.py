@@ -12,8 +12,8 @@ from gluon.compact.options import CompactionMethod, CompactionOptions
 from gluon.compact.steps import STEPS, TERMINATED
 from gluon.config import Settings
 from gluon.errors import GluonError, StepFailedError
+from gluon.extract.insert_only import IN_PLACE_WARNING, default_compaction_method
 from gluon.faults import fault_point
-from gluon.insert_only import IN_PLACE_WARNING, default_compaction_method
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.locks import COMPACTION, compaction_lock, lifecycle_lock

@@ -16,7 +16,7 @@ from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.compact.rewrite import REWRITES, retained_changes_table, staged_tables
 from gluon.errors import GluonError, LakeError, LockHeldError, StateError
-from gluon.extract import run_extraction
+from gluon.extract.run import run_extraction
 from gluon.faults import fault_raise
 from gluon.lake import sql, storage
 from gluon.lake.changes import PARTITION_COLUMN
@@ -255,7 +255,7 @@ def drop_obsolete(context: CompactionContext) -> str:
     old_base = context.run.progress.get("old_base_path")
     if old_base and old_base != context.record.base_path:
         if retain:
-            # A name `gluon query` registers (gluon.catalog): the base as it was before run N.
+            # A name `gluon query` registers (gluon.read.catalog): the base as it was before run N.
             name = retained_base_table(context.record.base_table, context.run.id)
             context.record_retained("base table", name, old_base)
         elif storage.remove_table(old_base):

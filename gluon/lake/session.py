@@ -180,7 +180,7 @@ class LakeSession:
         self.spark = spark
         self.settings = settings
         self.unavailable: dict[str, str] = {}
-        """User views that could not be registered, with the reason (see gluon.catalog)."""
+        """User views that could not be registered, with the reason (see gluon.read.catalog)."""
 
     def sql(self, statement: str) -> DataFrame:
         """Run one Spark SQL statement (recorded for the portability check)."""

@@ -137,9 +137,17 @@ def predicate(parsed: Predicate, columns: Sequence[Column], *, over_user_view: b
 # --- partition columns (their expressions are stored in the repository) --------------------
 
 
+# Partition expressions avoid substring, left, lpad and date_trunc: Sail's cluster mode
+# (0.7) cannot send them to its workers ("ExtendedScalarUdf: no UDF found for substr"), so a
+# write through a cluster failed. date_format and regexp_extract travel, and give the same
+# values. Tables offloaded earlier keep the expression recorded for them.
+DATE_PATTERNS = {4: "yyyy", 7: "yyyy-MM", 10: "yyyy-MM-dd"}
+"""A date prefix's length (Y, M, D granularity) to its ``date_format`` pattern."""
+
+
 def date_prefix(column: str, length: int) -> str:
     """The first ``length`` characters of a date's ``YYYY-MM-DD`` (Y, M or D granularity)."""
-    return f"substring(CAST(CAST({quote_part(column)} AS DATE) AS STRING), 1, {int(length)})"
+    return f"date_format(CAST({quote_part(column)} AS DATE), '{DATE_PATTERNS[length]}')"
 
 
 def as_bigint(column: str) -> str:
@@ -159,7 +167,7 @@ def string_prefix(column: str, length: int | None) -> str:
     """``column`` itself, or its first ``length`` characters."""
     if length is None:
         return quote_part(column)
-    return f"substring({quote_part(column)}, 1, {int(length)})"
+    return f"regexp_extract({quote_part(column)}, '(?s)^.{{0,{int(length)}}}', 0)"
 
 
 # --- merges of a base relation with changes (templates/lake/) -----------------------------

@@ -12,11 +12,11 @@ Adding a method:
 3. a new ``SourceObject`` kind needs its facts beside it in ``gluon/methods/base.py``
    (``CREATION_ORDER``, ``OBJECT_TYPES``, and ``UNMARKED_KINDS``/``SNAPSHOT_KINDS`` where
    they apply) and ``create_<kind>``/``drop_<kind>`` templates under
-   ``templates/<dialect>/``; a new ``ChangeReader`` needs a feed in ``gluon/feeds/``
+   ``templates/<dialect>/``; a new ``ChangeReader`` needs a feed in ``gluon/extract/feeds/``
    registered in ``FEEDS``: what differs between readers (what enabling checks, what a
    disable would lose, how status counts the backlog, whether merge mode IMMEDIATE can
    merge its batches) is a class attribute or a hook of the ``ChangeFeed`` protocol
-   (``gluon/feeds/base.py``), so no caller changes;
+   (``gluon/extract/feeds/base.py``), so no caller changes;
 4. its row in the expected table of ``tests/unit/test_methods.py``. The capture
    tests (``tests/integration/test_capture_*.py``) loop over
    ``registered_methods()`` and cover it without changes.
@@ -26,7 +26,7 @@ A package outside gluon adds a method without editing gluon: an entry point in t
 ``package.module:ClassName``), loaded by ``registered_methods`` and ``get_method``; it may
 use only the change readers and capture object kinds gluon has.
 
-No module outside ``gluon/methods/``, ``gluon/feeds/`` and ``gluon/source/`` names a method,
+No module outside ``gluon/methods/``, ``gluon/extract/feeds/`` and ``gluon/source/`` names a method,
 a feed, a dialect class or a dialect (``tests/unit/test_plugin_boundary.py``).
 """
 

@@ -45,7 +45,10 @@ class SourceObject(StrEnum):
     UPDATABLE_VIEW = "updatable_view"
     UPDATABLE_TRIGGER = "updatable_trigger"
     LAKE_ROWS_TABLE = "lake_rows_table"
-    """Lake rows staged in the source so the updatable view can show them (``gluon.patching``)."""
+    """Lake rows staged in the source so the updatable view can show them.
+
+    Staged by ``gluon.lifecycle.patching``.
+    """
     REPLICATION_SLOT = "replication_slot"
     """A PostgreSQL logical replication slot (cluster-wide, named after the table)."""
     HYBRID_SCHEMA = "hybrid_schema"

@@ -106,7 +106,7 @@ class ExtractionRun:
     enablement_id: int | None = None
     source_rows: int | None = None
     """Rows of the source table at the run's end, where the capture cannot see a TRUNCATE
-    (``gluon.truncation``; None: not counted)."""
+    (``gluon.extract.truncation``; None: not counted)."""
     lake_rows: int | None = None
     """The fewest rows the lake can show once the changes waiting then are applied."""
 

@@ -82,7 +82,7 @@ extraction_runs = sa.Table(
     # clock (naive UTC): finished_at minus it is the source-to-lake latency (gluon.status.lag).
     sa.Column("oldest_change_at", sa.DateTime),
     # Revision 0012: where the capture cannot see a TRUNCATE, the source's rows and the fewest
-    # the lake can show, counted at the run's end (gluon.truncation).
+    # the lake can show, counted at the run's end (gluon.extract.truncation).
     sa.Column("source_rows", sa.BigInteger),
     sa.Column("lake_rows", sa.BigInteger),
 )
@@ -164,7 +164,7 @@ installation = sa.Table(
     sa.Column("created_at", sa.DateTime, nullable=False),
 )
 """One row: the random id that marks the source objects and lake tables this repository's
-gluon created (``gluon.ownership``)."""
+gluon created (``gluon.capture.ownership``)."""
 
 rejected_changes = sa.Table(
     "rejected_changes",
@@ -179,7 +179,7 @@ rejected_changes = sa.Table(
     sa.Column("recorded_at", sa.DateTime, nullable=False),
     sa.UniqueConstraint("table_key", "enabled_at", "gl_seq"),
 )
-"""Changes an insert-only table's extraction did not apply (``gluon.insert_only``)."""
+"""Changes an insert-only table's extraction did not apply (``gluon.extract.insert_only``)."""
 
 set_aside_changes = sa.Table(
     "set_aside_changes",
@@ -199,7 +199,7 @@ set_aside_changes = sa.Table(
     sa.UniqueConstraint("table_key", "enablement_id", "gl_seq"),
 )
 """Changes the lake could not take, moved out of the changelog on the user's command
-(``gluon.set_aside``): what each was, so nothing disappears without a trace."""
+(``gluon.extract.set_aside``): what each was, so nothing disappears without a trace."""
 
 enablements = sa.Table(
     "enablements",

@@ -1,5 +1,5 @@
 """Repository records of changes set aside: moved out of the changelog because the lake
-cannot take a value of theirs (``gluon.set_aside``).
+cannot take a value of theirs (``gluon.extract.set_aside``).
 
 Each record holds what the change was (operation, key, every value as the source printed
 it), which column's value the lake refused and why, and when and by whom it was set aside.

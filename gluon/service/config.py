@@ -42,7 +42,7 @@ from gluon.compact.options import (
     compaction_options,
 )
 from gluon.errors import UsageError
-from gluon.extract import DEFAULT_BATCH_SIZE, check_batch_size
+from gluon.extract.run import DEFAULT_BATCH_SIZE, check_batch_size
 from gluon.naming import TableRef
 
 DEFAULT_PARALLEL = 2

@@ -244,7 +244,7 @@ class Service:
         return report
 
     def _extract(self, table: TableConfig, report: RunReport, stop: threading.Event) -> None:
-        from gluon.extract import run_extraction
+        from gluon.extract.run import run_extraction
 
         result = run_extraction(
             self.settings, table.ref, batch_size=table.batch_size, stopping=stop.is_set

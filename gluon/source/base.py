@@ -3,6 +3,9 @@
 A dialect is a subclass of :class:`SourceDialect` with class attributes (its
 capabilities and type table) and a few overridden methods. Registration is
 automatic (``__init_subclass__``); see ``gluon/source/__init__.py``.
+
+Why one module past 400 lines: it is the whole dialect contract, each method a default a
+dialect may override, documented where it is declared.
 """
 
 from __future__ import annotations
@@ -103,12 +106,13 @@ class SourceDialect:
     captures_truncate: ClassVar[bool] = False
     """Whether the dialect's capture records a TRUNCATE as a change (a statement trigger, a
     decoded TRUNCATE record); where it does not, extraction compares row counts instead
-    (``gluon.truncation``). SQLite has no TRUNCATE; Oracle's row triggers do not fire on one."""
+    (``gluon.extract.truncation``). SQLite has no TRUNCATE; Oracle's row triggers do not
+    fire on one."""
 
     trigger_per_event: ClassVar[bool] = False
     """Whether a capture trigger is one trigger per row event, named ``<name>_<event>``
     (``insert``, ``update``, ``delete``: a SQLite trigger fires for one event), rather than
-    one trigger named ``<name>`` for them all (``gluon.capture.created_names``)."""
+    one trigger named ``<name>`` for them all (``gluon.capture.objects.created_names``)."""
 
     implicit_source_objects: ClassVar[frozenset[str]] = frozenset()
     """Capture object kinds (``SourceObject`` values) the dialect needs no object for."""
@@ -118,7 +122,7 @@ class SourceDialect:
 
     unmarkable_source_objects: ClassVar[frozenset[SourceObject]] = frozenset()
     """Capture object kinds the dialect cannot comment (mark as gluon's): they are judged by
-    the changelog table they serve (``gluon.capture.existing_objects``)."""
+    the changelog table they serve (``gluon.capture.existing.existing_objects``)."""
 
     wide_types: ClassVar[tuple[tuple[re.Pattern[str], str], ...]] = ()
     """Changelog column types wide enough that widening a source column (varchar(10) to

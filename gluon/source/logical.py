@@ -8,6 +8,8 @@ replica identity logged the old row reads ``... UPDATE: old-key: <old> new-tuple
 Names go through the server's ``quote_identifier`` (double-quoted, ``""`` for a double
 quote, when not a plain lower-case name or when a keyword that is not unreserved): gluon
 asks the server for the same quoting (:func:`relation_labels`), never guesses it.
+
+Why one module past 400 lines: the test_decoding text grammar, parsed in one place.
 """
 
 from __future__ import annotations

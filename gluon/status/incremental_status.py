@@ -3,6 +3,9 @@
 Reads the repository, the Delta logs (deltalake, no Spark) and, for the
 changelog backlog, the source database. An unreachable source makes only
 that one number unknown; everything else still comes back.
+
+Why one module past 400 lines: one table's status is one read of several places (repository,
+Delta logs, source); each section is a small reader function here, in the order shown.
 """
 
 from __future__ import annotations
@@ -10,13 +13,16 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field, replace
 
-from gluon import capture, locks
+from gluon import locks
 from gluon import source as sources
+from gluon.capture import objects as source_objects
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError
-from gluon.feeds import FEEDS, capture_objects
-from gluon.insert_only import status_notes
+from gluon.extract.feeds import FEEDS, capture_objects
+from gluon.extract.insert_only import status_notes
+from gluon.extract.schema_changes import source_changes
+from gluon.extract.truncation import truncation_note
 from gluon.lake.stats import DeltaStats, delta_stats
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject, ViewKind
@@ -31,7 +37,6 @@ from gluon.repo.incremental import (
     IncrementalState,
 )
 from gluon.repo.increments import DONE, OffloadIncrement
-from gluon.schema_changes import source_changes
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
 from gluon.status.compaction_status import compaction_status, deltalake_read
@@ -54,7 +59,6 @@ from gluon.status.model import (
     SetAsideEntry,
     TableStatus,
 )
-from gluon.truncation import truncation_note
 
 PARTITION_COLUMN = "gl_control_partition"
 SEQUENCE_COLUMN = "gl_seq"
@@ -344,7 +348,7 @@ def _source_objects(record: OffloadedTable, state: IncrementalState) -> tuple[Ob
     return tuple(
         ObjectInfo(SOURCE_OBJECT_ROLES.get(ref.kind.value, ref.kind.value), ref.object_type, shown)
         for ref in refs
-        for name in capture.created_names(dialect, method, ref)
+        for name in source_objects.created_names(dialect, method, ref)
         for shown in [name if ref.schema == ref.name else f"{ref.schema}.{name}"]
     )
 

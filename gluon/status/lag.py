@@ -10,7 +10,7 @@
 
 Each method's feed counts its own backlog and oldest pending change
 (``ChangeFeed.pending_in``): a feed with a replication slot peeks it (the first decoded
-rows, so a count is exact only when the slot holds fewer, ``gluon.feeds.slot``) and its
+rows, so a count is exact only when the slot holds fewer, ``gluon.extract.feeds.slot``) and its
 latency comes from the commit time of the first transaction an extraction shipped. A feed
 that cannot count (``counts_pending`` False: it reads the table itself) makes the figures
 None ("unknown"), never 0.
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import GluonError
-from gluon.feeds import FEEDS, Pending, SlotBacklog
+from gluon.extract.feeds import FEEDS, Pending, SlotBacklog
 from gluon.methods import get_method
 from gluon.repo import Repository
 from gluon.repo.common import now

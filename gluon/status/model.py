@@ -107,7 +107,7 @@ class Backlog:
 
 @dataclass(frozen=True, slots=True)
 class SchemaDrift:
-    """Source columns that differ from the recorded ones (``gluon.schema_changes``)."""
+    """Source columns that differ from the recorded ones (``gluon.extract.schema_changes``)."""
 
     summary: str
     refused: bool
@@ -242,7 +242,7 @@ class LakeObjects:
 
 @dataclass(frozen=True, slots=True)
 class SetAsideEntry:
-    """One change set aside (``gluon.set_aside``): out of the changelog, never shipped."""
+    """One change set aside (``gluon.extract.set_aside``): out of the changelog, never shipped."""
 
     gl_seq: int
     op: str
@@ -296,7 +296,7 @@ class TableStatus:
     the lake shows every row with a NULL key as one row."""
     truncation: str | None = None
     """The source may have been truncated: its last counted extraction found fewer rows in
-    it than the lake shows (``gluon.truncation``; None: not found, or not counted)."""
+    it than the lake shows (``gluon.extract.truncation``; None: not found, or not counted)."""
     set_aside: SetAsideChanges | None = None
     """Changes set aside out of the changelog (None: none ever were)."""
     verified: VerifyRun | None = None

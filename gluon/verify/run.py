@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from gluon.config import Settings
 from gluon.errors import UsageError
-from gluon.extract import run_extraction
+from gluon.extract.run import run_extraction
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now

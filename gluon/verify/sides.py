@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gluon import source as sources
-from gluon.catalog import lake_session
 from gluon.config import Settings
 from gluon.errors import LakeError
-from gluon.increments import previous_predicate
 from gluon.lake import sql
 from gluon.lake.session import first_line
+from gluon.offload.increments import previous_predicate
+from gluon.read.catalog import lake_session
 from gluon.repo import OffloadedTable, Repository
 from gluon.schema import Column
 from gluon.verify.canonical import Canonical, canonical_row

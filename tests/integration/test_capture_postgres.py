@@ -10,7 +10,8 @@ import pytest
 import sqlalchemy as sa
 from support.capture_contract import CaptureContract, CaptureEnv, enable, snapshot_rows
 
-from gluon import capture
+from gluon.capture import changelog
+from gluon.capture import objects as capture_objects
 from gluon.errors import SourceError
 from gluon.methods import registered_methods
 from gluon.methods.base import ExtractionMethod, SourceObject
@@ -101,12 +102,12 @@ class TestPostgresCapture(CaptureContract):
             transaction = slow.begin()
             slow.execute(sa.text(insert), {"id": 1, "name": "slow"})
             env.run(insert.replace(":id", "2").replace(":name", "'fast'"))
-            first = capture.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
+            first = changelog.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
             assert first.column("id").to_pylist() == [2]
             seqs = first.column("gl_seq").to_pylist()
             transaction.commit()
-        assert capture.delete_changes(env.source, enabled.objects, seqs) == 1
-        second = capture.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
+        assert changelog.delete_changes(env.source, enabled.objects, seqs) == 1
+        second = changelog.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
         assert second.column("id").to_pylist() == [1]
         assert second.column("gl_seq").to_pylist()[0] < seqs[0]
 
@@ -117,11 +118,11 @@ class TestPostgresCapture(CaptureContract):
         env.create_table("orders", True)
         before = env.snapshot()
         ref = TableRef("app", "orders")
-        objects = capture.plan_source_objects(env.source, ref, method)
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
         assert all(item.kind is not SourceObject.HYBRID_SCHEMA for item in objects)
         spec = env.source.describe_table(ref)
-        capture.create_source_objects(env.source, spec, method, objects, ("id",))
-        capture.drop_source_objects(env.source, objects)
+        capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
+        capture_objects.drop_source_objects(env.source, objects)
         assert env.snapshot() == before
 
     def test_a_shared_hybrid_schema_outlives_the_table_that_created_it(
@@ -131,12 +132,12 @@ class TestPostgresCapture(CaptureContract):
         second = enable(env, method, table="returns")
         assert first.objects[0].kind is SourceObject.HYBRID_SCHEMA
         assert all(item.kind is not SourceObject.HYBRID_SCHEMA for item in second.objects)
-        capture.drop_source_objects(env.source, first.objects)
+        capture_objects.drop_source_objects(env.source, first.objects)
         env.run("INSERT INTO app.returns (id, name) VALUES (500, 'still captured')")
         target = second.targets()[-1]
         if target[1] == "T":
             assert [row[2] for row in second.changes()] == [500]
-        capture.drop_source_objects(env.source, second.objects)
+        capture_objects.drop_source_objects(env.source, second.objects)
         assert env.query("SELECT 1 FROM pg_namespace WHERE nspname = 'app_h'") == [(1,)]
 
     def test_names_past_the_length_limit_are_shortened(
@@ -161,13 +162,13 @@ class TestPostgresCapture(CaptureContract):
         )
         ref = TableRef("app", "orders")
         spec = env.source.describe_table(ref)
-        objects = capture.plan_source_objects(env.source, ref, method)
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
         if method.has_object(SourceObject.CHANGELOG_TRIGGER):
             with pytest.raises(SourceError, match="already exists"):
-                capture.create_source_objects(env.source, spec, method, objects, ("id",))
+                capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
         else:
-            capture.create_source_objects(env.source, spec, method, objects, ("id",))
-        capture.drop_source_objects(env.source, objects)
+            capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
+        capture_objects.drop_source_objects(env.source, objects)
         mine = (
             "SELECT p.proname FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid "
             "WHERE t.tgname = 'orders_ct'"

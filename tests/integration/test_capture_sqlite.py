@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from support.capture_contract import CaptureContract, CaptureEnv, enable, snapshot_rows
 
-from gluon import capture
+from gluon.capture import changelog
 from gluon.methods import registered_methods
 from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.source import connect
@@ -71,6 +71,6 @@ def test_the_changelog_key_never_repeats(env: CaptureEnv) -> None:
     enabled = enable(env, registered_methods()["CHANGELOG"], seed=False)
     env.run("INSERT INTO main.orders (id) VALUES (1)", "INSERT INTO main.orders (id) VALUES (2)")
     first = enabled.seqs()
-    capture.delete_changes(env.source, enabled.objects, first)
+    changelog.delete_changes(env.source, enabled.objects, first)
     env.run("INSERT INTO main.orders (id) VALUES (3)")
     assert enabled.seqs()[0] > max(first)

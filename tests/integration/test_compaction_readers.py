@@ -24,8 +24,8 @@ from support.incremental import (
     workload_for,
 )
 
-from gluon.catalog import lake_session
 from gluon.config import load_settings
+from gluon.read.catalog import lake_session
 from gluon.repo import Repository
 
 METHOD_FLAGS = {

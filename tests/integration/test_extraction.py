@@ -75,11 +75,11 @@ def _reset(run_cli: Callable[..., Result], source: Source, workload: Workload) -
     key = f"{source.schema}.ITEMS".upper()
     state = repo.incremental.get_state(key)
     assert state is not None
-    from gluon import capture
-    from gluon.feeds import capture_objects
+    from gluon.capture import objects
+    from gluon.extract.feeds import capture_objects
 
     dialect = sources.connect(source.url)
-    capture.drop_source_objects(dialect, capture_objects(state))
+    objects.drop_source_objects(dialect, capture_objects(state))
     repo.incremental.delete_state(key)
     repo.delete_table(key)
     with workload.engine.begin() as db:
@@ -281,7 +281,7 @@ def test_engine_checks_a_batch_for_shipped_changes_only_when_some_may_be_in_the_
         checked.append(1)
         return shipped_by_run(*args, **kwargs)
 
-    monkeypatch.setattr("gluon.extract.shipped_by_run", counting)
+    monkeypatch.setattr("gluon.extract.run.shipped_by_run", counting)
     args = ("-t", "main.items", "-x", "--incremental-run-extraction", "--incremental-batch-size=3")
     for expected_checks in (1, 0):
         checked.clear()

@@ -34,8 +34,8 @@ from support.patching import SalesTable, sales_rows
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.extract.insert_only import rejected_changes
 from gluon.faults import FAULT_EXIT_CODE
-from gluon.insert_only import rejected_changes
 from gluon.repo import Repository
 from gluon.repo.rejects import DUPLICATE_KEY
 
@@ -299,7 +299,8 @@ def test_the_view_shows_only_the_inserts_of_the_delta_table(
     """The insert-only view appends the delta table's inserts (``gl_op = 'I'``), nothing else.
 
     Extraction screens updates and deletes out before the Delta commit (they are recorded,
-    see gluon/insert_only.py), so only a delta table written otherwise (by a gluon from before
+    see gluon/extract/insert_only.py), so only a delta table written otherwise (by a gluon from
+    before
     the screen) holds them; such rows are written here directly: two uncaptured updates of
     base rows and a delete. A view filtering ``gl_op <> 'D'``
     would show the updated keys twice (issue 26, item 10)."""

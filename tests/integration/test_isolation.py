@@ -13,8 +13,8 @@ import sqlalchemy as sa
 from support.cli import error_lines
 from support.incremental import RunCli, lake_rows
 
-from gluon.catalog import lake_session
 from gluon.config import load_settings
+from gluon.read.catalog import lake_session
 from gluon.repo import Repository
 
 

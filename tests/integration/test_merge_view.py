@@ -17,10 +17,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from gluon.catalog import lake_session
 from gluon.config import EngineKind, load_settings
 from gluon.lake import sql
 from gluon.lake.session import LakeSession, open_session
+from gluon.read.catalog import lake_session
 from gluon.repo import Repository
 
 COLUMNS = ["k1", "k2", "v"]

@@ -340,7 +340,7 @@ def test_the_log_holds_every_step_with_its_duration(app: App, run_cli: RunCli) -
         "start_engine",
         "write",
         "done",
-        "count_rows",  # SQLite's capture sees no TRUNCATE: gluon.truncation compares counts
+        "count_rows",  # SQLite's capture sees no TRUNCATE: gluon.extract.truncation compares counts
     }
     compacted = compact(run_cli, "main.products")
     assert {"request_diversion", "compact", "switch_views", "vacuum"} <= set(

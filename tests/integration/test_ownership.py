@@ -16,8 +16,8 @@ from support.cli import error_lines
 from support.incremental import Source, lake_rows, postgres_source, sqlite_source
 from typer.testing import Result
 
+from gluon.capture.ownership import LAKE_MARKER, lake_table_marker
 from gluon.config import load_settings
-from gluon.ownership import LAKE_MARKER, lake_table_marker
 from gluon.repo import Repository
 
 RunCli = Callable[..., Result]

@@ -31,8 +31,8 @@ from support.patching import (
 )
 from typer.testing import Result
 
-from gluon import capture
 from gluon import source as sources
+from gluon.capture import objects as capture_objects
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject, ViewKind
 from gluon.naming import TableRef
@@ -505,12 +505,12 @@ def test_a_table_enabled_before_staging_keeps_its_plain_view(url: str) -> None:
     spec = TableSpec(
         "APP", "SALES", (Column("ID", "INTEGER", "bigint", nullable=False),), primary_key=("ID",)
     )
-    objects = capture.named_source_objects(source, TableRef("APP", "SALES"), method)
+    objects = capture_objects.named_source_objects(source, TableRef("APP", "SALES"), method)
     old = [item for item in objects if item.kind is not SourceObject.LAKE_ROWS_TABLE]
     view = next(item for item in objects if item.kind is SourceObject.UPDATABLE_VIEW)
     lake_rows = next(item for item in objects if item.kind is SourceObject.LAKE_ROWS_TABLE)
     for planned, staged in ((objects, True), (old, False)):
-        context = capture.script_context(source, spec, method, planned, ("ID",))
+        context = capture_objects.script_context(source, spec, method, planned, ("ID",))
         for template in ("create_updatable_view", "create_updatable_trigger"):
             text = source.render(template, object=view, **context)
             assert (lake_rows.name in text) is staged, f"{template} ({source.name})"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from gluon import capture
+from gluon.capture import changelog
+from gluon.capture import objects as capture_objects
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
@@ -55,8 +56,8 @@ def test_capture_objects_of_a_table_named_with_a_quote(source: SourceDialect) ->
     method = get_method("UPDATABLE_INSERT")  # captures inserts, refuses updates by message
     ref = TableRef(_schema(source), TABLE)
     spec = source.describe_table(ref)
-    objects = capture.plan_source_objects(source, ref, method)
-    capture.create_source_objects(source, spec, method, objects, ("id",))
+    objects = capture_objects.plan_source_objects(source, ref, method)
+    capture_objects.create_source_objects(source, spec, method, objects, ("id",))
     found = {item.kind: item for item in objects}
     view = found[SourceObject.UPDATABLE_VIEW]
     view_name = f"{_quoted(view.schema)}.{_quoted(view.name)}"
@@ -66,29 +67,29 @@ def test_capture_objects_of_a_table_named_with_a_quote(source: SourceDialect) ->
     with pytest.raises(sa.exc.DatabaseError, match=r"is not captured") as refused:
         _run(source, f"UPDATE {view_name} SET name = 'x' WHERE id = 1")
     assert view.name in str(refused.value)
-    assert capture.count_changes(source, objects) == 1
+    assert changelog.count_changes(source, objects) == 1
 
     # What a schema change records: every row's image, in the changelog.
-    context = capture.script_context(source, spec, method, objects, ("id",))
+    context = capture_objects.script_context(source, spec, method, objects, ("id",))
     script = source.render("record_table_images", **context, where="")
     source.execute_in_transaction(
         [(statement, {}) for statement in source.split_script(script)], what="images"
     )
-    assert capture.count_changes(source, objects) == 2  # the insert, then row 1 (2 is staged)
+    assert changelog.count_changes(source, objects) == 2  # the insert, then row 1 (2 is staged)
     _run(source, f"DELETE FROM {table} WHERE id = 1")
-    capture.drop_source_objects(source, objects)
+    capture_objects.drop_source_objects(source, objects)
 
 
 def test_the_changelog_trigger_of_a_table_named_with_a_quote(source: SourceDialect) -> None:
     method = get_method("CHANGELOG")
     ref = TableRef(_schema(source), TABLE)
     spec = source.describe_table(ref)
-    objects = capture.plan_source_objects(source, ref, method)
+    objects = capture_objects.plan_source_objects(source, ref, method)
     try:
-        capture.create_source_objects(source, spec, method, objects, ("id",))
+        capture_objects.create_source_objects(source, spec, method, objects, ("id",))
         table = f"{_quoted(spec.schema)}.{_quoted(spec.name)}"
         _run(source, f"INSERT INTO {table} VALUES (3, 'three')")
         _run(source, f"UPDATE {table} SET name = 'uno' WHERE id = 1")
-        assert capture.count_changes(source, objects) == 2
+        assert changelog.count_changes(source, objects) == 2
     finally:
-        capture.drop_source_objects(source, objects)
+        capture_objects.drop_source_objects(source, objects)

@@ -21,7 +21,7 @@ from typer.testing import Result
 
 from gluon.compact import CompactionOptions, run_compaction
 from gluon.config import load_settings
-from gluon.extract import run_extraction
+from gluon.extract.run import run_extraction
 from gluon.naming import TableRef
 from gluon.repo import Repository
 from gluon.states import ExtractionStatus

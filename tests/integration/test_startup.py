@@ -30,8 +30,8 @@ import gluon
 ENGINE_MODULES = ("pyspark", "pysail")
 UNUSED_MODULES = (
     "gluon.compact.runner",
-    "gluon.offload",
-    "gluon.patching",
+    "gluon.offload.copy",
+    "gluon.lifecycle.patching",
     "gluon.predicates",
     "alembic",
     "rich",

@@ -15,7 +15,8 @@ from typing import Any
 import oracledb
 import pytest
 
-from gluon import capture
+from gluon.capture import existing
+from gluon.capture import objects as capture_objects
 from gluon.errors import SourceError
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
@@ -131,9 +132,9 @@ def test_the_driver_maps_ora_24344_to_the_warning_gluon_reads() -> None:
 # -- capture: an invalid trigger is dropped at once ---------------------------------------------
 
 
-def _objects(source: OracleSource) -> list[capture.SourceObjectRef]:
+def _objects(source: OracleSource) -> list[capture_objects.SourceObjectRef]:
     method = registered_methods()["CHANGELOG"]
-    return capture.named_source_objects(source, TableRef("APP", "ORDERS"), method)
+    return capture_objects.named_source_objects(source, TableRef("APP", "ORDERS"), method)
 
 
 def test_an_invalid_trigger_is_dropped_and_the_error_is_one_line(
@@ -158,10 +159,10 @@ def test_an_invalid_trigger_is_dropped_and_the_error_is_one_line(
 
     monkeypatch.setattr(source, "execute_script", execute_script)
     monkeypatch.setattr(source, "compile_problem", compile_problem)
-    monkeypatch.setattr(capture, "_exists", lambda *_: False)
+    monkeypatch.setattr(capture_objects, "object_exists", lambda *_: False)
     monkeypatch.setattr(source, "read_server_limits", lambda: None)  # a 19c server
     with pytest.raises(SourceError) as failed:
-        capture.create_source_objects(
+        capture_objects.create_source_objects(
             source, TABLE, registered_methods()["CHANGELOG"], objects, ("ORDER_ID",)
         )
     message = str(failed.value)
@@ -182,10 +183,10 @@ def test_a_trigger_left_invalid_without_a_warning_is_dropped_too(
         "compile_problem",
         lambda schema, name, object_type: "it is INVALID" if object_type == "TRIGGER" else None,
     )
-    monkeypatch.setattr(capture, "_exists", lambda *_: False)
+    monkeypatch.setattr(capture_objects, "object_exists", lambda *_: False)
     monkeypatch.setattr(source, "read_server_limits", lambda: None)  # a 19c server
     with pytest.raises(SourceError, match="did not compile and was dropped"):
-        capture.create_source_objects(
+        capture_objects.create_source_objects(
             source, TABLE, registered_methods()["CHANGELOG"], objects, ("ORDER_ID",)
         )
     assert sent[-1] == "drop_changelog_trigger"
@@ -202,10 +203,10 @@ def test_a_refusal_that_left_nothing_invalid_is_reported_as_it_is(
 
     monkeypatch.setattr(source, "execute_script", execute_script)
     monkeypatch.setattr(source, "compile_problem", lambda *_: None)
-    monkeypatch.setattr(capture, "_exists", lambda *_: False)
+    monkeypatch.setattr(capture_objects, "object_exists", lambda *_: False)
     monkeypatch.setattr(source, "read_server_limits", lambda: None)  # a 19c server
     with pytest.raises(SourceError, match=r"failed: ORA-01031$"):
-        capture.create_source_objects(
+        capture_objects.create_source_objects(
             source, TABLE, registered_methods()["CHANGELOG"], objects, ("ORDER_ID",)
         )
 
@@ -225,7 +226,7 @@ def test_status_reports_an_invalid_trigger(
         return [(1,)]  # the changelog exists
 
     monkeypatch.setattr(source, "run_query", run_query)
-    (problem,) = capture.capture_problems(source, TABLE, objects)
+    (problem,) = existing.capture_problems(source, TABLE, objects)
     assert "is INVALID" in problem
     assert f"drop it at once (DROP TRIGGER {trigger.schema}.{trigger.name})" in problem
 
@@ -242,7 +243,7 @@ def test_status_reports_nothing_for_a_valid_enabled_trigger(
         return [(1,)]  # the changelog exists
 
     monkeypatch.setattr(source, "run_query", run_query)
-    assert capture.capture_problems(source, TABLE, objects) == []
+    assert existing.capture_problems(source, TABLE, objects) == []
 
 
 # -- PL/SQL reserved words in trigger bodies ---------------------------------------------------
@@ -255,8 +256,8 @@ def test_plsql_reserved_words_are_quoted(source: OracleSource, word: str) -> Non
 
 def test_trigger_bodies_quote_reserved_column_names(source: OracleSource) -> None:
     method = registered_methods()["UPDATABLE_CHANGELOG"]
-    objects = capture.named_source_objects(source, TableRef("APP", "ORDERS"), method)
-    context = capture.script_context(source, TABLE, method, objects, ("ORDER_ID",))
+    objects = capture_objects.named_source_objects(source, TableRef("APP", "ORDERS"), method)
+    context = capture_objects.script_context(source, TABLE, method, objects, ("ORDER_ID",))
     for item in objects:
         if item.kind in (SourceObject.CHANGELOG_TRIGGER, SourceObject.UPDATABLE_TRIGGER):
             body = source.render(f"create_{item.kind.value}", object=item, **context)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from gluon import capture
+from gluon.capture import objects as capture_objects
 from gluon.errors import UsageError
 from gluon.methods import registered_methods
 from gluon.naming import TableRef, name_size, shorten, source_object_names
@@ -42,7 +42,7 @@ def _server(source: OracleSource, monkeypatch: pytest.MonkeyPatch, compatible: s
     monkeypatch.setattr(source, "run_query", run_query)
 
 
-def _sizes(objects: list[capture.SourceObjectRef]) -> dict[str, int]:
+def _sizes(objects: list[capture_objects.SourceObjectRef]) -> dict[str, int]:
     sizes = {}
     for item in objects:
         sizes[f"{item.kind.value} schema"] = name_size(item.schema, in_bytes=True)
@@ -55,7 +55,7 @@ def test_a_27_character_table_fits_30_bytes_below_compatible_12_2(
     source: OracleSource, monkeypatch: pytest.MonkeyPatch, method: str
 ) -> None:
     _server(source, monkeypatch, "11.2.0.4.0")
-    objects = capture.plan_source_objects(
+    objects = capture_objects.plan_source_objects(
         source, TableRef("APP", TABLE_27), registered_methods()[method]
     )
     assert source.identifier_length == 30
@@ -69,7 +69,7 @@ def test_the_same_table_keeps_its_plain_names_on_19c(
     source: OracleSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _server(source, monkeypatch, "19.0.0")
-    objects = capture.plan_source_objects(
+    objects = capture_objects.plan_source_objects(
         source, TableRef("APP", TABLE_27), registered_methods()["CHANGELOG"]
     )
     assert f"{TABLE_27}_LOG" in {o.name for o in objects}
@@ -80,7 +80,7 @@ def test_a_cjk_table_name_fits_128_bytes_on_19c(
 ) -> None:
     assert len(CJK) == 53 and name_size(CJK, in_bytes=True) == 159
     _server(source, monkeypatch, "19.0.0")
-    objects = capture.plan_source_objects(
+    objects = capture_objects.plan_source_objects(
         source, TableRef("APP", CJK), registered_methods()["UPDATABLE_CHANGELOG"]
     )
     too_long = {what: size for what, size in _sizes(objects).items() if size > 128}

@@ -14,7 +14,8 @@ import pytest
 from gluon.schema import Column, TableSpec
 from gluon.source import connect
 from gluon.source.arrow import converter_for
-from gluon.source.oracle import OracleSource, column_from_dictionary
+from gluon.source.oracle import OracleSource
+from gluon.source.oracle_types import column_from_dictionary
 
 URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
 

@@ -19,7 +19,8 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from gluon import capture
+from gluon.capture import changelog, existing
+from gluon.capture import objects as capture_objects
 from gluon.errors import SourceError
 from gluon.methods import get_method, registered_methods
 from gluon.methods.base import DML, SourceObject
@@ -373,7 +374,7 @@ def captured_table(source: OracleSource) -> Iterator[str]:
 
 
 def _require_privileges(
-    source: OracleSource, spec: Any, method: Any, objects: list[capture.SourceObjectRef]
+    source: OracleSource, spec: Any, method: Any, objects: list[capture_objects.SourceObjectRef]
 ) -> None:
     """Fail naming each missing privilege (with its GRANT) before anything is created."""
     hybrid = next((o.schema for o in objects if o.object_type != "SCHEMA"), None)
@@ -384,7 +385,7 @@ def _require_privileges(
 
 def _create_checked(source: OracleSource, spec: Any, method: Any, objects: Any) -> None:
     _require_privileges(source, spec, method, objects)
-    capture.create_source_objects(source, spec, method, objects, ("ID",))
+    capture_objects.create_source_objects(source, spec, method, objects, ("ID",))
 
 
 @pytest.mark.parametrize("name", CAPTURE_METHODS)
@@ -395,10 +396,10 @@ def test_capture_round_trip(
     ref = TableRef(schema, captured_table)
     spec = source.describe_table(ref)
     before = _oracle_objects(source, [schema, f"{schema}_H"])
-    objects = capture.plan_source_objects(source, ref, method)
+    objects = capture_objects.plan_source_objects(source, ref, method)
     _create_checked(source, spec, method, objects)
     try:
-        capture.create_source_objects(source, spec, method, objects, ("ID",))  # idempotent
+        capture_objects.create_source_objects(source, spec, method, objects, ("ID",))  # idempotent
         found = {item.kind: item for item in objects}
         targets = []
         if SourceObject.UPDATABLE_VIEW in found:
@@ -411,7 +412,7 @@ def test_capture_round_trip(
             for step, statements, expected, ordered, table_only in CAPTURE_STEPS:
                 if table_only and origin == "V":
                     continue
-                seen = capture.count_changes(source, objects)
+                seen = changelog.count_changes(source, objects)
                 refused = origin == "V" and any(
                     DML(sql.split()[0].upper()) not in method.captured_dml for sql in statements
                 )
@@ -421,7 +422,7 @@ def test_capture_round_trip(
                             connection.execute(sa.text(sql.format(target=target)))
                 except sa.exc.DatabaseError as exc:
                     assert refused and "ORA-20001" in str(exc), f"{step} on {target}: {exc}"
-                changes = capture.read_changes(source, spec, objects, limit=None).to_pylist()
+                changes = changelog.read_changes(source, spec, objects, limit=None).to_pylist()
                 with source.engine.connect() as connection:
                     origins: dict[int, str] = dict(
                         connection.execute(
@@ -441,20 +442,22 @@ def test_capture_round_trip(
                     added = sorted(added, key=lambda row: (int(row[2]), row[0]))
                     wanted = sorted(wanted, key=lambda row: (int(row[2]), row[0]))
                 assert added == wanted, f"{step} on {target}"
-        pending = capture.count_changes(source, objects)
+        pending = changelog.count_changes(source, objects)
         with source.engine.connect() as connection:  # rolled back: nothing recorded
             transaction = connection.begin()
             connection.execute(sa.text(f"INSERT INTO {targets[0][0]} (ID) VALUES (102)"))
             transaction.rollback()
-        assert capture.count_changes(source, objects) == pending
-        rows = capture.read_changes(source, spec, objects, limit=2)
+        assert changelog.count_changes(source, objects) == pending
+        rows = changelog.read_changes(source, spec, objects, limit=2)
         assert rows.num_rows == min(2, pending)
-        seqs = capture.read_changes(source, spec, objects, limit=None).column("gl_seq").to_pylist()
+        seqs = (
+            changelog.read_changes(source, spec, objects, limit=None).column("gl_seq").to_pylist()
+        )
         assert seqs == sorted(seqs)
-        assert capture.delete_changes(source, objects, seqs[1:]) == len(seqs) - 1
-        assert capture.count_changes(source, objects) == (1 if seqs else 0)
+        assert changelog.delete_changes(source, objects, seqs[1:]) == len(seqs) - 1
+        assert changelog.count_changes(source, objects) == (1 if seqs else 0)
     finally:
-        capture.drop_source_objects(source, objects)
+        capture_objects.drop_source_objects(source, objects)
     assert _oracle_objects(source, [schema, f"{schema}_H"]) == before
 
 
@@ -464,7 +467,7 @@ def test_ora_rowscn_needs_no_capture_objects(
     method = get_method("ORA_ROWSCN")
     ref = TableRef(schema, captured_table)
     method.validate(source.describe_table(ref))
-    assert capture.plan_source_objects(source, ref, method) == []
+    assert capture_objects.plan_source_objects(source, ref, method) == []
 
 
 # -- issue 32: each item against the server -------------------------------------------------------
@@ -482,7 +485,7 @@ def _fetched_types(source: OracleSource, sql: str) -> list[pa.DataType]:
 
 
 def test_item_1_the_driver_types_numbers_as_gluon_expects(source: OracleSource) -> None:
-    from gluon.source.oracle import fetched_arrow_type
+    from gluon.source.oracle_types import fetched_arrow_type
 
     types = _fetched_types(
         source, "SELECT CAST(1.5 AS NUMBER(12,2)), CAST(1.5 AS NUMBER), 7 FROM DUAL"
@@ -497,18 +500,18 @@ def test_item_1_a_number_12_2_change_round_trips_exactly(
     method = get_method("CHANGELOG")
     ref = TableRef(schema, captured_table)
     spec = source.describe_table(ref)
-    objects = capture.plan_source_objects(source, ref, method)
+    objects = capture_objects.plan_source_objects(source, ref, method)
     _create_checked(source, spec, method, objects)
     try:
         with source.engine.begin() as connection:
             connection.execute(
                 sa.text(f"UPDATE {captured_table} SET AMOUNT = 9999999999.99 WHERE ID = 1")
             )
-        changes = capture.read_changes(source, spec, objects, limit=None)
+        changes = changelog.read_changes(source, spec, objects, limit=None)
         assert changes.schema.field("amount").type == pa.decimal128(12, 2)
         assert changes.column("amount").to_pylist() == [D("9999999999.99")]
     finally:
-        capture.drop_source_objects(source, objects)
+        capture_objects.drop_source_objects(source, objects)
 
 
 def test_item_3_a_trigger_that_does_not_compile_is_dropped(
@@ -517,7 +520,7 @@ def test_item_3_a_trigger_that_does_not_compile_is_dropped(
     method = get_method("CHANGELOG")
     ref = TableRef(schema, captured_table)
     spec = source.describe_table(ref)
-    objects = capture.plan_source_objects(source, ref, method)
+    objects = capture_objects.plan_source_objects(source, ref, method)
     _require_privileges(source, spec, method, objects)
     # A column the table does not have: the trigger body's :NEW.GHOST cannot compile.
     from gluon.schema import Column
@@ -526,14 +529,14 @@ def test_item_3_a_trigger_that_does_not_compile_is_dropped(
     trigger = next(o for o in objects if o.kind is SourceObject.CHANGELOG_TRIGGER)
     try:
         with pytest.raises(SourceError) as failed:
-            capture.create_source_objects(source, ghost, method, objects, ("ID",))
+            capture_objects.create_source_objects(source, ghost, method, objects, ("ID",))
         assert "did not compile and was dropped" in str(failed.value)
         assert "\n" not in str(failed.value)
-        assert not capture.object_exists(source, trigger)
+        assert not capture_objects.object_exists(source, trigger)
         with source.engine.begin() as connection:  # the application's DML still works
             connection.execute(sa.text(f"UPDATE {captured_table} SET NAME = 'z' WHERE ID = 1"))
     finally:
-        capture.drop_source_objects(source, objects)
+        capture_objects.drop_source_objects(source, objects)
 
 
 def test_item_3_status_reports_a_trigger_a_dropped_column_invalidated(
@@ -542,16 +545,16 @@ def test_item_3_status_reports_a_trigger_a_dropped_column_invalidated(
     method = get_method("CHANGELOG")
     ref = TableRef(schema, captured_table)
     spec = source.describe_table(ref)
-    objects = capture.plan_source_objects(source, ref, method)
+    objects = capture_objects.plan_source_objects(source, ref, method)
     _create_checked(source, spec, method, objects)
     try:
-        assert capture.capture_problems(source, spec, objects) == []
+        assert existing.capture_problems(source, spec, objects) == []
         with source.engine.begin() as connection:
             connection.execute(sa.text(f"ALTER TABLE {captured_table} DROP COLUMN NAME"))
-        (problem,) = capture.capture_problems(source, spec, objects)
+        (problem,) = existing.capture_problems(source, spec, objects)
         assert "is INVALID" in problem and "DROP TRIGGER" in problem
     finally:
-        capture.drop_source_objects(source, objects)
+        capture_objects.drop_source_objects(source, objects)
 
 
 def test_item_3_plsql_reserved_word_columns_are_captured(source: OracleSource, schema: str) -> None:
@@ -567,15 +570,15 @@ def test_item_3_plsql_reserved_word_columns_are_captured(source: OracleSource, s
     ref = TableRef(schema, table)
     try:
         spec = source.describe_table(ref)
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         _create_checked(source, spec, method, objects)
         try:
             with source.engine.begin() as connection:
                 connection.execute(sa.text(f"INSERT INTO {table} VALUES (1, 'e', 2, 'x')"))
-            changes = capture.read_changes(source, spec, objects, limit=None).to_pylist()
+            changes = changelog.read_changes(source, spec, objects, limit=None).to_pylist()
             assert [(c["end"], c["case"], c["gl_op"]) for c in changes] == [("e", D(2), "I")]
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 
@@ -583,12 +586,12 @@ def test_item_3_plsql_reserved_word_columns_are_captured(source: OracleSource, s
 def test_items_2_5_7_the_preflight_passes_and_the_current_scn_reads(
     source: OracleSource, schema: str, captured_table: str
 ) -> None:
-    from gluon.feeds.rowscn import RowscnFeed
+    from gluon.extract.feeds.rowscn import RowscnFeed
 
     for name in CAPTURE_METHODS:
         method = get_method(name)
         ref = TableRef(schema, captured_table)
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         _require_privileges(source, source.describe_table(ref), method, objects)
     assert RowscnFeed.initial_position(source) is not None  # V$DATABASE, no DBMS_FLASHBACK
 
@@ -603,11 +606,11 @@ def test_item_4_a_27_character_table_fits_the_servers_limit(
     ref = TableRef(schema, table)
     try:
         spec = source.describe_table(ref)
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         limit = source.server_identifier_length()
         assert all(len(o.name.encode()) <= limit for o in objects)
         _create_checked(source, spec, method, objects)
-        capture.drop_source_objects(source, objects)
+        capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 
@@ -624,7 +627,7 @@ def test_item_9_strings_as_wide_as_the_server_allows(source: OracleSource, schem
     ref = TableRef(schema, table)
     try:
         spec = source.describe_table(ref)
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         _create_checked(source, spec, method, objects)
         try:
             with source.engine.begin() as connection:  # widened after enable
@@ -632,9 +635,9 @@ def test_item_9_strings_as_wide_as_the_server_allows(source: OracleSource, schem
                 connection.execute(
                     sa.text(f"INSERT INTO {table} VALUES (1, RPAD('x', {width}, 'x'))")
                 )
-            assert capture.count_changes(source, objects) == 1
+            assert changelog.count_changes(source, objects) == 1
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 

@@ -16,12 +16,13 @@ import pytest
 import sqlalchemy as sa
 from test_oracle_live import CAPTURE_TABLE, _create_checked, _drop, _fetched_types
 
-from gluon import capture
+from gluon.capture import changelog
+from gluon.capture import objects as capture_objects
 from gluon.errors import UsageError
+from gluon.extract.schema_changes import SchemaChanges, _alter_capture_tables
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
-from gluon.schema_changes import SchemaChanges, _alter_capture_tables
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
 
@@ -74,22 +75,22 @@ def test_item_12_table_x_and_table_x_uv_capture_side_by_side(
     tables = [base, f"{base}_UV"]
     for table in tables:
         _run(source, CAPTURE_TABLE.format(table=table))
-    enabled: list[list[capture.SourceObjectRef]] = []
+    enabled: list[list[capture_objects.SourceObjectRef]] = []
     try:
         for table, method_name in zip(tables, ("UPDATABLE_CHANGELOG", "CHANGELOG"), strict=True):
             method = get_method(method_name)
             ref = TableRef(schema, table)
-            objects = capture.plan_source_objects(source, ref, method)
+            objects = capture_objects.plan_source_objects(source, ref, method)
             _create_checked(source, source.describe_table(ref), method, objects)
             enabled.append(objects)
         for table in tables:
             _run(source, f"INSERT INTO {table} (ID, NAME) VALUES (1, 'one')")
-        assert [capture.count_changes(source, objects) for objects in enabled] == [1, 1]
+        assert [changelog.count_changes(source, objects) for objects in enabled] == [1, 1]
         triggers = [o for objects in enabled for o in objects if o.object_type == "TRIGGER"]
         assert len({(o.schema, o.name) for o in triggers}) == len(triggers)
     finally:
         for objects in reversed(enabled):
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
         for table in tables:
             _drop(source, table)
 
@@ -120,7 +121,7 @@ def test_item_12_the_rowscn_query_streams_in_scn_order_with_shared_scns(
 ) -> None:
     """What RowscnFeed's bookkeeping relies on: rows in ORA_ROWSCN order, the rows of one
     transaction sharing its SCN, read in batches of the asked size."""
-    from gluon.feeds.rowscn import RowscnFeed
+    from gluon.extract.feeds.rowscn import RowscnFeed
 
     table = _unique("GLUON_W")
     _run(source, CAPTURE_TABLE.format(table=table))
@@ -143,7 +144,7 @@ def test_item_12_the_rowscn_query_streams_in_scn_order_with_shared_scns(
                 sa.text(sql),
                 {"since": since, "upto": upto},
                 batch_rows=2,
-                extra_fields=capture.change_fields(),
+                extra_fields=capture_objects.change_fields(),
             )
         )
         assert [batch.num_rows for batch in batches] == [2, 2, 1]
@@ -169,16 +170,16 @@ def test_item_12_a_number_key_without_precision_meets_its_changes(
     try:
         spec = source.describe_table(ref)
         assert spec.column("ID").lake_type == "string"
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         _create_checked(source, spec, method, objects)
         try:
             _run(source, f"UPDATE {table} SET NAME = 'z'")
             rows = pa.Table.from_batches(list(source.read_batches(spec, batch_rows=10)))
-            changes = capture.read_changes(source, spec, objects, limit=None)
+            changes = changelog.read_changes(source, spec, objects, limit=None)
             assert sorted(rows.column("id").to_pylist()) == ["-0.25", "1.5"]
             assert sorted(changes.column("id").to_pylist()) == ["-0.25", "1.5"]
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 
@@ -211,20 +212,20 @@ def test_item_12_a_quote_in_a_table_name(source: OracleSource, schema: str) -> N
     ref = TableRef(schema, table)
     try:
         spec = source.describe_table(ref)
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         _create_checked(source, spec, method, objects)
         try:
             _run(source, f"INSERT INTO {_quoted(table)} (ID, NAME) VALUES (1, 'one')")
-            assert capture.count_changes(source, objects) == 1
+            assert changelog.count_changes(source, objects) == 1
             # What a schema change records (item 13: record_table_images on Oracle).
-            context = capture.script_context(source, spec, method, objects, ("ID",))
+            context = capture_objects.script_context(source, spec, method, objects, ("ID",))
             script = source.render("record_table_images", **context, where="")
             source.execute_in_transaction(
                 [(statement, {}) for statement in source.split_script(script)], what="images"
             )
-            assert capture.count_changes(source, objects) == 2
+            assert changelog.count_changes(source, objects) == 2
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, _quoted(table))
 
@@ -239,7 +240,7 @@ def test_item_13_a_changelog_follows_an_added_and_a_widened_column(
     ref = TableRef(schema, table)
     try:
         spec = source.describe_table(ref)
-        objects = capture.plan_source_objects(source, ref, method)
+        objects = capture_objects.plan_source_objects(source, ref, method)
         _create_checked(source, spec, method, objects)
         try:
             _run(
@@ -260,17 +261,17 @@ def test_item_13_a_changelog_follows_an_added_and_a_widened_column(
             assert logged.column("NAME").source_type.startswith("VARCHAR2(")
             assert logged.column("NAME").source_type not in ("VARCHAR2(60)", "VARCHAR2(20)")
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 
 
 def _captured(
     source: OracleSource, schema: str, table: str, method_name: str, **plan: str
-) -> tuple[TableRef, list[capture.SourceObjectRef]]:
+) -> tuple[TableRef, list[capture_objects.SourceObjectRef]]:
     method = get_method(method_name)
     ref = TableRef(schema, table)
-    objects = capture.plan_source_objects(source, ref, method, **plan)
+    objects = capture_objects.plan_source_objects(source, ref, method, **plan)
     _create_checked(source, source.describe_table(ref), method, objects)
     return ref, objects
 
@@ -286,12 +287,12 @@ def test_item_13_an_update_shifting_keys_onto_each_other(source: OracleSource, s
         try:
             _run(source, f"UPDATE {table} SET ID = ID + 1")
             spec = source.describe_table(ref)
-            changes = capture.read_changes(source, spec, objects, limit=None).to_pylist()
+            changes = changelog.read_changes(source, spec, objects, limit=None).to_pylist()
             deleted = [int(c["id"]) for c in changes if c["gl_op"] == "D"]
             inserted = sorted(int(c["id"]) for c in changes if c["gl_op"] == "I")
             assert (deleted, inserted) == ([1], [2, 3, 4, 5])
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 
@@ -307,10 +308,10 @@ def test_item_13_char_semantics_strings_reach_the_changelog_whole(
         try:
             _run(source, f"INSERT INTO {table} VALUES (1, 'ÄÖÜßé')")
             spec = source.describe_table(ref)
-            changes = capture.read_changes(source, spec, objects, limit=None)
+            changes = changelog.read_changes(source, spec, objects, limit=None)
             assert changes.column("name").to_pylist() == ["ÄÖÜßé"]
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)
 
@@ -329,8 +330,8 @@ def test_item_13_a_changelog_in_another_schema(source: OracleSource, schema: str
             found = next(o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE)
             assert (found.schema, found.name) == (schema, log)
             _run(source, f"INSERT INTO {table} (ID, NAME) VALUES (1, 'one')")
-            assert capture.count_changes(source, objects) == 1
+            assert changelog.count_changes(source, objects) == 1
         finally:
-            capture.drop_source_objects(source, objects)
+            capture_objects.drop_source_objects(source, objects)
     finally:
         _drop(source, table)

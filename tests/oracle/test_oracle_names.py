@@ -17,7 +17,7 @@ from sqlfluff.core import Linter
 from support.oracle_statements import statement_problems
 from test_oracle_sql_parses import check_golden
 
-from gluon import capture
+from gluon.capture import objects as capture_objects
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
@@ -61,8 +61,8 @@ def _scripts(source: OracleSource, table: str, column: str) -> dict[str, str]:
     for name, method in sorted(registered_methods().items()):
         if not method.supports_dialect("oracle"):
             continue
-        objects = capture.named_source_objects(source, TableRef("APP", table), method)
-        context = capture.script_context(source, spec, method, objects, spec.primary_key)
+        objects = capture_objects.named_source_objects(source, TableRef("APP", table), method)
+        context = capture_objects.script_context(source, spec, method, objects, spec.primary_key)
         for item in objects:
             for operation in ("create", "drop"):
                 template = f"{operation}_{item.kind.value}"
@@ -79,7 +79,7 @@ def test_capture_scripts_quote_odd_names(source: OracleSource, kind: str) -> Non
     updatable = registered_methods()["UPDATABLE"]
     views = frozenset(
         f"{source.quote(item.schema)}.{source.quote(item.name)}"
-        for item in capture.named_source_objects(source, TableRef("APP", table), updatable)
+        for item in capture_objects.named_source_objects(source, TableRef("APP", table), updatable)
         if item.kind is SourceObject.UPDATABLE_VIEW
     )
     linter = Linter(dialect="oracle")

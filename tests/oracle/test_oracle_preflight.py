@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from gluon import capture
+from gluon.capture import objects as capture_objects
 from gluon.errors import SourceError, UnsupportedError
-from gluon.incremental import _preflight
+from gluon.lifecycle.enable_plan import _preflight
 from gluon.methods import registered_methods
 from gluon.naming import TableRef
 from gluon.schema import Column, TableSpec
@@ -205,7 +205,7 @@ def test_enable_refuses_listing_every_missing_item(
     source: OracleSource, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     _server(source, monkeypatch, frozenset({"CREATE ANY TABLE"}))
-    objects = capture.plan_source_objects(source, TableRef("APP", "ORDERS"), CHANGELOG)
+    objects = capture_objects.plan_source_objects(source, TableRef("APP", "ORDERS"), CHANGELOG)
     with pytest.raises(UnsupportedError) as refused:
         _preflight(source, TABLE, CHANGELOG, objects)
     lines = str(refused.value).splitlines()
@@ -261,10 +261,10 @@ def test_a_changelog_in_another_schema_is_granted_to_the_triggers_owner(
 ) -> None:
     """Issue 32 item 3: with --incremental-changelog-table OTHER.T the trigger's owner had no
     INSERT on the changelog: the trigger never compiled."""
-    objects = capture.named_source_objects(
+    objects = capture_objects.named_source_objects(
         source, TableRef("APP", "ORDERS"), CHANGELOG, changelog_table="OTHER.ORDERS_LOG"
     )
-    context = capture.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
+    context = capture_objects.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
     log = next(o for o in objects if o.kind.value == "changelog_table")
     script = source.render("create_changelog_table", object=log, **context)
     assert "GRANT INSERT ON OTHER.ORDERS_LOG TO APP_H" in source.split_script(script)
@@ -280,8 +280,8 @@ def test_a_changelog_in_another_schema_is_granted_to_the_triggers_owner(
 
 
 def test_the_usual_changelog_script_grants_nothing(source: OracleSource) -> None:
-    objects = capture.named_source_objects(source, TableRef("APP", "ORDERS"), CHANGELOG)
-    context = capture.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
+    objects = capture_objects.named_source_objects(source, TableRef("APP", "ORDERS"), CHANGELOG)
+    context = capture_objects.script_context(source, TABLE, CHANGELOG, objects, ("ID",))
     log = next(o for o in objects if o.kind.value == "changelog_table")
     assert "GRANT" not in source.render("create_changelog_table", object=log, **context)
 

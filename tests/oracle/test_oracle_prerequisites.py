@@ -15,7 +15,7 @@ from pathlib import Path
 import oracledb
 import pytest
 
-from gluon import capture
+from gluon.capture import objects as capture_objects
 from gluon.errors import UnsupportedError
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
@@ -46,12 +46,12 @@ def _every_create_script(source: OracleSource) -> dict[str, str]:
     for name, method in sorted(registered_methods().items()):
         if not method.supports_dialect("oracle"):
             continue
-        objects = capture.named_source_objects(source, TableRef("APP", "ORDERS"), method)
-        context = capture.script_context(source, TABLE, method, objects, ("ORDER_ID",))
+        objects = capture_objects.named_source_objects(source, TableRef("APP", "ORDERS"), method)
+        context = capture_objects.script_context(source, TABLE, method, objects, ("ORDER_ID",))
         for item in objects:
             template = f"create_{item.kind.value}"
             scripts[f"{name}:{template}"] = source.render(template, object=item, **context)
-    schema = capture.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "APP_H", "APP_H", "SCHEMA")
+    schema = capture_objects.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "APP_H", "APP_H", "SCHEMA")
     scripts["create_hybrid_schema"] = source.render("create_hybrid_schema", object=schema)
     return scripts
 
@@ -106,12 +106,14 @@ def test_the_installed_driver_and_the_requirement_agree() -> None:
 
 def test_a_quote_in_a_name_is_doubled_inside_literals(source: OracleSource) -> None:
     """Issue 32 item 12: a ' in a quoted name ended the EXECUTE IMMEDIATE literal early."""
-    schema = capture.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "O'BRIEN_H", "O'BRIEN_H", "SCHEMA")
+    schema = capture_objects.SourceObjectRef(
+        SourceObject.HYBRID_SCHEMA, "O'BRIEN_H", "O'BRIEN_H", "SCHEMA"
+    )
     text = source.render("create_hybrid_schema", object=schema)
     assert "'CREATE USER \"O''BRIEN_H\" NO AUTHENTICATION'" in text
     spec = TableSpec("O'BRIEN", "T", TABLE.columns, TABLE.primary_key)
     method = registered_methods()["CHANGELOG"]
-    objects = capture.named_source_objects(source, TableRef("O'BRIEN", "T"), method)
-    context = capture.script_context(source, spec, method, objects, ("ORDER_ID",))
+    objects = capture_objects.named_source_objects(source, TableRef("O'BRIEN", "T"), method)
+    context = capture_objects.script_context(source, spec, method, objects, ("ORDER_ID",))
     images = source.render("record_table_images", **context, where="")
     assert "'LOCK TABLE \"O''BRIEN\".T IN SHARE MODE'" in images

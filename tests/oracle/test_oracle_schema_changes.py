@@ -13,19 +13,19 @@ from typing import Any
 
 import pytest
 
-from gluon import capture
+from gluon.capture import objects as capture_objects
+from gluon.extract.schema_changes import SchemaChanges, _alter_capture_tables
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
 from gluon.schema import Column, TableSpec
-from gluon.schema_changes import SchemaChanges, _alter_capture_tables
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
 
 URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
 ID = Column("ID", "NUMBER(10)", "decimal(10,0)", nullable=False)
-LOG = capture.SourceObjectRef(SourceObject.CHANGELOG_TABLE, "APP_H", "T_LOG", "TABLE")
-STAGED = capture.SourceObjectRef(SourceObject.LAKE_ROWS_TABLE, "APP_H", "T_LK", "TABLE")
+LOG = capture_objects.SourceObjectRef(SourceObject.CHANGELOG_TABLE, "APP_H", "T_LOG", "TABLE")
+STAGED = capture_objects.SourceObjectRef(SourceObject.LAKE_ROWS_TABLE, "APP_H", "T_LK", "TABLE")
 
 
 @pytest.fixture
@@ -110,8 +110,8 @@ def test_extended_strings_widen_the_changelog_to_32767(
     ],
 )
 def test_wide_types_by_max_string_size(declared: str, standard: str, extended: str) -> None:
-    assert capture.changelog_type("oracle", declared) == standard
-    assert capture.changelog_type("oracle", declared, extended_strings=True) == extended
+    assert capture_objects.changelog_type("oracle", declared) == standard
+    assert capture_objects.changelog_type("oracle", declared, extended_strings=True) == extended
 
 
 def test_enable_on_an_extended_server_creates_32767_byte_columns(
@@ -119,8 +119,8 @@ def test_enable_on_an_extended_server_creates_32767_byte_columns(
 ) -> None:
     _server(source, monkeypatch, {}, max_string_size="EXTENDED")
     method = registered_methods()["CHANGELOG"]
-    objects = capture.plan_source_objects(source, TableRef("APP", "T"), method)
+    objects = capture_objects.plan_source_objects(source, TableRef("APP", "T"), method)
     assert source.extended_strings
     spec = TableSpec("APP", "T", (ID, Column("NOTE", "VARCHAR2(8000)", "string")), ("ID",))
-    context = capture.script_context(source, spec, method, objects, ("ID",))
+    context = capture_objects.script_context(source, spec, method, objects, ("ID",))
     assert context["log_types"] == {"ID": "NUMBER", "NOTE": "VARCHAR2(32767)"}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from sqlfluff.core import Linter
 
-from gluon import capture
+from gluon.capture import objects as capture_objects
 from gluon.methods import registered_methods
 from gluon.naming import TableRef
 from gluon.schema import Column, TableSpec
@@ -91,8 +91,10 @@ def _scripts(source: OracleSource, spec: TableSpec) -> dict[str, str]:
     for name, method in sorted(registered_methods().items()):
         if not method.supports_dialect("oracle"):
             continue
-        objects = capture.named_source_objects(source, TableRef(spec.schema, spec.name), method)
-        context = capture.script_context(source, spec, method, objects, spec.primary_key)
+        objects = capture_objects.named_source_objects(
+            source, TableRef(spec.schema, spec.name), method
+        )
+        context = capture_objects.script_context(source, spec, method, objects, spec.primary_key)
         for item in objects:
             for operation in ("create", "drop"):
                 template = f"{operation}_{item.kind.value}"

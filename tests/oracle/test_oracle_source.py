@@ -19,14 +19,14 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from gluon import capture
+from gluon.capture import objects
 from gluon.errors import NotFoundError, SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
 from gluon.schema import Column, TableSpec, arrow_type, decimal_parts, is_lake_type
 from gluon.source import connect, dialect_class
 from gluon.source.arrow import converter_for
-from gluon.source.oracle import (
-    OracleSource,
+from gluon.source.oracle import OracleSource
+from gluon.source.oracle_types import (
     column_from_dictionary,
     declared_type,
     fetched_arrow_type,
@@ -329,9 +329,9 @@ def test_engine_options_are_accepted_by_the_oracledb_dialect(source: OracleSourc
 
 
 def _installer() -> Any:
-    from gluon.source import oracle
+    from gluon.source import oracle_types
 
-    return oracle._install_output_type_handler
+    return oracle_types.install_output_type_handler
 
 
 def test_the_handler_is_installed_once_per_engine(source: OracleSource) -> None:
@@ -555,7 +555,7 @@ def test_the_driver_fetches_numbers_by_described_precision(
 
 def test_a_plain_number_changelog_column_would_arrive_as_double() -> None:
     # What the changelog declares for NUMBER(12,2): the read must not select it raw.
-    assert capture.changelog_type("oracle", "NUMBER(12,2)") == "NUMBER"
+    assert objects.changelog_type("oracle", "NUMBER(12,2)") == "NUMBER"
     assert fetched_arrow_type(0, -127) == pa.float64()
 
 

@@ -30,11 +30,11 @@ import sqlalchemy as sa
 from sqlfluff.core import Linter
 from support.oracle_composite import RANGE_LIST, recorded_oracle
 
-from gluon import capture
-from gluon.increments import IncrementRequest, plan_increment
+from gluon.capture import objects as capture_objects
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
+from gluon.offload.increments import IncrementRequest, plan_increment
 from gluon.schema import Column, TableSpec
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
@@ -70,15 +70,15 @@ def _capture_cases() -> dict[str, dict[str, dict[str, Any]]]:
     for name, method in sorted(registered_methods().items()):
         if not method.supports_dialect("oracle"):
             continue
-        objects = capture.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
-        context = capture.script_context(
+        objects = capture_objects.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
+        context = capture_objects.script_context(
             naming, CAPTURED_TABLE, method, objects, CAPTURED_TABLE.primary_key
         )
         for item in objects:
             for operation in ("create", "drop"):
                 template = f"{operation}_{item.kind.value}"
                 cases.setdefault(template, {})[name] = {**context, "object": item}
-    schema = capture.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "APP_H", "APP_H", "SCHEMA")
+    schema = capture_objects.SourceObjectRef(SourceObject.HYBRID_SCHEMA, "APP_H", "APP_H", "SCHEMA")
     for operation in ("create", "drop"):
         cases[f"{operation}_hybrid_schema"] = {"hybrid schema": {"object": schema}}
     naming.engine.dispose()
@@ -88,8 +88,8 @@ def _capture_cases() -> dict[str, dict[str, dict[str, Any]]]:
 def _image_cases() -> dict[str, dict[str, Any]]:
     naming = connect(URL)
     method = registered_methods()["CHANGELOG"]
-    objects = capture.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
-    context = capture.script_context(
+    objects = capture_objects.named_source_objects(naming, TableRef("APP", "ORDERS"), method)
+    context = capture_objects.script_context(
         naming, CAPTURED_TABLE, method, objects, CAPTURED_TABLE.primary_key
     )
     naming.engine.dispose()
@@ -97,7 +97,9 @@ def _image_cases() -> dict[str, dict[str, Any]]:
     return {"record_table_images": {"CHANGELOG": {**context, "where": ""}, "PARTIAL": partial}}
 
 
-CHANGELOG = capture.SourceObjectRef(SourceObject.CHANGELOG_TABLE, "APP_H", "ORDERS_LOG", "TABLE")
+CHANGELOG = capture_objects.SourceObjectRef(
+    SourceObject.CHANGELOG_TABLE, "APP_H", "ORDERS_LOG", "TABLE"
+)
 CAPTURE_CASES = {**_capture_cases(), **_image_cases()}
 SCRIPTS = frozenset(CAPTURE_CASES) | {"alter_add_column", "alter_column_type"}
 
@@ -128,7 +130,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "current_scn": {"current_scn": {}},
     "enable_capture_trigger": {
         "disabled trigger": {
-            "trigger": capture.SourceObjectRef(
+            "trigger": capture_objects.SourceObjectRef(
                 SourceObject.CHANGELOG_TRIGGER, "APP_H", "ORDERS", "TRIGGER"
             ),
             "table": CAPTURED_TABLE,
@@ -179,8 +181,8 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
-    # Source schema changes carried to the capture objects (gluon.schema_changes).
-    # column_type: the changelog's wide type (gluon.schema_changes._capture_column_type).
+    # Source schema changes carried to the capture objects (gluon.extract.schema_changes).
+    # column_type: the changelog's wide type (gluon.extract.schema_changes._capture_column_type).
     "alter_add_column": {
         "changelog": {
             "object": CHANGELOG,
@@ -216,7 +218,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             "key_texts": ["TO_CHAR(ORDER_ID)", "TO_CHAR(LINE_NO)"],
         },
     },
-    # A change the lake cannot take (gluon.feeds.unfit): the next change of its key.
+    # A change the lake cannot take (gluon.extract.feeds.unfit): the next change of its key.
     "later_change_of_key": {
         "composite key": {
             "schema": "APP_H",
@@ -253,6 +255,7 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "verify_touch_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
     "verify_delete_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
     # Staging lake rows for patching (gluon.patching).
+    # Staging lake rows for patching (gluon.lifecycle.patching).
     "count_view_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "clear_lake_rows": {"lake rows": {"schema": "APP_H", "table": "ORDERS_LK"}},
     "insert_lake_rows": {

@@ -11,7 +11,7 @@ import pytest
 from support.oracle_statements import statement_problems
 from test_oracle_sql_parses import CASES, SCRIPTS, as_statement, cases_of, template_names
 
-from gluon.capture import SourceObjectRef
+from gluon.capture.objects import SourceObjectRef
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
 

@@ -11,7 +11,7 @@ import pytest
 from support.oracle_composite import PLAIN, RANGE_HASH, RANGE_LIST, recorded_oracle
 
 from gluon.errors import UnsupportedError, UsageError
-from gluon.increments import IncrementRequest, plan_increment
+from gluon.offload.increments import IncrementRequest, plan_increment
 from gluon.source.base import PartitionBound
 from gluon.source.oracle_bounds import high_values, list_bound, range_bounds
 

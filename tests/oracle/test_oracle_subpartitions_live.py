@@ -16,8 +16,8 @@ import pytest
 import sqlalchemy as sa
 
 from gluon.errors import UsageError
-from gluon.increments import IncrementRequest, plan_increment
 from gluon.naming import TableRef
+from gluon.offload.increments import IncrementRequest, plan_increment
 from gluon.source import connect
 from gluon.source.oracle import OracleSource
 

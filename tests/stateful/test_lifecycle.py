@@ -72,11 +72,11 @@ from support.lifecycle import (
 )
 from support.postgres import PostgresServer
 
-from gluon.catalog import lake_session
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE, FAULT_POINTS
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject, ViewKind
+from gluon.read.catalog import lake_session
 from gluon.repo import Repository
 
 # Hypothesis's first example is its simplest (one rule over and over): the second is random.
@@ -204,7 +204,7 @@ def lifecycle_machine(
     insert_only = method.view_kind is ViewKind.UNION_ALL
     records_images = triggers and not insert_only and not patches
     """Carrying a column added to the source records every offloaded row's current image
-    in the changelog (``gluon.schema_changes``): the lake then shows the table's rows, also
+    in the changelog (``gluon.extract.schema_changes``): the lake then shows the table's rows, also
     those changed while capture was off (disabled)."""
 
     class Lifecycle(RuleBasedStateMachine):

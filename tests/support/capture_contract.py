@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from gluon import capture
-from gluon.capture import SourceObjectRef
+from gluon.capture import changelog
+from gluon.capture import objects as capture_objects
+from gluon.capture.objects import SourceObjectRef
 from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.methods.base import CREATION_ORDER, DML, OBJECT_TYPES, ExtractionMethod, SourceObject
 from gluon.naming import TableRef
@@ -272,7 +273,7 @@ class Enabled:
 
     def changes(self) -> list[Row]:
         """Every changelog row as (gl_op, gl_origin, id, name, amount, noted), in gl_seq order."""
-        table = capture.read_changes(self.env.source, self.spec, self.objects, limit=None)
+        table = changelog.read_changes(self.env.source, self.spec, self.objects, limit=None)
         origins = dict(self.env.query(f"SELECT gl_seq, gl_origin FROM {self.log}"))
         return [
             (
@@ -287,7 +288,7 @@ class Enabled:
         ]
 
     def seqs(self) -> list[int]:
-        table = capture.read_changes(self.env.source, self.spec, self.objects, limit=None)
+        table = changelog.read_changes(self.env.source, self.spec, self.objects, limit=None)
         return [int(seq) for seq in table.column("gl_seq").to_pylist()]
 
 
@@ -305,8 +306,8 @@ def enable(
         env.seed(table)
     ref = TableRef(env.schema, table)
     spec = env.source.describe_table(ref)
-    objects = capture.plan_source_objects(env.source, ref, method)
-    capture.create_source_objects(env.source, spec, method, objects, keys)
+    objects = capture_objects.plan_source_objects(env.source, ref, method)
+    capture_objects.create_source_objects(env.source, spec, method, objects, keys)
     return Enabled(env, spec, method, objects)
 
 
@@ -338,7 +339,9 @@ class CaptureContract:
         self, env: CaptureEnv, method: type[ExtractionMethod]
     ) -> None:
         env.create_table("orders", True)
-        planned = capture.plan_source_objects(env.source, TableRef(env.schema, "ORDERS"), method)
+        planned = capture_objects.plan_source_objects(
+            env.source, TableRef(env.schema, "ORDERS"), method
+        )
         kinds = [
             kind
             for kind in CREATION_ORDER
@@ -388,7 +391,7 @@ class CaptureContract:
                     assert _sorted(added) == _sorted(wanted), f"{step.name} on {target}"
             if origin == "V":
                 assert env.rows(enabled.table) == before, "DML on the view reached the table"
-        assert capture.count_changes(env.source, enabled.objects) == len(enabled.changes())
+        assert changelog.count_changes(env.source, enabled.objects) == len(enabled.changes())
 
     def test_view_shows_the_application_table(
         self, env: CaptureEnv, method: type[ExtractionMethod]
@@ -407,11 +410,11 @@ class CaptureContract:
         env.run(f"INSERT INTO {target} ({COLUMNS}) VALUES (1, 'a', 1.5, '2024-01-01')")
         env.run(f"INSERT INTO {target} ({COLUMNS}) VALUES (2, NULL, NULL, NULL)")
         env.run(f"INSERT INTO {target} ({COLUMNS}) VALUES (3, 'c', 3, '2024-01-03')")
-        every = capture.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
+        every = changelog.read_changes(env.source, enabled.spec, enabled.objects, limit=None)
         assert every.schema.names == ["id", "name", "amount", "noted", "gl_seq", "gl_op"]
-        assert every.schema == enabled.spec.arrow_schema.append(capture.change_fields()[0]).append(
-            capture.change_fields()[1]
-        )
+        assert every.schema == enabled.spec.arrow_schema.append(
+            capture_objects.change_fields()[0]
+        ).append(capture_objects.change_fields()[1])
         assert str(every.schema.field("amount").type) == "decimal128(12, 2)"
         assert str(every.schema.field("noted").type) == "date32[day]"
         rows = every.to_pylist()
@@ -419,14 +422,14 @@ class CaptureContract:
         assert rows[0]["amount"] == D("1.50") and rows[0]["noted"] == dt.date(2024, 1, 1)
         seqs = [row["gl_seq"] for row in rows]
         assert seqs == sorted(set(seqs))
-        limited = capture.read_changes(env.source, enabled.spec, enabled.objects, limit=2)
+        limited = changelog.read_changes(env.source, enabled.spec, enabled.objects, limit=2)
         assert limited.to_pylist() == rows[:2]
-        more = capture.read_changes(env.source, enabled.spec, enabled.objects, limit=10)
+        more = changelog.read_changes(env.source, enabled.spec, enabled.objects, limit=10)
         assert more.to_pylist() == rows
         assert (
-            capture.read_changes(env.source, enabled.spec, enabled.objects, limit=0).num_rows == 0
+            changelog.read_changes(env.source, enabled.spec, enabled.objects, limit=0).num_rows == 0
         )
-        assert capture.count_changes(env.source, enabled.objects) == 3
+        assert changelog.count_changes(env.source, enabled.objects) == 3
 
     def test_delete_exactly_the_rows_read(
         self, env: CaptureEnv, method: type[ExtractionMethod]
@@ -438,11 +441,11 @@ class CaptureContract:
         env.run(f"INSERT INTO {target} (id, name) VALUES (4, 'after the read')")
         later = [seq for seq in enabled.seqs() if seq not in read]
         assert len(later) == 1 and later[0] > max(read)
-        assert capture.delete_changes(env.source, enabled.objects, read[1:]) == 2
+        assert changelog.delete_changes(env.source, enabled.objects, read[1:]) == 2
         assert enabled.seqs() == [read[0], *later]
-        assert capture.delete_changes(env.source, enabled.objects, read) == 1  # only one was left
-        assert capture.delete_changes(env.source, enabled.objects, read) == 0
-        assert capture.delete_changes(env.source, enabled.objects, []) == 0
+        assert changelog.delete_changes(env.source, enabled.objects, read) == 1  # only one was left
+        assert changelog.delete_changes(env.source, enabled.objects, read) == 0
+        assert changelog.delete_changes(env.source, enabled.objects, []) == 0
         assert enabled.seqs() == later
 
     def test_delete_many_rows_in_chunks(
@@ -450,21 +453,21 @@ class CaptureContract:
     ) -> None:
         enabled = enable(env, method, seed=False)
         target = enabled.targets()[0][0]
-        count = capture.RUNS_PER_DELETE * 6 + 34
+        count = changelog.RUNS_PER_DELETE * 6 + 34
         with env.source.engine.begin() as connection:
             connection.execute(
                 sa.text(f"INSERT INTO {target} (id, name) VALUES (:id, :name)"),
                 [{"id": key, "name": f"n{key}"} for key in range(count)],
             )
-        assert capture.count_changes(env.source, enabled.objects) == count
+        assert changelog.count_changes(env.source, enabled.objects) == count
         seqs = enabled.seqs()
         # Every third value is not shipped: more runs than one statement takes, each run two
         # values; a run must not reach over the value between it and the next.
         kept = seqs[2::3]
         shipped = sorted(set(seqs) - set(kept))
-        assert capture.delete_changes(env.source, enabled.objects, shipped) == len(shipped)
+        assert changelog.delete_changes(env.source, enabled.objects, shipped) == len(shipped)
         assert enabled.seqs() == kept
-        assert capture.delete_changes(env.source, enabled.objects, kept[:-1]) == len(kept) - 1
+        assert changelog.delete_changes(env.source, enabled.objects, kept[:-1]) == len(kept) - 1
         assert enabled.seqs() == kept[-1:]
 
     # -- enable / disable ------------------------------------------------------------------------
@@ -476,15 +479,15 @@ class CaptureContract:
         before = env.snapshot()
         ref = TableRef(env.schema, "orders")
         spec = env.source.describe_table(ref)
-        objects = capture.plan_source_objects(env.source, ref, method)
-        capture.create_source_objects(env.source, spec, method, objects, ("id",))
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
+        capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
         assert all(_exists(env.source, item) for item in objects)
         assert env.snapshot() != before or not objects
         env.run(f"INSERT INTO {env.schema}.orders (id, name) VALUES (1, 'pending')")
-        capture.drop_source_objects(env.source, objects)
+        capture_objects.drop_source_objects(env.source, objects)
         assert not any(_exists(env.source, item) for item in objects)
         assert env.snapshot() == before
-        capture.drop_source_objects(env.source, objects)  # idempotent
+        capture_objects.drop_source_objects(env.source, objects)  # idempotent
         assert env.snapshot() == before
 
     def test_create_twice_gives_the_same_objects(
@@ -493,7 +496,9 @@ class CaptureContract:
         enabled = enable(env, method)
         env.run(f"INSERT INTO {enabled.targets()[0][0]} (id, name) VALUES (50, 'kept')")
         once = env.snapshot()
-        capture.create_source_objects(env.source, enabled.spec, method, enabled.objects, ("id",))
+        capture_objects.create_source_objects(
+            env.source, enabled.spec, method, enabled.objects, ("id",)
+        )
         assert env.snapshot() == once
         assert [row[2] for row in enabled.changes()] == [50], "a re-run must keep the changelog"
 
@@ -504,13 +509,13 @@ class CaptureContract:
         env.create_table("orders", True)
         ref = TableRef(env.schema, "orders")
         spec = env.source.describe_table(ref)
-        objects = capture.plan_source_objects(env.source, ref, method)
-        capture.create_source_objects(env.source, spec, method, objects, ("id",))
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
+        capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
         clean = env.snapshot()
-        capture.drop_source_objects(env.source, objects)
+        capture_objects.drop_source_objects(env.source, objects)
         crashed = objects[:1] if done == "first object" else objects[:-1]
-        capture.create_source_objects(env.source, spec, method, crashed, ("id",))
-        capture.create_source_objects(env.source, spec, method, objects, ("id",))
+        capture_objects.create_source_objects(env.source, spec, method, crashed, ("id",))
+        capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
         assert env.snapshot() == clean
         enabled = Enabled(env, spec, method, objects)
         env.run(f"INSERT INTO {enabled.targets()[0][0]} (id, name) VALUES (1, 'captured')")
@@ -524,12 +529,12 @@ class CaptureContract:
         env.create_table("orders", False)
         ref = TableRef(env.schema, "orders")
         spec = env.source.describe_table(ref)
-        objects = capture.plan_source_objects(env.source, ref, method)
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
         before = env.snapshot()
         with pytest.raises(UsageError, match="--incremental-key-columns"):
-            capture.create_source_objects(env.source, spec, method, objects, ())
+            capture_objects.create_source_objects(env.source, spec, method, objects, ())
         with pytest.raises(UsageError, match="NOPE"):
-            capture.create_source_objects(env.source, spec, method, objects, ("id", "NOPE"))
+            capture_objects.create_source_objects(env.source, spec, method, objects, ("id", "NOPE"))
         assert env.snapshot() == before
 
     def test_refuses_columns_named_like_changelog_columns(
@@ -538,9 +543,9 @@ class CaptureContract:
         env.run(f"CREATE TABLE {env.schema}.clash (id INTEGER PRIMARY KEY, gl_op CHAR(1))")
         ref = TableRef(env.schema, "clash")
         spec = env.source.describe_table(ref)
-        objects = capture.plan_source_objects(env.source, ref, method)
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
         with pytest.raises(UnsupportedError, match="gl_op"):
-            capture.create_source_objects(env.source, spec, method, objects, ("id",))
+            capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
 
     def test_a_failing_statement_is_one_clear_line(
         self, env: CaptureEnv, method: type[ExtractionMethod]
@@ -550,9 +555,9 @@ class CaptureContract:
         spec = env.source.describe_table(ref)
         broken = replace(spec.columns[0], source_type="INTEGER)")  # a type the database rejects
         spec = replace(spec, columns=(broken, *spec.columns[1:]))
-        objects = capture.plan_source_objects(env.source, ref, method)
+        objects = capture_objects.plan_source_objects(env.source, ref, method)
         with pytest.raises(SourceError) as raised:
-            capture.create_source_objects(env.source, spec, method, objects, ("id",))
+            capture_objects.create_source_objects(env.source, spec, method, objects, ("id",))
         message = str(raised.value)
         assert "\n" not in message
         assert message.startswith(f"{env.source.name} script create_changelog_table failed: ")

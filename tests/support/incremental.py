@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from typer.testing import Result
 
-from gluon.catalog import lake_session
 from gluon.config import load_settings
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject, ViewKind
+from gluon.read.catalog import lake_session
 from gluon.repo import Repository
 from support.workload import Row, Workload, canonical
 

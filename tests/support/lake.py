@@ -214,9 +214,9 @@ class LakeColumn:
 
 
 def read_arrow(statement: str) -> pa.Table:
-    """Run ``statement`` through the Python API (``gluon.catalog.lake_session``)."""
-    from gluon.catalog import lake_session
+    """Run ``statement`` through the Python API (``gluon.read.catalog.lake_session``)."""
     from gluon.config import load_settings
+    from gluon.read.catalog import lake_session
 
     with lake_session(load_settings()) as session:
         table: pa.Table = session.sql(statement).toArrow()

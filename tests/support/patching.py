@@ -26,10 +26,10 @@ from typing import Any
 import sqlalchemy as sa
 from typer.testing import Result
 
-from gluon import capture
 from gluon import source as sources
+from gluon.capture import objects as source_objects
 from gluon.config import load_settings
-from gluon.feeds import capture_objects
+from gluon.extract.feeds import capture_objects
 from gluon.methods import registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
@@ -193,7 +193,7 @@ class SalesTable:
         source.execute_script("drop_changelog_trigger", object=found)
         self.run(delete)
         spec = source.describe_table(TableRef(self.schema, "sales"))
-        capture.create_source_objects(source, spec, method, objects, state.key_columns)
+        source_objects.create_source_objects(source, spec, method, objects, state.key_columns)
         source.engine.dispose()
 
     # -- the CLI ----------------------------------------------------------------------------

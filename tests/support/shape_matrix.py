@@ -4,7 +4,7 @@ for value (see support/shapes.py for the shapes and the draw).
 The source is read on its own (psycopg or sqlite3, never through gluon); the lake
 without gluon's view code where possible: the base Delta table with ``deltalake``
 (IMMEDIATE after every extraction, every mode after compaction), the DEFERRED user
-view through ``gluon.catalog.lake_session`` (Arrow, no JSON rendering in between).
+view through ``gluon.read.catalog.lake_session`` (Arrow, no JSON rendering in between).
 
 Values are compared in a canonical form per column *kind* (:func:`canonical`) that
 keeps every difference a user could see: a decimal's scale, NaN and the infinities,
@@ -292,8 +292,8 @@ def base_rows(shape: Shape) -> list[Row]:
 
 def view_rows(shape: Shape) -> list[Row]:
     """The user view through gluon's lake session (Arrow)."""
-    from gluon.catalog import lake_session
     from gluon.config import load_settings
+    from gluon.read.catalog import lake_session
 
     statement = f"SELECT * FROM `{shape.schema.lower()}`.`{shape.table.lower()}`"
     with lake_session(load_settings()) as session:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gluon import capture
-from gluon.capture import SourceObjectRef
+from gluon.capture import objects as capture_objects
+from gluon.capture.objects import SourceObjectRef
 from gluon.methods import get_method
 from gluon.methods.base import CREATION_ORDER, OBJECT_TYPES, SourceObject
 from gluon.naming import TableRef
@@ -26,7 +26,7 @@ def source(request: pytest.FixtureRequest) -> SourceDialect:
 
 def test_objects_are_in_creation_order(source: SourceDialect) -> None:
     method = get_method("UPDATABLE_CHANGELOG")
-    objects = capture.named_source_objects(source, TableRef("SH", "PRODUCTS"), method)
+    objects = capture_objects.named_source_objects(source, TableRef("SH", "PRODUCTS"), method)
     kinds = [item.kind for item in objects]
     assert kinds == sorted(kinds, key=CREATION_ORDER.index)
     assert set(kinds) == set(method.source_objects) - source.implicit_source_objects
@@ -34,7 +34,7 @@ def test_objects_are_in_creation_order(source: SourceDialect) -> None:
 
 
 def test_postgresql_names() -> None:
-    objects = capture.named_source_objects(
+    objects = capture_objects.named_source_objects(
         connect(URLS["postgresql"]), TableRef("SH", "PRODUCTS"), get_method("CHANGELOG")
     )
     assert objects == [
@@ -45,7 +45,7 @@ def test_postgresql_names() -> None:
 
 
 def test_oracle_names() -> None:
-    objects = capture.named_source_objects(
+    objects = capture_objects.named_source_objects(
         connect(URLS["oracle"]), TableRef("sh", "products"), get_method("UPDATABLE")
     )
     assert [(item.schema, item.name) for item in objects] == [
@@ -58,7 +58,7 @@ def test_oracle_names() -> None:
 
 
 def test_sqlite_has_no_sequence_object_and_prefixes_names() -> None:
-    objects = capture.named_source_objects(
+    objects = capture_objects.named_source_objects(
         connect(URLS["sqlite"]), TableRef("main", "products"), get_method("CHANGELOG_INSERT")
     )
     assert [(item.kind, item.schema, item.name) for item in objects] == [
@@ -68,7 +68,7 @@ def test_sqlite_has_no_sequence_object_and_prefixes_names() -> None:
 
 
 def test_changelog_table_override() -> None:
-    objects = capture.named_source_objects(
+    objects = capture_objects.named_source_objects(
         connect(URLS["oracle"]),
         TableRef("SH", "PRODUCTS"),
         get_method("CHANGELOG"),
@@ -79,7 +79,7 @@ def test_changelog_table_override() -> None:
 
 
 def test_long_names_fit_the_dialect(source: SourceDialect) -> None:
-    objects = capture.named_source_objects(
+    objects = capture_objects.named_source_objects(
         source, TableRef("SH", "P" * 200), get_method("UPDATABLE_CHANGELOG")
     )
     limit = source.max_identifier_length
@@ -89,7 +89,10 @@ def test_long_names_fit_the_dialect(source: SourceDialect) -> None:
 
 def test_ora_rowscn_creates_nothing() -> None:
     method = get_method("ORA_ROWSCN")
-    assert capture.named_source_objects(connect(URLS["oracle"]), TableRef("SH", "T"), method) == []
+    assert (
+        capture_objects.named_source_objects(connect(URLS["oracle"]), TableRef("SH", "T"), method)
+        == []
+    )
 
 
 @pytest.mark.parametrize(

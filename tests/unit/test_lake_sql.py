@@ -19,7 +19,7 @@ from gluon.schema import Column
 def test_one_quoting_function_escapes_back_quotes_everywhere() -> None:
     assert sql.quote_part("a`b") == "`a``b`"
     assert sql.quote("sh.sales`x") == "`sh`.`sales``x`"
-    assert sql.date_prefix("d`x", 7) == "substring(CAST(CAST(`d``x` AS DATE) AS STRING), 1, 7)"
+    assert sql.date_prefix("d`x", 7) == "date_format(CAST(`d``x` AS DATE), 'yyyy-MM')"
     assert sql.version_of_path("/lake/a`b", 3) == "SELECT * FROM delta.`/lake/a``b` VERSION AS OF 3"
 
 

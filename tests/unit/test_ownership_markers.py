@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gluon.capture import changelog_type
-from gluon.ownership import (
+from gluon.capture.objects import changelog_type
+from gluon.capture.ownership import (
     Marker,
     Ownership,
     classify,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gluon.errors import ExitCode, UsageError
-from gluon.partitioning import plan_partitioning
+from gluon.lake import sql
+from gluon.offload.partitioning import plan_partitioning
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 SPEC = TableSpec(
@@ -55,14 +56,14 @@ def test_date_columns_partition_by_a_prefix_of_the_iso_date(
         source_column="Sold_On",
         granularity=stored,
         lake_column="gl_part_sold_on",
-        expression=f"substring(CAST(CAST(`sold_on` AS DATE) AS STRING), 1, {length})",
+        expression=f"date_format(CAST(`sold_on` AS DATE), '{sql.DATE_PATTERNS[length]}')",
     )
 
 
 @pytest.mark.parametrize("column", ["sold_at", "sold_at_tz"])
 def test_timestamps_partition_like_dates(column: str) -> None:
     (part,) = plan(column, "D")
-    assert part.expression == f"substring(CAST(CAST(`{column}` AS DATE) AS STRING), 1, 10)"
+    assert part.expression == f"date_format(CAST(`{column}` AS DATE), 'yyyy-MM-dd')"
     assert part.lake_column == f"gl_part_{column}"
 
 
@@ -105,7 +106,7 @@ def test_string_columns_partition_by_value_or_prefix() -> None:
     (whole,) = plan("region")
     assert whole.expression == "`region`"
     (prefix,) = plan("region", "2")
-    assert prefix.expression == "substring(`region`, 1, 2)"
+    assert prefix.expression == "regexp_extract(`region`, '(?s)^.{0,2}', 0)"
 
 
 @pytest.mark.parametrize("column", ["ratio", "flag", "payload"])

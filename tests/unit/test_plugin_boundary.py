@@ -1,9 +1,9 @@
 """Plugins that callers never special-case (issue 27): outside ``gluon/methods/``,
-``gluon/feeds/`` and ``gluon/source/`` no module names a method, a feed, a source dialect
+``gluon/extract/feeds/`` and ``gluon/source/`` no module names a method, a feed, a source dialect
 class or a dialect.
 
 What differs between trigger capture, ORA_ROWSCN and log-based capture is a declared fact or
-a hook of the method (``gluon/methods/base.py``), its feed (``gluon/feeds/base.py``) or the
+a hook of the method (``gluon/methods/base.py``), its feed (``gluon/extract/feeds/base.py``) or the
 dialect (``gluon/source/base.py``); a caller asks those, never which plugin it has. An AST
 scan of every other module of gluon/ finds:
 
@@ -30,21 +30,21 @@ from pathlib import Path
 
 import pytest
 
-from gluon.feeds import FEEDS
+from gluon.extract.feeds import FEEDS
 from gluon.methods import registered_methods
 from gluon.methods.base import ChangeReader, SourceObject
 from gluon.source import DIALECT_MODULES, dialect_class
 
 GLUON = Path(__file__).resolve().parents[2] / "gluon"
-PLUGIN_PACKAGES = ("methods", "feeds", "source")
+PLUGIN_PACKAGES = ("methods", "extract/feeds", "source")
 
 INTERFACE = frozenset(
     {
         "gluon.methods",
         "gluon.methods.base",
-        "gluon.feeds",
-        "gluon.feeds.base",
-        "gluon.feeds.unfit",
+        "gluon.extract.feeds",
+        "gluon.extract.feeds.base",
+        "gluon.extract.feeds.unfit",
         "gluon.source",
         "gluon.source.base",
         "gluon.source.arrow",
@@ -146,13 +146,13 @@ def _imported_modules(node: ast.Import | ast.ImportFrom) -> Iterator[str]:
 
 
 def _is_plugin_module(name: str) -> bool:
-    parts = name.split(".")
-    if len(parts) != 3 or parts[0] != "gluon" or parts[1] not in PLUGIN_PACKAGES:
+    package, _, leaf = name.rpartition(".")
+    folder = package.removeprefix("gluon.").replace(".", "/")
+    if not package.startswith("gluon.") or folder not in PLUGIN_PACKAGES:
         return False  # ``from gluon.x.y import Name``: the module is gluon.x.y
-    module = ".".join(parts[:3])
-    path = GLUON / parts[1] / parts[2]
+    path = GLUON / folder / leaf
     exists = path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
-    return exists and module not in INTERFACE
+    return exists and name not in INTERFACE
 
 
 def findings(source: str, names: Names) -> list[tuple[int, str]]:
@@ -196,7 +196,10 @@ def _modules() -> list[Path]:
     return [
         path
         for path in sorted(GLUON.rglob("*.py"))
-        if path.relative_to(GLUON).parts[0] not in PLUGIN_PACKAGES
+        if not any(
+            path.relative_to(GLUON).as_posix().startswith(f"{package}/")
+            for package in PLUGIN_PACKAGES
+        )
     ]
 
 
@@ -223,7 +226,7 @@ def test_every_allowed_exception_is_still_needed() -> None:
 
 def test_the_scan_finds_each_way_of_naming_a_plugin() -> None:
     source = '''"""PG_LOGICAL in a docstring is prose; so is "oracle"."""
-from gluon.feeds import PgLogicalFeed
+from gluon.extract.feeds import PgLogicalFeed
 from gluon.source import logical
 import gluon.methods.pg_logical
 from gluon.methods.base import ChangeReader, SourceObject

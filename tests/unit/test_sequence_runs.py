@@ -1,4 +1,4 @@
-"""The runs a PostgreSQL changelog delete goes by (``gluon.capture.sequence_runs``).
+"""The runs a PostgreSQL changelog delete goes by (``gluon.capture.changelog.sequence_runs``).
 
 A run deletes every ``gl_seq`` between its ends: a run holding one value that was not
 read would delete a change that was never shipped.
@@ -11,7 +11,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gluon.capture import sequence_runs
+from gluon.capture.changelog import sequence_runs
 
 
 @settings(deadline=None)  # the first call imports pyarrow

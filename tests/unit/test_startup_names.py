@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from gluon.catalog import named_objects
+from gluon.read.catalog import named_objects
 from gluon.repo import migrations
 
 

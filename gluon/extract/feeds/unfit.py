@@ -5,7 +5,7 @@ A change in the changelog may hold a value its column's lake type cannot hold (P
 column). The table may no longer hold it (the row was updated back), so blaming the table
 helps nobody: the extraction names each such change (``gl_seq``, operation, key, column and
 the value as the source prints it) and the exact command that sets just those changes aside
-(``gluon.set_aside``), so the others can ship.
+(``gluon.extract.set_aside``), so the others can ship.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gluon import capture
+from gluon.capture import changelog
 from gluon.errors import SourceError
 from gluon.repo import OffloadedTable
 from gluon.repo.incremental import IncrementalState
@@ -111,7 +111,7 @@ class UnfitSearch:
 def unfit_change(
     record: OffloadedTable,
     state: IncrementalState,
-    text: capture.ChangeText,
+    text: changelog.ChangeText,
     lake_column: str,
     later_seq: int | None,
 ) -> UnfitChange:

@@ -8,9 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
-from gluon import capture
+from gluon.capture import changelog
+from gluon.capture import objects as source_objects
 from gluon.errors import UnsupportedError
-from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
+from gluon.extract.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
@@ -21,10 +22,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-def capture_objects(state: IncrementalState) -> list[capture.SourceObjectRef]:
+def capture_objects(state: IncrementalState) -> list[source_objects.SourceObjectRef]:
     """The source objects recorded for ``state``, as ``gluon.capture`` takes them."""
     return [
-        capture.SourceObjectRef(
+        source_objects.SourceObjectRef(
             kind=SourceObject(item.kind),
             schema=item.schema,
             name=item.name,
@@ -34,7 +35,7 @@ def capture_objects(state: IncrementalState) -> list[capture.SourceObjectRef]:
     ]
 
 
-def object_records(objects: list[capture.SourceObjectRef]) -> tuple[SourceObjectRecord, ...]:
+def object_records(objects: list[source_objects.SourceObjectRef]) -> tuple[SourceObjectRecord, ...]:
     """``objects`` as the repository stores them."""
     return tuple(
         SourceObjectRecord(
@@ -55,7 +56,7 @@ class SlotBacklog:
     """WAL written since the last position an extraction confirmed."""
     pending: int | None
     """Row changes of the table waiting in the slot (a key change counts once)."""
-    oldest: capture.OldestChange | None
+    oldest: changelog.OldestChange | None
     """The first pending transaction of the table, by its commit time (None: none pending,
     or unknown)."""
     unknown_reason: str | None = None
@@ -68,7 +69,7 @@ class Pending:
 
     count: int | None
     """How many (None: unknown, see ``unknown_reason``)."""
-    oldest: capture.OldestChange | None = None
+    oldest: changelog.OldestChange | None = None
     """The oldest of them (None: none waits, not asked for, or unknown)."""
     unknown_reason: str | None = None
     problems: tuple[str, ...] = ()
@@ -117,7 +118,7 @@ class ChangeFeed(Protocol):
         ...
 
     @staticmethod
-    def held_in(objects: Sequence[capture.SourceObjectRef]) -> str | None:
+    def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """The changelog table the changes wait in, ``SCHEMA.NAME``, as status names it
         (None: the feed keeps none). No database access."""
         ...
@@ -166,7 +167,7 @@ class ChangeFeed(Protocol):
         the feed keeps none, it reads the table itself). Exact, however long it takes."""
         ...
 
-    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
+    def lost_on_drop(self, droppable: Sequence[source_objects.SourceObjectRef]) -> int:
         """Changes waiting in ``droppable`` (capture objects a disable is about to drop),
         which dropping them would lose: a disable refuses while there are any."""
         ...
@@ -182,7 +183,7 @@ class ChangeFeed(Protocol):
 
     def find_unfit(self, seqs: list[int], set_aside: set[int]) -> UnfitSearch:
         """Which of the changes ``seqs`` wait (``set_aside``: recorded as set aside already,
-        not waiting), and which of those the lake refuses (``gluon.set_aside``)."""
+        not waiting), and which of those the lake refuses (``gluon.extract.set_aside``)."""
         ...
 
     def set_aside(self, changes: list[UnfitChange]) -> None:
@@ -217,7 +218,7 @@ class TableFeed:
         nothing)."""
 
     @staticmethod
-    def held_in(objects: Sequence[capture.SourceObjectRef]) -> str | None:
+    def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """See :meth:`ChangeFeed.held_in`."""
         return None
 

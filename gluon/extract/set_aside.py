@@ -1,7 +1,7 @@
 """Setting aside changes the lake cannot take (--incremental-set-aside-changes=GL_SEQ,...).
 
 An extraction that reads a change whose value its column's lake type cannot hold names it
-(``gluon.feeds.unfit``) and stops: nothing of the batch ships. This command moves exactly
+(``gluon.extract.feeds.unfit``) and stops: nothing of the batch ships. This command moves exactly
 the named changes out of what waits into the repository (``gluon.repo.set_aside``), so the
 changes after them ship again. It refuses a ``gl_seq`` that does not wait (unless it is
 already set aside) and a change the lake can take: setting aside never drops a change that
@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError, UsageError
-from gluon.feeds import FEEDS, ChangeFeed
-from gluon.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
+from gluon.extract.feeds import FEEDS, ChangeFeed
+from gluon.extract.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
 from gluon.naming import TableRef

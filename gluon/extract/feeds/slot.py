@@ -7,9 +7,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gluon import capture
+from gluon.capture import changelog, objects
 from gluon.errors import UnsupportedError
-from gluon.feeds.base import SlotBacklog
+from gluon.extract.feeds.base import SlotBacklog
 from gluon.naming import TableRef, slot_name
 from gluon.schema import TableSpec
 from gluon.source import logical
@@ -74,7 +74,7 @@ def check_logical_decoding(
 
 
 def slot_backlog(
-    source: SourceDialect, slot: capture.SourceObjectRef, schema: str, table: str
+    source: SourceDialect, slot: objects.SourceObjectRef, schema: str, table: str
 ) -> SlotBacklog | None:
     """The slot of ``schema.table`` now (None: the slot is missing).
 
@@ -120,7 +120,7 @@ def slot_backlog(
         if committed is None:
             reason = f"the slot printed no commit time ({first_commit})"
             return replace(figures, unknown_reason=reason)
-        oldest = capture.OldestChange(
+        oldest = changelog.OldestChange(
             committed, source_now, dt.datetime.now(dt.UTC).replace(tzinfo=None)
         )
     if not complete:

@@ -22,7 +22,7 @@ from gluon.lake.session import LakeSession, first_line, open_session
 from gluon.lake.user_sql import NAME_CHAIN_PATTERN, NAME_PART_PATTERN
 from gluon.methods import get_method
 from gluon.naming import TableRef, lake_names
-from gluon.offload import OFFLOADED, register_user_view
+from gluon.offload.copy import OFFLOADED, register_user_view
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
 from gluon.states import MergeMode

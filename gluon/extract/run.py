@@ -9,6 +9,10 @@ the lake are skipped by their ``gl_seq``.
 
 When a compaction has requested change ingestion diversion, the run writes to
 the requested control partition and acknowledges it when it finishes.
+
+Why one module past 400 lines: the exactly-once protocol (read, leave out what was shipped,
+commit, delete) reads as one sequence here; its seams, if it grows, are the two sinks
+(``_AppendToDeltaTable``, ``_MergeImmediately``) and the already-shipped check.
 """
 
 from __future__ import annotations
@@ -23,13 +27,16 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING
 
-from gluon import capture, locks
+from gluon import locks
 from gluon import source as sources
+from gluon.capture import changelog, existing
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UsageError
+from gluon.extract.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
+from gluon.extract.insert_only import Screen
+from gluon.extract.schema_changes import carry_changes
+from gluon.extract.truncation import RowCounts, count_rows, counts_rows, last_lake_rows
 from gluon.faults import fault_point
-from gluon.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
-from gluon.insert_only import Screen
 from gluon.lake import merge, tables
 from gluon.lake.changes import (
     BatchRange,
@@ -49,9 +56,7 @@ from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
 from gluon.schema import lake_column
-from gluon.schema_changes import carry_changes
 from gluon.states import ExtractionStatus, MergeMode
-from gluon.truncation import RowCounts, count_rows, counts_rows, last_lake_rows
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -93,7 +98,7 @@ class ExtractionResult:
     acknowledged: bool = False
     seconds: float = 0.0
     screen: Screen | None = None
-    """Insert-only methods: what kept changes out of the lake (``gluon.insert_only``)."""
+    """Insert-only methods: what kept changes out of the lake (``gluon.extract.insert_only``)."""
     row_counts: RowCounts | None = None
     """Where the capture cannot see a TRUNCATE: the rows compared at the run's end."""
     lake_versions: list[int] = field(default_factory=list)
@@ -189,7 +194,7 @@ def run_extraction(
             result.screen = Screen(repo, ref.key, method.name)
         try:
             with timed_step("check_capture"):
-                problems = capture.capture_problems(
+                problems = existing.capture_problems(
                     source, record.spec(), capture_objects(state), truncate=False
                 )
             if any(problem.startswith("changelog table") for problem in problems):
@@ -275,7 +280,7 @@ def _ship(
         log.info("no changes to extract for %s", record.table_key)
         return
     # Read before anything ships (the shipped rows leave the changelog); not on the no-op path.
-    oldest = capture.oldest_change(source, capture_objects(state))
+    oldest = changelog.oldest_change(source, capture_objects(state))
     result.oldest_change_at = oldest.captured_at if oldest else None
 
     with ExitStack() as stack:
@@ -333,7 +338,9 @@ def _count_rows(
     state: IncrementalState,
     result: ExtractionResult,
 ) -> RowCounts | None:
-    """The rows a run compares where the capture cannot see a TRUNCATE (``gluon.truncation``).
+    """The rows a run compares where the capture cannot see a TRUNCATE.
+
+    See ``gluon.extract.truncation``.
 
     A run that shipped nothing reuses the lake bound of the last counted run of this
     enablement (none yet: nothing is compared); it reads no Delta log.

@@ -2,7 +2,7 @@
 
 Their delta view appends every inserted row instead of merging by key, which
 is cheap but trusts that a key is inserted once. Enabling requires a key
-constraint in the source (``gluon.incremental``) and the updatable view's
+constraint in the source (``gluon.lifecycle``) and the updatable view's
 trigger refuses a key it already shows, but two cases reach extraction:
 
 - an insert whose key the lake already shows: a key only the lake holds (an

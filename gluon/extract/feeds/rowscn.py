@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, ClassVar
 
 import sqlalchemy as sa
 
-from gluon import capture
-from gluon.feeds.base import Pending, TableFeed
+from gluon.capture import objects
+from gluon.extract.feeds.base import Pending, TableFeed
 from gluon.repo import OffloadedTable
 from gluon.repo.incremental import IncrementalState
 from gluon.source.base import SourceDialect
@@ -58,7 +58,7 @@ class RowscnFeed(TableFeed):
         import pyarrow as pa
 
         spec = self.record.spec()
-        schema = pa.schema([*spec.arrow_schema, *capture.change_fields()])
+        schema = pa.schema([*spec.arrow_schema, *objects.change_fields()])
         if self._batches is None:
             self._batches = self._query(limit)
             self._ahead = next(self._batches, None)
@@ -84,7 +84,7 @@ class RowscnFeed(TableFeed):
         params = {"since": self.state.last_scn or 0, "upto": self._upto}
         return iter(
             self.source.read_query_batches(
-                spec, sa.text(sql), params, batch_rows=limit, extra_fields=capture.change_fields()
+                spec, sa.text(sql), params, batch_rows=limit, extra_fields=objects.change_fields()
             )
         )
 
@@ -100,7 +100,7 @@ class RowscnFeed(TableFeed):
     def backlog(self) -> int | None:
         return None
 
-    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
+    def lost_on_drop(self, droppable: Sequence[objects.SourceObjectRef]) -> int:
         return 0  # nothing is kept: the table itself holds the changed rows
 
     @classmethod

@@ -41,8 +41,7 @@ import pyarrow as pa
 import sqlalchemy as sa
 
 from gluon import source as sources
-from gluon.capture import SourceObjectRef
-from gluon.catalog import lake_session
+from gluon.capture.objects import SourceObjectRef
 from gluon.config import Settings
 from gluon.errors import (
     ConfigError,
@@ -52,17 +51,18 @@ from gluon.errors import (
     UnsupportedError,
     UsageError,
 )
+from gluon.extract.feeds import capture_objects
 from gluon.faults import fault_point
-from gluon.feeds import capture_objects
-from gluon.incremental import IncrementalResult
 from gluon.lake import sql, tables
+from gluon.lifecycle.result import IncrementalResult
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method, registered_methods
 from gluon.methods.base import SourceObject
 from gluon.naming import TableRef
-from gluon.offload import Step
+from gluon.offload.copy import Step
 from gluon.predicates import parse_predicate
 from gluon.progress import NullProgress, Progress
+from gluon.read.catalog import lake_session
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
 from gluon.schema import Column

@@ -7,11 +7,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from gluon import capture
+from gluon.capture import changelog as capture_changelog
+from gluon.capture import existing
+from gluon.capture import objects as source_objects
 from gluon.errors import SourceError, StateError
+from gluon.extract.feeds import unfit
+from gluon.extract.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects
 from gluon.faults import fault_point
-from gluon.feeds import unfit
-from gluon.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects
 from gluon.methods.base import SourceObject
 from gluon.repo import OffloadedTable
 from gluon.repo.incremental import IncrementalState
@@ -41,7 +43,7 @@ class ChangelogFeed(TableFeed):
         if shipped is None:
             return
         objects = capture_objects(self.state)
-        position = capture.sequence_position(self.source, objects)
+        position = capture_changelog.sequence_position(self.source, objects)
         if position is None or position >= shipped:
             return
         sequence = next(
@@ -56,26 +58,28 @@ class ChangelogFeed(TableFeed):
         )
 
     def pending(self) -> int | None:
-        return capture.count_changes(self.source, capture_objects(self.state))
+        return capture_changelog.count_changes(self.source, capture_objects(self.state))
 
     def read(self, limit: int) -> pa.Table:
         objects = capture_objects(self.state)
         try:
-            return capture.read_changes(self.source, self.record.spec(), objects, limit=limit)
+            return capture_changelog.read_changes(
+                self.source, self.record.spec(), objects, limit=limit
+            )
         except SourceError as exc:
             from gluon.source.arrow import UnfitValueError  # loaded by the read that failed
 
             if not isinstance(exc, UnfitValueError) or not unfit.refused_seqs(exc):
                 raise
             seqs = unfit.refused_seqs(exc)
-            texts = capture.read_change_texts(
+            texts = capture_changelog.read_change_texts(
                 self.source, self.record.spec(), objects, seqs[: unfit.LISTED]
             )
             named = [self._unfit(texts[seq], exc.column) for seq in sorted(texts)]
             raise unfit.refusal(self.record, self.state, named, len(seqs) - len(named)) from exc
 
-    def _unfit(self, text: capture.ChangeText, lake_column: str) -> unfit.UnfitChange:
-        later = capture.later_change_of_key(
+    def _unfit(self, text: capture_changelog.ChangeText, lake_column: str) -> unfit.UnfitChange:
+        later = capture_changelog.later_change_of_key(
             self.source,
             self.record.spec(),
             capture_objects(self.state),
@@ -87,10 +91,12 @@ class ChangelogFeed(TableFeed):
     def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
         spec = self.record.spec()
         objects = capture_objects(self.state)
-        texts = capture.read_change_texts(self.source, spec, objects, seqs)
+        texts = capture_changelog.read_change_texts(self.source, spec, objects, seqs)
         found, remaining = unfit.narrow(
             list(texts),
-            lambda some: capture.read_changes(self.source, spec, objects, limit=None, seqs=some),
+            lambda some: capture_changelog.read_changes(
+                self.source, spec, objects, limit=None, seqs=some
+            ),
             lambda seq, column: self._unfit(texts[seq], column),
         )
         return unfit.UnfitSearch(
@@ -101,7 +107,7 @@ class ChangelogFeed(TableFeed):
         """Delete exactly ``changes`` from the changelog, in one transaction."""
         fault_point("set_aside.before_changelog_delete")
         try:
-            capture.delete_changes(
+            capture_changelog.delete_changes(
                 self.source, capture_objects(self.state), [change.gl_seq for change in changes]
             )
         except SourceError as exc:
@@ -113,17 +119,17 @@ class ChangelogFeed(TableFeed):
     def done(self, changes: pa.Table) -> None:
         seqs = changes.column("gl_seq")  # the Arrow column: the delete's runs are computed in it
         fault_point("extract.before_changelog_delete")
-        capture.delete_changes(self.source, capture_objects(self.state), seqs)
+        capture_changelog.delete_changes(self.source, capture_objects(self.state), seqs)
         fault_point("extract.after_changelog_delete")
 
     def backlog(self) -> int | None:
         return self.pending()
 
-    def lost_on_drop(self, droppable: Sequence[capture.SourceObjectRef]) -> int:
-        return capture.count_changes(self.source, list(droppable))
+    def lost_on_drop(self, droppable: Sequence[source_objects.SourceObjectRef]) -> int:
+        return capture_changelog.count_changes(self.source, list(droppable))
 
     @staticmethod
-    def held_in(objects: Sequence[capture.SourceObjectRef]) -> str | None:
+    def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         changelog = next((o for o in objects if o.kind is SourceObject.CHANGELOG_TABLE), None)
         return None if changelog is None else f"{changelog.schema}.{changelog.name}"
 
@@ -143,12 +149,12 @@ class ChangelogFeed(TableFeed):
         objects = capture_objects(state)
         problems: tuple[str, ...] = ()
         if check_capture:
-            problems = tuple(capture.capture_problems(source, record.spec(), objects))
+            problems = tuple(existing.capture_problems(source, record.spec(), objects))
             if any(problem.startswith("changelog table") for problem in problems):
                 missing = f"changelog table {cls.held_in(objects)} is missing"
                 return Pending(None, None, missing, problems)
-        count = capture.count_changes(source, objects) if counted is None else counted
-        first = capture.oldest_change(source, objects) if oldest else None
+        count = capture_changelog.count_changes(source, objects) if counted is None else counted
+        first = capture_changelog.oldest_change(source, objects) if oldest else None
         return Pending(count, first, None, problems)
 
     def discard_step(self, count: int | None) -> str:
@@ -156,6 +162,8 @@ class ChangelogFeed(TableFeed):
 
     def discard(self) -> int | None:
         objects = capture_objects(self.state)
-        waiting = capture.read_changes(self.source, self.record.spec(), objects, limit=None)
-        capture.delete_changes(self.source, objects, waiting.column("gl_seq"))
+        waiting = capture_changelog.read_changes(
+            self.source, self.record.spec(), objects, limit=None
+        )
+        capture_changelog.delete_changes(self.source, objects, waiting.column("gl_seq"))
         return int(waiting.num_rows)

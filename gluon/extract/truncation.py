@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gluon import capture
-from gluon.feeds import capture_objects
+from gluon.capture import changelog
+from gluon.extract.feeds import capture_objects
 from gluon.lake.sql import CONTROL_PARTITION
 from gluon.lake.stats import delta_stats
 from gluon.methods import get_method
@@ -74,7 +74,7 @@ def count_rows(
     read, so a no-op run loads no Delta library.
     """
     source_rows = source.count_rows(record.spec())
-    waiting = capture.count_changes(source, capture_objects(state))
+    waiting = changelog.count_changes(source, capture_objects(state))
     if lake_rows is None:
         lake_rows = delta_stats(record.base_path).rows
         if state.merge_mode != MergeMode.IMMEDIATE:  # the staging table holds a merged batch

@@ -29,16 +29,17 @@ from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from gluon import capture, ownership
+from gluon.capture import objects as source_objects
+from gluon.capture import ownership
 from gluon.config import Settings
 from gluon.errors import LockHeldError, NotFoundError, StateError
+from gluon.extract.feeds import capture_objects
 from gluon.faults import fault_point
-from gluon.feeds import capture_objects
-from gluon.increments import previous_predicate
 from gluon.locks import LIFECYCLE, table_lock
 from gluon.methods import get_method
 from gluon.methods.base import ExtractionMethod, SourceObject, ViewKind
 from gluon.naming import TableRef
+from gluon.offload.increments import previous_predicate
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
 from gluon.schema import Column, TableSpec
@@ -232,7 +233,7 @@ def _carry(
     _alter_capture_tables(source, objects, changes)
     method = get_method(state.method)
     marker = ownership.Marker(repo.installation_id, record.table_key)
-    capture.create_source_objects(source, spec, method, objects, state.key_columns, marker)
+    source_objects.create_source_objects(source, spec, method, objects, state.key_columns, marker)
     fault_point("schema.after_capture_objects")
     if changes.carried:
         from gluon.lake.session import open_session  # status reads changes without Spark
@@ -270,7 +271,7 @@ def _record_table_images(
     repo: Repository,
     spec: TableSpec,
     method: type[ExtractionMethod],
-    objects: list[capture.SourceObjectRef],
+    objects: list[source_objects.SourceObjectRef],
     state: IncrementalState,
 ) -> None:
     """Record every offloaded row's current image in the changelog, in one transaction.
@@ -281,7 +282,7 @@ def _record_table_images(
     offloaded = previous_predicate(repo.increments.increments(state.table_key))
     where, params = offloaded.to_source_sql(spec.columns, source.quote) if offloaded else ("", {})
     params = source.adapt_params(params)
-    context = capture.script_context(source, spec, method, objects, state.key_columns)
+    context = source_objects.script_context(source, spec, method, objects, state.key_columns)
     script = source.render("record_table_images", **context, where=where)
     source.execute_in_transaction(
         [(statement, params) for statement in source.split_script(script)],
@@ -290,7 +291,7 @@ def _record_table_images(
 
 
 def _alter_capture_tables(
-    source: SourceDialect, objects: list[capture.SourceObjectRef], changes: SchemaChanges
+    source: SourceDialect, objects: list[source_objects.SourceObjectRef], changes: SchemaChanges
 ) -> None:
     source.read_server_limits()  # the changelog's wide types depend on them (Oracle)
     for item in objects:
@@ -312,14 +313,14 @@ def _alter_capture_tables(
 
 
 def _capture_column_type(
-    source: SourceDialect, item: capture.SourceObjectRef, column: Column
+    source: SourceDialect, item: source_objects.SourceObjectRef, column: Column
 ) -> str:
     """The type ``column`` gets in capture table ``item``: the changelog's wide type, never
     the application's declared one (NUMBER to NUMBER(20,2) would fail with ORA-01440 on a
     changelog holding rows, a narrowed VARCHAR2 would fail the trigger on the next
     widening); the lake-rows table mirrors the application table."""
     if item.kind is SourceObject.CHANGELOG_TABLE:
-        return capture.changelog_type(
+        return source_objects.changelog_type(
             type(source), column.source_type, extended_strings=source.extended_strings
         )
     return column.source_type

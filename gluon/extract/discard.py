@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.feeds import FEEDS
+from gluon.extract.feeds import FEEDS
 from gluon.lake import merge, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import open_session

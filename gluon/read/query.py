@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from gluon.catalog import lake_session, unavailable_error
 from gluon.config import Settings
 from gluon.errors import GluonError, LakeError
 from gluon.lake import user_sql
 from gluon.lake.session import LakeSession, first_line
+from gluon.read.catalog import lake_session, unavailable_error
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ which one it is (``tests/unit/test_plugin_boundary.py``).
 
 from __future__ import annotations
 
-from gluon.feeds.base import (
+from gluon.extract.feeds.base import (
     REBUILD_HINT,
     ChangeFeed,
     Pending,
@@ -18,9 +18,9 @@ from gluon.feeds.base import (
     capture_objects,
     object_records,
 )
-from gluon.feeds.changelog import ChangelogFeed
-from gluon.feeds.pg_logical import PgLogicalFeed
-from gluon.feeds.rowscn import RowscnFeed
+from gluon.extract.feeds.changelog import ChangelogFeed
+from gluon.extract.feeds.pg_logical import PgLogicalFeed
+from gluon.extract.feeds.rowscn import RowscnFeed
 from gluon.methods.base import ChangeReader
 
 FEEDS: dict[ChangeReader, type[ChangelogFeed] | type[RowscnFeed] | type[PgLogicalFeed]] = {

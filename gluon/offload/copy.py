@@ -3,6 +3,9 @@
 Everything is validated before the first write; without ``-x`` only the plan
 is returned. A crashed offload leaves its record in state ``offloading`` and
 is simply run again (the first write replaces the table).
+
+Why one module past 400 lines: validation, planning and execution of one offload stay
+together, so every check visibly runs before the first write.
 """
 
 from __future__ import annotations
@@ -12,22 +15,22 @@ import logging
 from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 
-from gluon import ownership
 from gluon import source as sources
+from gluon.capture import ownership
 from gluon.config import Settings
 from gluon.errors import LakeError, StateError, UsageError
-from gluon.increments import (
+from gluon.lake import sql, storage, tables
+from gluon.lake.session import LakeSession, open_session
+from gluon.locks import lifecycle_lock
+from gluon.naming import TableRef, lake_names
+from gluon.offload.increments import (
     IncrementRequest,
     OffloadType,
     PlannedIncrement,
     plan_increment,
     previous_predicate,
 )
-from gluon.lake import sql, storage, tables
-from gluon.lake.session import LakeSession, open_session
-from gluon.locks import lifecycle_lock
-from gluon.naming import TableRef, lake_names
-from gluon.partitioning import plan_partitioning
+from gluon.offload.partitioning import plan_partitioning
 from gluon.progress import NullProgress, Progress, ShownLine, plan_lines, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now

@@ -1,0 +1,1 @@
+"""A table's incremental-update lifecycle: enabling, disabling, repairing and patching."""

@@ -1,0 +1,1 @@
+"""Reading the lake: sessions with every view registered, and `gluon query`."""
