@@ -68,6 +68,7 @@ REPOSITORY_WRITES = (
     "record_set_aside",
     "discard_empty_extraction",
     "record_empty_checks",
+    "record_verify",
 )
 
 

@@ -147,6 +147,81 @@ def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOptio
 
 @app.command(
     help=(
+        "Compare an offloaded table in the lake with its source, key by key, after an "
+        "extraction; exit 0 equal, 1 differences, 2 usage, 3 locked."
+    )
+)
+def verify(
+    table: Annotated[
+        str | None,
+        typer.Option("-t", "--table", help="The table to verify (SCHEMA.TABLE).", metavar="TEXT"),
+    ] = None,
+    every: Annotated[bool, typer.Option("--all", help="Verify every offloaded table.")] = False,
+    repair_keys: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Re-ship the differing keys as changes through the capture, then verify again.",
+        ),
+    ] = False,
+    max_rows_per_second: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rows-per-second",
+            min=1,
+            help="Read the source no faster than this (the application keeps its share).",
+        ),
+    ] = None,
+    json_output: JsonOption = False,
+    verbose: VerboseOption = False,
+    debug: DebugOption = False,
+) -> None:
+    from gluon.verify.render import as_json, line
+    from gluon.verify.repair import check_repairable, repair
+    from gluon.verify.run import Verdict, check_selection, tables_to_verify, verify_table
+
+    def body(settings: Settings) -> list[Verdict]:
+        repo = Repository(settings.repo_url)
+        records = tables_to_verify(repo, table, every)
+        if repair_keys:
+            for record in records:
+                check_repairable(repo, record)  # before anything runs
+        verdicts = []
+        for record in records:
+            verdict = verify_table(settings, repo, record, max_rows_per_second)
+            if repair_keys and not verdict.equal:
+                if not json_output:
+                    stdout.print(line(verdict), markup=False)
+                shipped = repair(settings, repo, record, verdict)
+                logging.getLogger("gluon.verify").info("re-shipped %d keys", shipped)
+                if not json_output:
+                    stdout.print(
+                        f"{record.table_key}: re-shipped {shipped} keys through the capture; "
+                        "verifying again",
+                        markup=False,
+                    )
+                verdict = verify_table(settings, repo, record, max_rows_per_second)
+            if not json_output:
+                stdout.print(line(verdict), markup=False)
+            verdicts.append(verdict)
+        return verdicts
+
+    verdicts, _ = run_command(
+        PROGRAM,
+        body,
+        subject="verify",
+        validate=lambda: check_selection(table, every),
+        verbose=verbose,
+        debug=debug,
+    )
+    if json_output:
+        stdout.print(as_json(verdicts), markup=False)
+    if not all(verdict.equal for verdict in verdicts):
+        raise typer.Exit(int(ExitCode.ERROR))
+
+
+@app.command(
+    help=(
         "Run the due extractions and compactions of the tables a TOML file declares, a few at "
         "a time in one process, until SIGTERM or SIGINT (docs/operations.md, the service)."
     )

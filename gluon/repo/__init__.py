@@ -26,6 +26,7 @@ from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
 from gluon.repo.set_aside import SetAsideChanges
 from gluon.reuse import kept
+from gluon.repo.verify_runs import VerifyRuns
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 log = logging.getLogger(__name__)
@@ -176,6 +177,7 @@ class Repository:
         self.increments = IncrementRepository(self.engine)
         self.locks = LockRepository(self.engine)
         self.set_aside = SetAsideChanges(self.engine)
+        self.verify_runs = VerifyRuns(self.engine)
 
     @property
     def installation_id(self) -> str:

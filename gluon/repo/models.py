@@ -227,3 +227,17 @@ service_checks = sa.Table(
 """The service's extraction checks that found nothing (revision 0018): they leave no
 extraction run each; the service writes the latest time and the count here, a table at a
 time, about once a minute (``gluon.service.checks``)."""
+verify_runs = sa.Table(
+    "verify_runs",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("table_key", sa.String(300), nullable=False, index=True),
+    sa.Column("verified_at", sa.DateTime, nullable=False),
+    sa.Column("result", sa.String(20), nullable=False),
+    sa.Column("rows_compared", sa.BigInteger, nullable=False),
+    sa.Column("missing_in_lake", sa.Integer, nullable=False),
+    sa.Column("extra_in_lake", sa.Integer, nullable=False),
+    sa.Column("different_values", sa.Integer, nullable=False),
+    sa.Column("in_flight", sa.Integer, nullable=False),
+)
+"""One ``gluon verify`` of a table (revision 0015): status shows the latest."""

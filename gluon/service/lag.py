@@ -26,6 +26,10 @@ class TableLag:
     """Commit in the source to visible in the lake, for the last extraction (None: not known)."""
     set_aside: int | None = None
     """Changes set aside out of the changelog because the lake could not take them."""
+    verify_differences: int | None = None
+    """Keys the latest ``gluon verify`` found differing (None: never verified)."""
+    seconds_since_verify: float | None = None
+    """Since the latest ``gluon verify`` (None: never verified)."""
 
 
 def table_lag(
@@ -34,8 +38,19 @@ def table_lag(
     """The lag figures of ``record`` at ``at`` (naive UTC); read only."""
     state = repo.incremental.get_state(record.table_key)
     set_aside = repo.set_aside.count(record.table_key)
+    verified = repo.verify_runs.latest(record.table_key)
+    differences = None if verified is None else verified.differences
+    since_verify = (
+        None if verified is None else max((at - verified.verified_at).total_seconds(), 0.0)
+    )
     if state is None:
-        return TableLag(None, None, set_aside=set_aside)
+        return TableLag(
+            None,
+            None,
+            set_aside=set_aside,
+            verify_differences=differences,
+            seconds_since_verify=since_verify,
+        )
     backlog = counter.backlog(record, state)
     measured = counter.lag(repo, state, backlog)
     last = repo.incremental.extraction_totals(record.table_key, state.enablement_id).last_success_at
@@ -45,4 +60,6 @@ def table_lag(
         measured.oldest_pending_age_seconds,
         measured.last_latency_seconds,
         set_aside,
+        differences,
+        since_verify,
     )

@@ -46,6 +46,16 @@ LAG_GAUGES = (
         "Changes the lake could not take, set aside out of the changelog (never shipped).",
         "set_aside",
     ),
+    (
+        "gluon_verify_differences",
+        "Keys the table's latest gluon verify found differing between the source and the lake.",
+        "verify_differences",
+    ),
+    (
+        "gluon_verify_seconds_since",
+        "Seconds since the table's latest gluon verify.",
+        "seconds_since_verify",
+    ),
 )
 """Gauge name, help, TableLag field. A table whose figure is unknown has no sample, except
 the backlog: once read, it keeps its last value (``gluon_table_backlog_age_seconds``

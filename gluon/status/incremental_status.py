@@ -207,6 +207,7 @@ def collect_status(
             ),
             attention=status_notes(repo, record.table_key, None, None, record.user_view),
             set_aside=set_aside_changes(repo, record.table_key),
+            verified=repo.verify_runs.latest(record.table_key),
         )
     method = get_method(state.method)
     scope = None if earlier_enablements else state.enablement_id
@@ -270,6 +271,7 @@ def collect_status(
             extraction.recent_runs, f"{record.source_schema}.{record.source_table}"
         ),
         set_aside=set_aside_changes(repo, record.table_key),
+        verified=repo.verify_runs.latest(record.table_key),
     )
 
 

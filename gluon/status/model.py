@@ -17,6 +17,7 @@ from gluon.lake.stats import DeltaStats
 from gluon.locks import INTERRUPTED
 from gluon.repo.compaction import CompactionRun, CompactionStep, ObsoleteObject
 from gluon.repo.incremental import ExtractionRun
+from gluon.repo.verify_runs import VerifyRun
 from gluon.status.lag import SlotBacklog, TableLag
 
 DEFAULT_BACKLOG_THRESHOLD = 100_000
@@ -298,6 +299,8 @@ class TableStatus:
     it than the lake shows (``gluon.extract.truncation``; None: not found, or not counted)."""
     set_aside: SetAsideChanges | None = None
     """Changes set aside out of the changelog (None: none ever were)."""
+    verified: VerifyRun | None = None
+    """The latest ``gluon verify`` of the table (None: never verified)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------

@@ -19,6 +19,7 @@ from gluon.status.text import (
     oldest_pending,
     run_label,
     staging_rows,
+    verified_text,
     wal_retained,
 )
 
@@ -131,6 +132,7 @@ COLUMNS: dict[str, Getter] = {
     "snapshot": _snapshot,
     "retained_objects": lambda t: len(t.status.compaction.retained) if t.status.compaction else 0,
     "changes_set_aside": lambda t: t.status.set_aside.count if t.status.set_aside else 0,
+    "verified": lambda t: verified_text(t.status.verified) if t.status.verified else "never",
     "attention_messages": lambda t: ";".join(
         f"{finding.severity}: {finding.message}" for finding in t.findings
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gluon.lake.stats import DeltaStats
 from gluon.repo.incremental import ExtractionRun
+from gluon.repo.verify_runs import VerifyRun
 from gluon.states import MergeMode
 from gluon.status.compaction_text import compaction_lines
 from gluon.status.formatting import count, duration, failure_line, size, when
@@ -158,6 +159,8 @@ def render_status(
         lines += [*banner("Needs attention"), *(f"- {note}" for note in notes), ""]
     if status.set_aside is not None:
         lines += _set_aside(status.set_aside)
+    if status.verified is not None:
+        lines += [f"Verified: {verified_text(status.verified)}", ""]
     if status.extraction is not None:
         lines += _extraction(status, status.extraction, verbose, wal_retained_threshold_mb)
     if status.ingestion is not None:
@@ -199,6 +202,17 @@ def set_aside_summary(set_aside: SetAsideChanges) -> str:
         f"{count(set_aside.count)} change(s) the lake could not take were set aside (moved out "
         "of the changelog, never shipped): the lake may differ from the source for their keys "
         "until those rows change again (docs/operations.md, 'A change the lake cannot take')"
+    )
+
+
+def verified_text(run: VerifyRun) -> str:
+    """The latest ``gluon verify``: when, and what it found."""
+    if run.differences == 0:
+        return f"{when(run.verified_at)}, equal ({count(run.rows_compared)} rows compared)"
+    return (
+        f"{when(run.verified_at)}, {count(run.differences)} differences "
+        f"({run.missing_in_lake} missing in the lake, {run.extra_in_lake} extra in the lake, "
+        f"{run.different_values} different values; run gluon verify -t {run.table_key})"
     )
 
 

@@ -48,6 +48,7 @@ TOP_LEVEL_KEYS = [
     "nullable_keys",
     "truncation",
     "set_aside",
+    "verified",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",

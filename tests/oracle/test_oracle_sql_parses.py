@@ -234,6 +234,27 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             "runs": [(f"low_{index}", f"high_{index}") for index in range(3)],
         },
     },
+    # gluon verify --repair (gluon.verify.repair): changes written into the changelog.
+    "verify_capture_row": {
+        "composite key": {
+            "schema": "APP",
+            "table": "ORDERS",
+            "keys": ["ORDER_ID", "LINE_NO"],
+            "names": ["ORDER_ID", "LINE_NO", "AMOUNT"],
+            "log": {"schema": "APP_H", "name": "ORDERS_LOG"},
+            "sequence": {"schema": "APP_H", "name": "ORDERS_SEQ"},
+        },
+    },
+    "verify_capture_delete": {
+        "composite key": {
+            "keys": ["ORDER_ID", "LINE_NO"],
+            "log": {"schema": "APP_H", "name": "ORDERS_LOG"},
+            "sequence": {"schema": "APP_H", "name": "ORDERS_SEQ"},
+        },
+    },
+    "verify_touch_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
+    "verify_delete_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
+    # Staging lake rows for patching (gluon.patching).
     # Staging lake rows for patching (gluon.lifecycle.patching).
     "count_view_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "clear_lake_rows": {"lake rows": {"schema": "APP_H", "table": "ORDERS_LK"}},

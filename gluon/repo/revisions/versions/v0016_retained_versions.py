@@ -3,7 +3,7 @@ compaction retains of it (``--incremental-retain-obsolete-objects``, the pre-com
 snapshot) is a version of that table, recorded so status names it and vacuum keeps its files.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from gluon.repo.revisions.ddl import add_column_if_missing
 
 revision = "0016"
 # 0015 is reserved for another change: whichever merges second chains after the other.
-down_revision = "0014"
+down_revision = "0015"
 
 
 def upgrade() -> None:

@@ -1,0 +1,66 @@
+"""A verdict as one line per table, or as JSON for scripts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gluon.verify.canonical import Canonical
+from gluon.verify.compare import FIRST_KEYS
+from gluon.verify.run import Verdict
+
+KINDS = (
+    ("missing_in_lake", "missing in the lake"),
+    ("extra_in_lake", "extra in the lake"),
+    ("different_values", "different values"),
+)
+
+
+def _key_text(key: Canonical) -> str:
+    return str(key[0]) if len(key) == 1 else "(" + ", ".join(map(str, key)) + ")"
+
+
+def line(verdict: Verdict) -> str:
+    found = verdict.differences
+    moving = (
+        f" ({verdict.in_flight} keys a writer changed at every look were not settled)"
+        if verdict.in_flight
+        else ""
+    )
+    if verdict.equal:
+        return f"{verdict.table}: equal, {verdict.rows_compared} rows compared{moving}"
+    parts = []
+    for attribute, label in KINDS:
+        keys: list[Canonical] = getattr(found, attribute)
+        if keys:
+            first = ", ".join(_key_text(key) for key in keys[:FIRST_KEYS])
+            more = ", ..." if len(keys) > FIRST_KEYS else ""
+            parts.append(f"{len(keys)} {label} (keys {first}{more})")
+    return (
+        f"{verdict.table}: {found.count} differences in {verdict.rows_compared} rows "
+        f"compared: " + "; ".join(parts) + moving
+    )
+
+
+def _json_key(key: Canonical) -> list[Any]:
+    return [value if isinstance(value, int | float | str | None) else str(value) for value in key]
+
+
+def as_json(verdicts: list[Verdict]) -> str:
+    return json.dumps(
+        [
+            {
+                "table": verdict.table,
+                "equal": verdict.equal,
+                "rows_compared": verdict.rows_compared,
+                "looks": verdict.looks,
+                "in_flight": verdict.in_flight,
+                **{
+                    attribute: [_json_key(key) for key in getattr(verdict.differences, attribute)]
+                    for attribute, _ in KINDS
+                },
+            }
+            for verdict in verdicts
+        ],
+        indent=2,
+    )

@@ -1,0 +1,146 @@
+"""Verify one table at a consistent point.
+
+The lake is brought up to the source first: an extraction under the normal lock ships
+every change captured so far. The source is then read in one statement (one snapshot) and
+the lake after it; a change committed between the extraction and that snapshot shows as a
+difference, so differing keys are looked at again after another extraction and only the
+a differing key is reported once two looks in a row show it with the same rows on both
+sides (the extraction between them shipped whatever was in flight).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from gluon.config import Settings
+from gluon.errors import UsageError
+from gluon.extract.run import run_extraction
+from gluon.naming import TableRef
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.common import now
+from gluon.repo.incremental import ENABLED
+from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
+from gluon.states import TableStatus
+from gluon.verify.canonical import Canonical
+from gluon.verify.compare import Differences, diff
+from gluon.verify.pace import Pace
+from gluon.verify.sides import Shape, lake_rows, source_rows
+
+log = logging.getLogger(__name__)
+
+LOOKS = 5
+"""At most this many looks (each after an extraction) at keys a writer keeps changing."""
+
+
+@dataclass
+class Verdict:
+    """One table's result."""
+
+    table: str
+    rows_compared: int = 0
+    looks: int = 0
+    differences: Differences = field(default_factory=Differences)
+    in_flight: int = 0
+    """Keys that differed with other rows at every look (a writer keeps changing them):
+    not reported as differences, and counted so the user knows they were not settled."""
+
+    @property
+    def equal(self) -> bool:
+        return self.differences.count == 0
+
+
+def check_selection(table: str | None, every: bool) -> None:
+    """Refuse a command line that names no table, or a table and ``--all``."""
+    if every == (table is not None):
+        raise UsageError("name one table with -t SCHEMA.TABLE or every table with --all")
+
+
+def tables_to_verify(repo: Repository, table: str | None, every: bool) -> list[OffloadedTable]:
+    """The tables a command line names: one (``-t``) or every offloaded table (``--all``)."""
+    check_selection(table, every)
+    if table is not None:
+        key = TableRef.parse(table).key
+        record = repo.get_table(key)
+        if record is None:
+            raise UsageError(f"{key} is not offloaded: offload it first, or check the name")
+        return [record]
+    return [record for record in repo.list_tables() if record.status == TableStatus.OFFLOADED]
+
+
+def verify_table(
+    settings: Settings,
+    repo: Repository,
+    record: OffloadedTable,
+    max_rows_per_second: int | None = None,
+) -> Verdict:
+    """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
+    recorded in the repository)."""
+    state = repo.incremental.get_state(record.table_key)
+    enabled = state is not None and state.status == ENABLED
+    key_columns = state.key_columns if state is not None and enabled else record.primary_key
+    shape = Shape.of(record, key_columns)
+    verdict = Verdict(record.table_key)
+    previous: Differences | None = None
+    for _ in range(LOOKS):
+        if enabled:
+            run_extraction(settings, TableRef.parse(record.table_key))
+        source = source_rows(settings, repo, record, shape, Pace(max_rows_per_second))
+        lake = lake_rows(settings, repo, record, shape)
+        found = diff(source, lake)
+        verdict.looks += 1
+        verdict.rows_compared = sum(len(rows) for rows in source.values())
+        if not enabled:
+            verdict.differences = found  # nothing is captured, so nothing is in flight
+            break
+        settled = settled_keys(previous, found)
+        verdict.differences = found.only(settled)
+        verdict.in_flight = found.count - len(settled)
+        if not verdict.in_flight:
+            break
+        log.info(
+            "%s: %d keys differ, %d of them changed since the last look: looking again after "
+            "an extraction",
+            record.table_key,
+            found.count,
+            verdict.in_flight,
+        )
+        previous = found
+    for key, sides in list(verdict.differences.evidence.items())[:5]:
+        log.info("%s: key %s: %s", record.table_key, key, _detail(record, sides))
+    repo.verify_runs.record(
+        VerifyRun(
+            table_key=record.table_key,
+            verified_at=now(),
+            result=EQUAL if verdict.equal else DIFFERENT,
+            rows_compared=verdict.rows_compared,
+            missing_in_lake=len(verdict.differences.missing_in_lake),
+            extra_in_lake=len(verdict.differences.extra_in_lake),
+            different_values=len(verdict.differences.different_values),
+            in_flight=verdict.in_flight,
+        )
+    )
+    return verdict
+
+
+def settled_keys(previous: Differences | None, found: Differences) -> set[Canonical]:
+    """The differing keys whose rows on both sides are the same as at the previous look: the
+    extraction between shipped whatever was in flight, so these differences are real."""
+    if previous is None:
+        return set()
+    return {key for key, rows in found.evidence.items() if previous.evidence.get(key) == rows}
+
+
+def _detail(record: OffloadedTable, sides: tuple[list[Canonical] | None, ...]) -> str:
+    """What differs for one key, for the log: the columns whose values differ."""
+    source_side, lake_side = sides
+    if not source_side or not lake_side:
+        return "missing in the lake" if source_side else "extra in the lake"
+    if len(source_side) != 1 or len(lake_side) != 1:
+        return f"{len(source_side)} source rows, {len(lake_side)} lake rows"
+    names = [column.view_name for column in record.columns]
+    return "; ".join(
+        f"{name}: source {ours!r:.200}, lake {theirs!r:.200}"
+        for name, ours, theirs in zip(names, source_side[0], lake_side[0], strict=True)
+        if ours != theirs
+    )

@@ -1,0 +1,3 @@
+-- case: one key
+DELETE FROM APP.ORDERS
+WHERE ORDER_ID = :k0

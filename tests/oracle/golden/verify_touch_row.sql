@@ -1,0 +1,4 @@
+-- case: one key
+UPDATE APP.ORDERS
+SET ORDER_ID = ORDER_ID
+WHERE ORDER_ID = :k0
