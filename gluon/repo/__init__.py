@@ -25,8 +25,8 @@ from gluon.repo.incremental import ENABLED, IncrementalRepository, IncrementalSt
 from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
 from gluon.repo.set_aside import SetAsideChanges
-from gluon.reuse import kept
 from gluon.repo.verify_runs import VerifyRuns
+from gluon.reuse import kept
 from gluon.schema import Column, PartitionColumn, TableSpec
 
 log = logging.getLogger(__name__)
