@@ -177,8 +177,9 @@ def _drive_per_run(
         time.sleep(0.05)
 
 
-def _lags(home: Path, names: list[str]) -> list[float]:
-    """Seconds from each shipped change's write to the finish of the run that shipped it."""
+def change_lags(home: Path, names: list[str]) -> list[float]:
+    """Seconds from each shipped change's write to the finish of the run that shipped it
+    (changes of a run not finished yet are left out)."""
     os.environ["OFFLOAD_HOME"] = str(home)
     from gluon.api import Repository, load_settings, read_delta
 
@@ -199,7 +200,8 @@ def _lags(home: Path, names: list[str]) -> list[float]:
             changes.column("gl_extraction_id").to_pylist(),
             strict=True,
         ):
-            lags.append(finished[run] - written)
+            if run in finished:
+                lags.append(finished[run] - written)
     return lags
 
 
@@ -229,7 +231,7 @@ def measure(
     drained = time.monotonic() - started
     stop.set()
     driver.join()
-    lags = sorted(_lags(home, names))
+    lags = sorted(change_lags(home, names))
     return {
         "mode": mode,
         "tables": len(names),

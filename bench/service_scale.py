@@ -25,7 +25,6 @@ Prints one JSON object and writes it to ``--out``. Not part of the test command.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import re
@@ -40,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import BIN, ROOT
+from bench.service import change_lags
 
 WRITE_BATCH = 5
 SAMPLE_SECONDS = 1.0
@@ -199,34 +199,6 @@ def _repository_runs(home: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM extraction_runs").fetchone()[0])
 
 
-def _lags(home: Path, names: list[str]) -> list[float]:
-    """Seconds from each shipped change's write to the finish of the run that shipped it
-    (changes of a run not finished yet are left out)."""
-    os.environ["OFFLOAD_HOME"] = str(home)
-    from gluon.api import Repository, load_settings, read_delta
-
-    repo = Repository(load_settings().repo_url)
-    lags: list[float] = []
-    for name in names:
-        key = f"APP.{name.upper()}"
-        state = repo.incremental.get_state(key)
-        assert state is not None
-        finished = {
-            run.id: run.finished_at.replace(tzinfo=dt.UTC).timestamp()
-            for run in repo.incremental.extraction_runs(key, limit=100_000)
-            if run.finished_at is not None
-        }
-        changes = read_delta(state.delta_path, columns=["written_at", "gl_extraction_id"])
-        for written, run in zip(
-            changes.column("written_at").to_pylist(),
-            changes.column("gl_extraction_id").to_pylist(),
-            strict=True,
-        ):
-            if run in finished:
-                lags.append(finished[run] - written)
-    return lags
-
-
 def _percentile(values: list[float], fraction: float) -> float | None:
     if not values:
         return None
@@ -309,7 +281,7 @@ def measure(
         give_up = time.monotonic() + 600
         lags: list[float] = []
         while time.monotonic() < give_up:
-            lags = _lags(home, deferred)
+            lags = change_lags(home, deferred)
             if len(lags) >= expected:
                 break
             time.sleep(2)
