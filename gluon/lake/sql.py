@@ -373,6 +373,12 @@ def create_view(name: str, select: str, column_names: Sequence[str] | None = Non
     return f"CREATE OR REPLACE VIEW {quote(name)}{listed} AS {select}"
 
 
+def view_statement(quoted_name: str, select: str) -> str:
+    """``CREATE OR REPLACE VIEW name AS select;`` for a script, the name already quoted for
+    the engine that runs it (``gluon views``, any dialect)."""
+    return f"CREATE OR REPLACE VIEW {quoted_name} AS\n{select};"
+
+
 def select_columns(columns: Sequence[str], source: str, *, where: str | None = None) -> str:
     """``SELECT <columns> FROM source [WHERE ...]`` for column names and a catalog name."""
     text = select_expressions(quote(source), [quote_part(c) for c in columns])

@@ -135,11 +135,11 @@ def _merged(record: OffloadedTable, state: IncrementalState) -> str:
 
 def _columns_of(record: OffloadedTable, source: str) -> str:
     """The table's columns of ``source`` (a relation) under their user names."""
-    listed = ", ".join(
+    renamed = [
         f"{sql.quote_part(column.lake_name)} AS {sql.quote_part(column.view_name)}"
         for column in record.columns
-    )
-    return f"SELECT {listed} FROM {source}"
+    ]
+    return sql.select_expressions(source, renamed)
 
 
 def _transpiled(
@@ -209,5 +209,5 @@ def render_script(views: list[ExportedView], dialect: str) -> str:
             lines.append(f"-- {target.relation(name, folder)} <- {folder}")
         schema, _, table = view.view.partition(".")  # a user name may hold spaces
         name = sqlglot.exp.table_(table, db=schema, quoted=True).sql(dialect=target.sqlglot)
-        lines.append(f"CREATE OR REPLACE VIEW {name} AS\n{view.select};")
+        lines.append(sql.view_statement(name, view.select))
     return "\n".join(lines)
