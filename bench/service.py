@@ -42,7 +42,8 @@ def _env(home: Path) -> dict[str, str]:
     return {**os.environ, "OFFLOAD_HOME": str(home), "PYTHONPATH": str(ROOT)}
 
 
-def _prepare(url: str, home: Path, names: list[str]) -> None:
+def create_tables(url: str, names: list[str]) -> None:
+    """``app.<name>`` for each name: 100 rows, a key and the write time of each row."""
     import sqlalchemy as sa
 
     engine = sa.create_engine(url)
@@ -59,6 +60,10 @@ def _prepare(url: str, home: Path, names: list[str]) -> None:
                 sa.text(f"INSERT INTO app.{name} (v) SELECT g FROM generate_series(1, 100) g")
             )
     engine.dispose()
+
+
+def _prepare(url: str, home: Path, names: list[str]) -> None:
+    create_tables(url, names)
     for name in names:
         done = subprocess.run(
             [

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import BIN, ROOT
-from bench.service import change_lags
+from bench.service import change_lags, create_tables
 
 WRITE_BATCH = 5
 SAMPLE_SECONDS = 1.0
@@ -58,22 +58,7 @@ def merge_mode_of(number: int) -> str:
 
 
 def _prepare(url: str, home: Path, names: list[str]) -> None:
-    import sqlalchemy as sa
-
-    engine = sa.create_engine(url)
-    with engine.begin() as db:
-        db.execute(sa.text("CREATE SCHEMA IF NOT EXISTS app"))
-        for name in names:
-            db.execute(
-                sa.text(
-                    f"CREATE TABLE app.{name} (id BIGSERIAL PRIMARY KEY, v INTEGER, "
-                    "written_at DOUBLE PRECISION DEFAULT extract(epoch FROM clock_timestamp()))"
-                )
-            )
-            db.execute(
-                sa.text(f"INSERT INTO app.{name} (v) SELECT g FROM generate_series(1, 100) g")
-            )
-    engine.dispose()
+    create_tables(url, names)
     os.environ["OFFLOAD_HOME"] = str(home)
     from support.cli import run_cli  # in this process: one start-up for every table
 
