@@ -27,6 +27,8 @@ def line(verdict: Verdict) -> str:
         if verdict.in_flight
         else ""
     )
+    if verdict.locked is not None:
+        return f"{verdict.table}: not verified: {verdict.locked}"
     if verdict.equal:
         return f"{verdict.table}: equal, {verdict.rows_compared} rows compared{moving}"
     parts = []
@@ -55,6 +57,7 @@ def as_json(verdicts: list[Verdict]) -> str:
                 "rows_compared": verdict.rows_compared,
                 "looks": verdict.looks,
                 "in_flight": verdict.in_flight,
+                "locked": verdict.locked,
                 **{
                     attribute: [_json_key(key) for key in getattr(verdict.differences, attribute)]
                     for attribute, _ in KINDS

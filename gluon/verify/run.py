@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 
 from gluon.config import Settings
-from gluon.errors import UsageError
+from gluon.errors import ExitCode, UsageError
 from gluon.extract.run import run_extraction
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
@@ -44,10 +44,12 @@ class Verdict:
     in_flight: int = 0
     """Keys that differed with other rows at every look (a writer keeps changing them):
     not reported as differences, and counted so the user knows they were not settled."""
+    locked: str | None = None
+    """Why the table was not verified (another command holds its lock), for ``--all``."""
 
     @property
     def equal(self) -> bool:
-        return self.differences.count == 0
+        return self.locked is None and self.differences.count == 0
 
 
 def check_selection(table: str | None, every: bool) -> None:
@@ -121,6 +123,15 @@ def verify_table(
         )
     )
     return verdict
+
+
+def exit_code(verdicts: list[Verdict]) -> ExitCode:
+    """Differences outrank a locked table (1 > 3 > 0): a difference found is the news."""
+    if any(verdict.locked is None and not verdict.equal for verdict in verdicts):
+        return ExitCode.ERROR
+    if any(verdict.locked is not None for verdict in verdicts):
+        return ExitCode.LOCKED
+    return ExitCode.OK
 
 
 def settled_keys(previous: Differences | None, found: Differences) -> set[Canonical]:

@@ -275,3 +275,47 @@ def test_a_partially_offloaded_table_is_compared_on_its_offloaded_part(
     assert offloaded.exit_code == 0, offloaded.stderr
     code, verdict = _verify(run_cli, source)
     assert (code, verdict["rows_compared"]) == (0, 4)
+
+
+def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--all verifies every table even when one is held by an extraction; exit codes by
+    precedence: 1 differences > 3 locked > 0 equal."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=5)
+    enable(run_cli, source, "CHANGELOG")
+    with source.engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE other (id INTEGER PRIMARY KEY, name TEXT)"))
+        db.execute(sa.text("INSERT INTO other VALUES (1, 'a'), (2, 'b'), (3, 'c')"))
+    offloaded = run_cli("offload", "-t", "main.other", "-x")
+    assert offloaded.exit_code == 0, offloaded.stderr
+    extraction = ("-t", source.table, "-x", "--incremental-run-extraction")
+    with PausedCommand(tmp_path, "extract.before_repository_update", *extraction) as held:
+        held.wait_for_lock("MAIN.ITEMS", "extraction")
+        locked = run_cli("gluon", "verify", "--all")
+        assert locked.exit_code == 3, locked.stdout + locked.stderr
+        lines = locked.stdout.strip().splitlines()
+        assert lines[1:] == ["MAIN.OTHER: equal, 3 rows compared"], lines
+        assert lines[0].startswith("MAIN.ITEMS: not verified: "), lines
+        with source.engine.begin() as db:
+            db.execute(sa.text("UPDATE other SET name = 'changed' WHERE id = 2"))
+        differing = run_cli("gluon", "verify", "--all", "--json")
+        assert differing.exit_code == 1, differing.stdout + differing.stderr
+        items, other = json.loads(differing.stdout)
+        assert (items["table"], items["equal"], items["locked"] is not None) == (
+            "MAIN.ITEMS",
+            False,
+            True,
+        )
+        assert (other["table"], other["different_values"], other["locked"]) == (
+            "MAIN.OTHER",
+            [[2]],
+            None,
+        )
+    assert held.returncode == 0, held.stderr
+    assert run_cli("gluon", "verify", "--all").exit_code == 1  # other still differs
