@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from gluon.config import Settings
 from gluon.errors import ExitCode, UsageError
 from gluon.extract.run import run_extraction
+from gluon.methods.base import get_method
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
@@ -44,6 +45,10 @@ class Verdict:
     in_flight: int = 0
     """Keys that differed with other rows at every look (a writer keeps changing them):
     not reported as differences, and counted so the user knows they were not settled."""
+    method: str | None = None
+    """The extraction method, when it allows lake-only rows."""
+    lake_only: list[Canonical] = field(default_factory=list)
+    """Keys only the lake holds where the method allows it (data patching): not errors."""
     locked: str | None = None
     """Why the table was not verified (another command holds its lock), for ``--all``."""
 
@@ -108,6 +113,11 @@ def verify_table(
             verdict.in_flight,
         )
         previous = found
+    if state is not None and enabled and get_method(state.method).keeps_lake_only_rows:
+        verdict.method = state.method
+        verdict.lake_only = verdict.differences.extra_in_lake
+        kept = set(verdict.differences.evidence) - set(verdict.lake_only)
+        verdict.differences = verdict.differences.only(kept)
     for key, sides in list(verdict.differences.evidence.items())[:5]:
         log.info("%s: key %s: %s", record.table_key, key, _detail(record, sides))
     repo.verify_runs.record(

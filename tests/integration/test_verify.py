@@ -5,6 +5,7 @@ through deltalake, both merge modes)."""
 from __future__ import annotations
 
 import json
+import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from support.incremental import (
     workload_for,
 )
 from support.locking import PausedCommand
+from support.patching import SalesTable, sales_rows
 from support.shape_matrix import SourceDb, sqlite_url
 from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
 from typer.testing import Result
@@ -38,8 +40,10 @@ from gluon.status.incremental_status import ChangelogCounter
 MODES = ["--incremental-merge-mode=DEFERRED", "--incremental-merge-mode=IMMEDIATE"]
 
 
-def _verify(run_cli: Callable[..., Result], source: Source) -> tuple[int, dict[str, object]]:
-    result = run_cli("gluon", "verify", "-t", source.table, "--json")
+def _verify(
+    run_cli: Callable[..., Result], source: Source, table: str | None = None
+) -> tuple[int, dict[str, object]]:
+    result = run_cli("gluon", "verify", "-t", table or source.table, "--json")
     assert result.exit_code in (0, 1), result.stderr
     [verdict] = json.loads(result.stdout)
     return result.exit_code, verdict
@@ -319,3 +323,50 @@ def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
         )
     assert held.returncode == 0, held.stderr
     assert run_cli("gluon", "verify", "--all").exit_code == 1  # other still differs
+
+
+@pytest.mark.parametrize("method", ["UPDATABLE", "UPDATABLE_CHANGELOG", "UPDATABLE_INSERT"])
+def test_rows_only_the_lake_holds_through_an_updatable_method_are_lake_only_not_errors(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+) -> None:
+    """A row added through the updatable view and a row gone from the source are lake-only
+    (exit 0); a value changed by hand in the Delta table is still a difference."""
+    sales = SalesTable("sqlite", sqlite_url(tmp_path), "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", sales.url)
+    sales.create(sales_rows(random.Random(SEED), 6))
+    sales.enable(run_cli, method)
+    sales.insert(sales.view, sales_rows(random.Random(SEED), 1, first_key=100))
+    sales.dropped_from_source([3])
+    sales.extract(run_cli)
+    code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
+    assert code == 0, verdict
+    assert (verdict["lake_only"], verdict["extra_in_lake"]) == ([[100], [3]], [])
+    text = run_cli("gluon", "verify", "-t", sales.table)
+    assert text.stdout.strip() == (
+        "MAIN.SALES: equal, 5 rows compared; 2 rows only in the lake, as the method "
+        "UPDATABLE* allows (keys 100, 3)".replace("UPDATABLE*", method)
+    )
+    record = Repository(load_settings().repo_url).get_table("MAIN.SALES")
+    assert record is not None
+    DeltaTable(record.base_path).update(updates={"region": "'tampered'"}, predicate="id = 2")
+    code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
+    assert (code, verdict["different_values"], verdict["lake_only"]) == (1, [[2]], [[100], [3]])
+
+
+def test_a_row_only_the_lake_holds_is_an_error_for_a_method_without_patching(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sales = SalesTable("sqlite", sqlite_url(tmp_path), "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", sales.url)
+    sales.create(sales_rows(random.Random(SEED), 6))
+    sales.enable(run_cli, "CHANGELOG")
+    sales.dropped_from_source([3])
+    code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
+    assert (code, verdict["extra_in_lake"], verdict["lake_only"]) == (1, [[3]], [])
