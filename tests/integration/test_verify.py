@@ -4,6 +4,7 @@ through deltalake, both merge modes)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import random
 import threading
@@ -370,3 +371,78 @@ def test_a_row_only_the_lake_holds_is_an_error_for_a_method_without_patching(
     sales.dropped_from_source([3])
     code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
     assert (code, verdict["extra_in_lake"], verdict["lake_only"]) == (1, [[3]], [])
+
+
+def _rewrite_lake_row(path: str, key: int, change: Callable[[pa.Table], pa.Table]) -> None:
+    """Replace the base table's row ``key`` by ``change(row)`` (delete, then append)."""
+    rows = DeltaTable(path).to_pyarrow_table()
+    row = change(rows.filter(pc.equal(rows["id"], key)))
+    DeltaTable(path).delete(f"id = {key}")
+    write_deltalake(path, row, mode="append")
+
+
+def _set(row: pa.Table, name: str, value: object) -> pa.Table:
+    index = row.schema.get_field_index(name)
+    return row.set_column(index, name, pa.array([value], row[name].type))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_verify_finds_subtle_tampering_an_empty_string_a_shifted_zone_a_duplicate_key(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """A NULL turned into '' (id 2), a timestamp shifted by a zone's hour (id 4), a key
+    appended twice (id 6), in the base table: exactly those keys differ; --repair fixes them."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=8)
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"UPDATE {source.table} SET name = NULL WHERE id = 2"))
+        db.execute(
+            sa.text(f"UPDATE {source.table} SET updated = '2026-03-29 01:30:00' WHERE id = 4")
+        )
+    enable(run_cli, source, "CHANGELOG", mode)
+    assert _verify(run_cli, source)[0] == 0
+    path = _base_path(source)
+    _rewrite_lake_row(path, 2, lambda row: _set(row, "name", ""))
+    shifted = dt.datetime(2026, 3, 29, 2, 30)
+    _rewrite_lake_row(path, 4, lambda row: _set(row, "updated", shifted))
+    rows = DeltaTable(path).to_pyarrow_table()
+    write_deltalake(path, rows.filter(pc.equal(rows["id"], 6)), mode="append")
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["different_values"]) == (1, [[2], [4], [6]]), verdict
+    assert (verdict["missing_in_lake"], verdict["extra_in_lake"]) == ([], [])
+    repaired = run_cli("gluon", "verify", "-t", source.table, "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_a_partial_offloads_excluded_rows_are_not_differences_but_a_copy_of_one_in_the_lake_is(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=10)
+    offloaded = run_cli(
+        "offload", "-t", source.table, "-x", "--offload-predicate=column(id) <= numeric(4)"
+    )
+    assert offloaded.exit_code == 0, offloaded.stderr
+    with source.engine.begin() as db:  # rows the lake does not hold change freely
+        db.execute(sa.text(f"UPDATE {source.table} SET name = 'later' WHERE id > 4"))
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["rows_compared"]) == (0, 4)
+    with source.engine.connect() as db:
+        excluded = (
+            db.execute(sa.text(f"SELECT * FROM {source.table} WHERE id = 7")).mappings().one()
+        )
+    path = _base_path(source)
+    rows = DeltaTable(path).to_pyarrow_table()
+    copy = rows.filter(pc.equal(rows["id"], 1))
+    write_deltalake(path, _set(_set(copy, "id", 7), "name", excluded["name"]), mode="append")
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["extra_in_lake"]) == (1, [[7]]), verdict
