@@ -446,3 +446,28 @@ def test_a_partial_offloads_excluded_rows_are_not_differences_but_a_copy_of_one_
     write_deltalake(path, _set(_set(copy, "id", 7), "name", excluded["name"]), mode="append")
     code, verdict = _verify(run_cli, source)
     assert (code, verdict["extra_in_lake"]) == (1, [[7]]), verdict
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_a_table_whose_source_gained_a_column_is_verified_on_the_columns_the_lake_has(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create(rows=6)
+    enable(run_cli, source, "CHANGELOG", mode)
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"ALTER TABLE {source.table} ADD COLUMN extra VARCHAR(10)"))
+        db.execute(sa.text(f"UPDATE {source.table} SET extra = 'x', name = 'new' WHERE id = 2"))
+    code, verdict = _verify(run_cli, source)  # its extraction ships the change to id 2
+    assert (code, verdict["rows_compared"], verdict["looks"]) == (0, 6, 1), verdict
+    _rewrite_lake_row(_base_path(source), 2, lambda row: _set(row, "name", "old"))
+    code, verdict = _verify(run_cli, source)
+    if mode.endswith("IMMEDIATE"):  # the base holds the latest state
+        assert (code, verdict["different_values"]) == (1, [[2]]), verdict
+    else:  # the view shows id 2 from the shipped change, over the base
+        assert code == 0, verdict
