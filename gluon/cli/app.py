@@ -29,6 +29,9 @@ from gluon.repo import OffloadedTable, Repository
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
 PROGRAM = "gluon"
+DEFAULT_LOCK_WAIT_SECONDS = 30.0
+"""How long ``gluon verify`` waits for a running extraction of the table (they take
+seconds) before it reports the table locked."""
 
 
 @app.callback()
@@ -173,6 +176,16 @@ def verify(
             help="Read the source no faster than this (the application keeps its share).",
         ),
     ] = None,
+    lock_wait: Annotated[
+        float,
+        typer.Option(
+            "--lock-wait",
+            min=0,
+            metavar="SECONDS",
+            help="While another command holds a table's extraction lock, try again for up to "
+            "this long before reporting it locked.",
+        ),
+    ] = DEFAULT_LOCK_WAIT_SECONDS,
     json_output: JsonOption = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
@@ -196,7 +209,7 @@ def verify(
         verdicts = []
 
         def verify_one(record: OffloadedTable) -> Verdict:
-            verdict = verify_table(settings, repo, record, max_rows_per_second)
+            verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait)
             if repair_keys and not verdict.equal:
                 if not json_output:
                     stdout.print(line(verdict), markup=False)
@@ -208,7 +221,7 @@ def verify(
                         "verifying again",
                         markup=False,
                     )
-                verdict = verify_table(settings, repo, record, max_rows_per_second)
+                verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait)
             return verdict
 
         for record in records:

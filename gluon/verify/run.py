@@ -11,10 +11,11 @@ sides (the extraction between them shipped whatever was in flight).
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from gluon.config import Settings
-from gluon.errors import ExitCode, UsageError
+from gluon.errors import ExitCode, LockHeldError, UsageError
 from gluon.extract.run import run_extraction
 from gluon.methods.base import get_method
 from gluon.naming import TableRef
@@ -30,6 +31,8 @@ from gluon.verify.sides import Shape, lake_rows, source_rows
 
 log = logging.getLogger(__name__)
 
+LOCK_POLL_SECONDS = 1.0
+"""How often verify tries the extraction lock again while ``--lock-wait`` lasts."""
 LOOKS = 5
 """At most this many looks (each after an extraction) at keys a writer keeps changing."""
 
@@ -80,6 +83,7 @@ def verify_table(
     repo: Repository,
     record: OffloadedTable,
     max_rows_per_second: int | None = None,
+    lock_wait_seconds: float = 0.0,
 ) -> Verdict:
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
     recorded in the repository)."""
@@ -91,7 +95,7 @@ def verify_table(
     previous: Differences | None = None
     for _ in range(LOOKS):
         if enabled:
-            run_extraction(settings, TableRef.parse(record.table_key))
+            extract_waiting(settings, record.table_key, lock_wait_seconds)
         source = source_rows(settings, repo, record, shape, Pace(max_rows_per_second))
         lake = lake_rows(settings, repo, record, shape)
         found = diff(source, lake)
@@ -133,6 +137,25 @@ def verify_table(
         )
     )
     return verdict
+
+
+def extract_waiting(settings: Settings, table_key: str, wait_seconds: float) -> None:
+    """Run an extraction; while another command holds the table's lock, try again for up to
+    ``wait_seconds`` (a running extraction usually ends within seconds).
+
+    Raises:
+        LockHeldError: the lock is still held after ``wait_seconds``.
+    """
+    give_up = time.monotonic() + wait_seconds
+    while True:
+        try:
+            run_extraction(settings, TableRef.parse(table_key))
+            return
+        except LockHeldError:
+            if time.monotonic() >= give_up:
+                raise
+            log.info("%s is locked: trying again in %.0fs", table_key, LOCK_POLL_SECONDS)
+            time.sleep(LOCK_POLL_SECONDS)
 
 
 def exit_code(verdicts: list[Verdict]) -> ExitCode:

@@ -22,6 +22,7 @@ from support.incremental import (
     enable,
     extract,
     postgres_source,
+    run_offload_process,
     sqlite_source,
     workload_for,
 )
@@ -48,6 +49,11 @@ def _verify(
     assert result.exit_code in (0, 1), result.stderr
     [verdict] = json.loads(result.stdout)
     return result.exit_code, verdict
+
+
+def _log_says(text: str) -> bool:
+    """Whether a gluon verify log file (of this test's home) holds ``text``."""
+    return any(text in path.read_text() for path in load_settings().log_dir.glob("gluon_verify*"))
 
 
 def _base_path(source: Source) -> str:
@@ -144,18 +150,26 @@ def test_verify_finds_exactly_the_keys_broken_in_the_lake_and_the_source(
     ]
 
 
-def test_verify_reports_no_difference_while_a_writer_runs(
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_verify_reports_no_difference_while_a_writer_and_extractions_run(
     source: Source,
     offload_home: Path,
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
+    mode: str,
 ) -> None:
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
     workload = workload_for(source, "CHANGELOG", SEED)
     workload.create(rows=12)
-    enable(run_cli, source, "CHANGELOG")
+    enable(run_cli, source, "CHANGELOG", mode)
     stop = threading.Event()
     rounds = 0
+    extractions: list[int] = []
+
+    def extract_repeatedly() -> None:  # a cron line's extractions, in processes of their own
+        while not stop.is_set():
+            ran = run_offload_process("-t", source.table, "-x", "--incremental-run-extraction")
+            extractions.append(ran.returncode)
 
     def write() -> None:
         nonlocal rounds
@@ -164,14 +178,17 @@ def test_verify_reports_no_difference_while_a_writer_runs(
             rounds += 1
             stop.wait(0.02)  # an application's pace, not a tight loop
 
-    writer = threading.Thread(target=write)
-    writer.start()
+    threads = [threading.Thread(target=write), threading.Thread(target=extract_repeatedly)]
+    for thread in threads:
+        thread.start()
     try:
         verdicts = [_verify(run_cli, source) for _ in range(2)]
     finally:
         stop.set()
-        writer.join()
+        for thread in threads:
+            thread.join()
     assert rounds > 0, "the writer never ran during verify"
+    assert extractions and set(extractions) <= {0, 3}, extractions  # 3: verify's own held it
     assert [code for code, _ in verdicts] == [0, 0], verdicts
 
 
@@ -234,10 +251,21 @@ def test_verify_exits_3_while_an_extraction_holds_the_table(
     extraction = ("-t", source.table, "-x", "--incremental-run-extraction")
     with PausedCommand(tmp_path, "extract.before_repository_update", *extraction) as held:
         held.wait_for_lock("MAIN.ITEMS", "extraction")
-        refused = run_cli("gluon", "verify", "-t", source.table)
+        refused = run_cli("gluon", "verify", "-t", source.table, "--lock-wait", "0")
+        waited: list[Result] = []
+        waiting = threading.Thread(
+            target=lambda: waited.append(
+                run_cli("gluon", "verify", "-t", source.table, "--lock-wait", "120")
+            )
+        )
+        waiting.start()
+        held.wait_until(lambda: _log_says("is locked: trying again"), "verify waits")
+    waiting.join()
     assert held.returncode == 0, held.stderr
     assert refused.exit_code == 3, refused.stdout + refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    [after] = waited  # the extraction ended, the lock was free, the verify went on
+    assert after.exit_code == 0, after.stdout + after.stderr
 
 
 @pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
@@ -302,14 +330,14 @@ def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
     extraction = ("-t", source.table, "-x", "--incremental-run-extraction")
     with PausedCommand(tmp_path, "extract.before_repository_update", *extraction) as held:
         held.wait_for_lock("MAIN.ITEMS", "extraction")
-        locked = run_cli("gluon", "verify", "--all")
+        locked = run_cli("gluon", "verify", "--all", "--lock-wait", "0")
         assert locked.exit_code == 3, locked.stdout + locked.stderr
         lines = locked.stdout.strip().splitlines()
         assert lines[1:] == ["MAIN.OTHER: equal, 3 rows compared"], lines
         assert lines[0].startswith("MAIN.ITEMS: not verified: "), lines
         with source.engine.begin() as db:
             db.execute(sa.text("UPDATE other SET name = 'changed' WHERE id = 2"))
-        differing = run_cli("gluon", "verify", "--all", "--json")
+        differing = run_cli("gluon", "verify", "--all", "--json", "--lock-wait", "0")
         assert differing.exit_code == 1, differing.stdout + differing.stderr
         items, other = json.loads(differing.stdout)
         assert (items["table"], items["equal"], items["locked"] is not None) == (
