@@ -151,8 +151,8 @@ def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOptio
 @app.command(
     help=(
         "Compare an offloaded table in the lake with its source, key by key, after an "
-        "extraction; exit 0 equal, 1 differences, 2 usage, 3 locked (--all verifies "
-        "the other tables first; 1 outranks 3)."
+        "extraction; exit 0 equal, 1 differences, 2 usage, 3 locked (--all goes on past "
+        "a locked table; 1 outranks 3)."
     )
 )
 def verify(
