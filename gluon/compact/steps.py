@@ -21,6 +21,7 @@ from gluon.faults import fault_point, fault_raise
 from gluon.lake import publish, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.naming import retained_base_table, stable_base_path
+from gluon.repo import Repository
 from gluon.repo.common import now
 from gluon.repo.compaction import WAITING
 
@@ -327,13 +328,19 @@ def vacuum(context: CompactionContext) -> str:
 
 def retained_versions(context: CompactionContext) -> list[int]:
     """Versions of the base table recorded as retained (their files must outlive vacuum)."""
+    return retained_base_versions(context.repo, context.record.table_key, context.record.base_path)
+
+
+def retained_base_versions(repo: Repository, table_key: str, base_path: str) -> list[int]:
+    """Versions of the Delta table at ``base_path`` recorded as retained for ``table_key``
+    (a vacuum of the base, DEFERRED or IMMEDIATE, keeps their files)."""
     return sorted(
         {
             item.delta_version
-            for item in context.repo.compaction.retained(context.record.table_key)
+            for item in repo.compaction.retained(table_key)
             if item.delta_version is not None
             and item.location is not None
-            and tables.same_location(item.location, context.record.base_path)
+            and tables.same_location(item.location, base_path)
         }
     )
 

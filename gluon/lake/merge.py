@@ -392,14 +392,17 @@ def recent_merges(base_path: str, limit: int = 5) -> list[MergeCommit]:
     return commits[:limit]
 
 
-def compact_and_vacuum(base_path: str, retention_hours: float) -> tuple[int, int]:
+def compact_and_vacuum(
+    base_path: str, retention_hours: float, keep_versions: Sequence[int] = ()
+) -> tuple[int, int]:
     """Rewrite the base table's small files into bigger ones and remove files no version
-    within ``retention_hours`` reads; return (files rewritten, files removed)."""
+    within ``retention_hours`` reads, nor any of ``keep_versions`` (retained base versions,
+    as a DEFERRED compaction's vacuum keeps them); return (files rewritten, files removed)."""
     from deltalake import DeltaTable
 
     table: DeltaTable = DeltaTable(base_path)
     metrics = table.optimize.compact()
-    removed = DeltaTable(base_path).vacuum(
-        retention_hours=int(retention_hours), enforce_retention_duration=False, dry_run=False
+    removed = storage.vacuum(
+        base_path, retention_hours=retention_hours, keep_versions=keep_versions
     )
-    return int(metrics.get("numFilesRemoved", 0)), len(removed)
+    return int(metrics.get("numFilesRemoved", 0)), removed
