@@ -289,9 +289,10 @@ def drop_obsolete(context: CompactionContext) -> str:
     for stage in staged_tables(context):
         if storage.remove_table(stage):
             dropped.append(f"staging table {stage}")
-    if context.run.progress.get("staged_base"):
-        # Its data files are now the base table's; only the stage's own log goes.
-        publish.remove_stage_log(str(context.run.progress["staged_base"]))
+    for published_stage in ("staged_base", "staged_partitions"):
+        if context.run.progress.get(published_stage):
+            # Its data files are now the base table's; only the stage's own log goes.
+            publish.remove_stage_log(str(context.run.progress[published_stage]))
     if retain:
         # Copied to a Delta table of their own before the delete below: queryable by name,
         # and it outlives the delta table (which disable drops). Copied once: a re-run after
