@@ -426,10 +426,11 @@ class _AppendToDeltaTable:
 
     def ship(self, changes: pa.Table) -> int:
         """Append ``changes`` not yet in the lake in one commit; return how many."""
-        session = self.lake()
         return int(
             retry_commit(
-                partial(_append, session, self.feed, self.record, self.state, self.result, changes)
+                partial(
+                    _append, self.lake, self.feed, self.record, self.state, self.result, changes
+                )
             )
         )
 
@@ -526,7 +527,7 @@ class _MergeImmediately:
 
 
 def _append(
-    session: LakeSession,
+    lake: Callable[[], LakeSession],
     feed: ChangeFeed,
     record: OffloadedTable,
     state: IncrementalState,
@@ -538,7 +539,7 @@ def _append(
     Idempotent, so a lost commit race can retry it: the check runs again, since a commit
     that raced a compaction's delete may have landed before its error came back.
     """
-    skip = _shipped_before(session, feed, state, changes)
+    skip = _shipped_before(lake, feed, state, changes)
     fresh = changes.num_rows if skip is None else skip.fresh
     if fresh:
         # The highest gl_seq of the batch: a change an interrupted run shipped already was
@@ -546,6 +547,7 @@ def _append(
         feed.shipping(changes)
     if result.screen is not None:
         # The screen looks at the rows themselves: the engine filters them first.
+        session = lake()
         if skip is not None:
             changes = without_shipped(session, record.columns, changes, skip.batch)
             skip = None
@@ -558,7 +560,7 @@ def _append(
     fault_point("extract.before_delta_commit")
     if fresh:
         append_changes(
-            session,
+            lake,
             state.delta_path,
             record.columns,
             changes,
@@ -578,7 +580,7 @@ class _Resent:
 
 
 def _shipped_before(
-    session: LakeSession, feed: ChangeFeed, state: IncrementalState, changes: pa.Table
+    lake: Callable[[], LakeSession], feed: ChangeFeed, state: IncrementalState, changes: pa.Table
 ) -> _Resent | None:
     """Which changes of ``changes`` a previous, interrupted run already committed to the lake
     (None: none of them).
@@ -605,7 +607,7 @@ def _shipped_before(
     if low > _highest_ever_shipped(feed, state):
         return None  # the usual case after a table's first batch, proved without the engine
     batch = BatchRange(state.delta_table, low, high, state.view_min_partition)
-    runs = shipped_by_run(session, batch, seqs.combine_chunks())
+    runs = shipped_by_run(lake(), batch, seqs.combine_chunks())
     if not runs:
         return None
     unconfirmed = feed.repo.incremental.unconfirmed_extractions(state.table_key)
