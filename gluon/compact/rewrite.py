@@ -22,7 +22,7 @@ from typing import Any
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
-from gluon.lake import publish, sql, storage, tables
+from gluon.lake import compact_merge, publish, sql, storage, tables
 from gluon.methods.base import ViewKind
 from gluon.naming import LakeNames, TableRef, lake_names, stable_base_path
 from gluon.schema import lake_column
@@ -148,6 +148,9 @@ def _listed_partitions(context: CompactionContext, template: str) -> str:
 
 def compact_in_place(context: CompactionContext) -> str:
     """Rewrite only the base partitions that hold or receive changed keys."""
+    merged = _merge_without_engine(context)
+    if merged is not None:
+        return merged
     if not context.record.partitioning:
         stage_name, stage_path = _load_table(context, "compacted")
         if "staged" not in context.run.progress:
@@ -204,6 +207,34 @@ def compact_in_place(context: CompactionContext) -> str:
     )
     fault_point("compact.after_partition")
     return f"{count} partitions rewritten in one commit"
+
+
+def _merge_without_engine(context: CompactionContext) -> str | None:
+    """A merging method's changes merged by deltalake in one commit, without the engine
+    (``gluon.lake.compact_merge``); None when the engine compacts: a TRUNCATE to apply, a
+    copy to retain, a run already begun the engine's way, or rows only the engine derives.
+    """
+    progress = context.run.progress
+    if (
+        context.method.view_kind is not ViewKind.MERGE
+        or context.truncated
+        or context.options.retain_obsolete_objects
+        or any(key in progress for key in ("staged", "staged_partitions", "partition_list"))
+    ):
+        return None
+    merged = compact_merge.merge_compacted_changes(
+        context.record.base_path,
+        context.state.delta_path,
+        columns=context.record.columns,
+        partitioning=context.record.partitioning,
+        keys=[lake_column(key) for key in context.state.key_columns],
+        low=context.min_partition,
+        high=context.max_partition,
+        run_id=context.run.id,
+    )
+    if merged is not None:
+        context.save_progress(merged_without_engine=True)
+    return merged
 
 
 def in_place_stage_path(context: CompactionContext) -> str:

@@ -19,7 +19,7 @@ from gluon.errors import GluonError, LakeError, LockHeldError, StateError
 from gluon.extract.run import run_extraction
 from gluon.faults import fault_point, fault_raise
 from gluon.lake import publish, sql, storage, tables
-from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake.changes import PARTITION_COLUMN, drop_control_partitions
 from gluon.naming import retained_base_table, stable_base_path
 from gluon.repo import Repository
 from gluon.repo.common import now
@@ -310,9 +310,7 @@ def drop_obsolete(context: CompactionContext) -> str:
             )
             context.save_progress(retained_changes=location)
         context.record_retained("control partitions", name, location)
-    context.lake().execute(
-        sql.delete_where(context.state.delta_table, sql.up_to_partition(context.max_partition))
-    )
+    drop_control_partitions(context.state.delta_path, context.max_partition)
     dropped.append(f"control partitions <= {context.max_partition}")
     return "dropped " + ", ".join(dropped)
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from gluon.lake import sql
+from gluon.errors import LakeError
+from gluon.faults import fault_point
+from gluon.lake import failures, sql
 from gluon.lake.delta_append import append_without_engine, with_change_columns
-from gluon.lake.session import LakeSession
+from gluon.lake.session import LakeSession, retry_commit
 from gluon.lake.storage import delta_version
 from gluon.lake.types import struct_type
 from gluon.schema import Column, arrow_schema, arrow_string_scalar, lake_column
@@ -267,3 +269,26 @@ def view_sql(
         high=max_partition,
         truncated=truncated,
     )
+
+
+def drop_control_partitions(location: str, high: int) -> None:
+    """Delete control partitions up to ``high`` from the delta table at ``location``: one
+    deltalake commit removing their files whole, again if it lost a commit race; no engine
+    to start for it (a compaction merged without one, ``gluon.lake.compact_merge``).
+
+    Raises:
+        LakeError: the Delta library failed (nothing was deleted).
+    """
+    from deltalake import DeltaTable
+
+    fault_point("lake.before_execute")
+    try:
+        retry_commit(lambda: DeltaTable(location).delete(sql.up_to_partition(high)))
+    except Exception as exc:
+        if not failures.is_delta_failure(exc):
+            raise
+        raise LakeError(
+            f"deleting compacted changes from the Delta table at {location} failed: "
+            f"{failures.describe(exc)}"
+        ) from exc
+    fault_point("lake.after_execute")

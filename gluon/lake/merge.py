@@ -321,12 +321,12 @@ def _merge_batch(
         base.delete(commit_properties=properties)
     else:
         source = rows.select([*names, "gl_op"])
-        values = {_quoted(name): f"gl_new.{_quoted(name)}" for name in names}
+        values = {quoted(name): f"gl_new.{quoted(name)}" for name in names}
         kept = "gl_new.gl_op <> 'D'"
         merger = (
             base.merge(
                 source,
-                _same_key(keys),
+                same_key(keys),
                 source_alias="gl_new",
                 target_alias="gl_base",
                 commit_properties=properties,
@@ -343,12 +343,12 @@ def _merge_batch(
     return version
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
     """A column name for deltalake's (DataFusion's) SQL expressions."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _same_key(keys: Sequence[str]) -> str:
+def same_key(keys: Sequence[str]) -> str:
     """The merge condition: every key equal, NULL-safely (as the DEFERRED views compare).
 
     Each term in parentheses: deltalake's (DataFusion's) parser binds ``IS NOT DISTINCT
@@ -356,7 +356,7 @@ def _same_key(keys: Sequence[str]) -> str:
     ``a IS NOT DISTINCT FROM (b AND c) ...`` (issue 26).
     """
     return " AND ".join(
-        f"(gl_base.{_quoted(key)} IS NOT DISTINCT FROM gl_new.{_quoted(key)})" for key in keys
+        f"(gl_base.{quoted(key)} IS NOT DISTINCT FROM gl_new.{quoted(key)})" for key in keys
     )
 
 

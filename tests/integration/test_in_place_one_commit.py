@@ -2,7 +2,9 @@
 
 It replaced them 100 partitions per commit: over more than 100 partitions a reader holding
 the base table's path (another engine, outside gluon) could read a version between two of
-those commits, part compacted and part not. Real SQLite, Sail and Delta tables.
+those commits, part compacted and part not. Both ways one is compacted: a merging method's
+changes merged by deltalake, and the engine's staged partitions (here when a copy is
+retained). Real SQLite, Sail and Delta tables.
 """
 
 from __future__ import annotations
@@ -34,8 +36,17 @@ def _rows(path: str, version: int) -> list[tuple[int, str]]:
     return sorted((int(row["k"]), str(row["val"])) for row in table.to_pylist())
 
 
+@pytest.mark.parametrize(
+    "flags",
+    [(), ("--incremental-retain-obsolete-objects",)],
+    ids=["deltalake merge", "engine stage (retaining)"],
+)
 def test_an_in_place_compaction_over_many_partitions_is_one_commit(
-    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    flags: tuple[str, ...],
 ) -> None:
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'app.db'}")
     with engine.begin() as db:
@@ -63,7 +74,7 @@ def test_an_in_place_compaction_over_many_partitions_is_one_commit(
     new = [(k, "new") for k in range(PARTITIONS)]
     assert _rows(path, before) == old
 
-    out = _cli(run_cli, "--incremental-run-compaction", "--incremental-wait-time=0")
+    out = _cli(run_cli, "--incremental-run-compaction", "--incremental-wait-time=0", *flags)
     assert "complete" in out, out
 
     after = int(DeltaTable(path).version())
