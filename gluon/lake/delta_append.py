@@ -25,6 +25,12 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
+CHECKPOINT_INTERVAL = 10
+"""A checkpoint every 10 commits, as the engine writes them to the tables it writes (Spark's
+default ``delta.checkpointInterval``; deltalake's own is 100): readers replay at most ten
+JSON commits of a delta table an extraction appends to every few minutes."""
+
+
 def with_change_columns(
     changes: pa.Table, extraction_id: int, partition: int, partition_column: str
 ) -> pa.Table:
@@ -64,4 +70,7 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
             f"writing the Delta table at {location} failed: {failures.describe(exc)}"
         ) from exc
     fault_point("lake.after_write")
+    version = delta_version(location)
+    if version is not None and version > 0 and version % CHECKPOINT_INTERVAL == 0:
+        DeltaTable(location).create_checkpoint()
     return True
