@@ -39,6 +39,7 @@ from gluon.extract.truncation import RowCounts, count_rows, counts_rows, last_la
 from gluon.faults import fault_point
 from gluon.lake import merge, tables
 from gluon.lake.changes import (
+    PARTITION_COLUMN,
     BatchRange,
     append_changes,
     holds_truncate,
@@ -46,7 +47,7 @@ from gluon.lake.changes import (
     without_shipped,
 )
 from gluon.lake.session import LakeOpener, LakeSession, lake_opener, retry_commit
-from gluon.lake.storage import missing_delta_table_error
+from gluon.lake.storage import delta_row_count, missing_delta_table_error
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -606,6 +607,10 @@ def _shipped_before(
     # maybe committed by a run killed right after (a one-change batch is exactly that).
     if low > _highest_ever_shipped(feed, state):
         return None  # the usual case after a table's first batch, proved without the engine
+    if not delta_row_count(
+        state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
+    ):
+        return None  # no live change to match (a first batch): proved without the engine
     batch = BatchRange(state.delta_table, low, high, state.view_min_partition)
     runs = shipped_by_run(lake(), batch, seqs.combine_chunks())
     if not runs:
