@@ -13,7 +13,7 @@ from gluon.capture.objects import SourceObjectRef, change_fields, find_object
 from gluon.methods.base import (
     SourceObject,
 )
-from gluon.schema import TableSpec
+from gluon.schema import TableSpec, arrow_int_scalar
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -314,8 +314,10 @@ def sequence_runs(seqs: Sequence[int] | pa.Array | pa.ChunkedArray) -> list[tupl
         values = unique.take(pc.array_sort_indices(unique))
         count = len(values)
     steps = pc.subtract(values.slice(1), values.slice(0, count - 1))
-    ends = pc.indices_nonzero(pc.not_equal(steps, 1))  # a run ends where the next value skips
-    lows = [values[0].as_py(), *values.take(pc.add(ends, 1)).to_pylist()]
+    # Not the literal 1: a Python value made Arrow imports pandas (gluon.schema).
+    ends = pc.indices_nonzero(pc.not_equal(steps, arrow_int_scalar(1)))  # where the next skips
+    after_ends = pc.add(ends, arrow_int_scalar(1, ends.type))
+    lows = [values[0].as_py(), *values.take(after_ends).to_pylist()]
     highs = [*values.take(ends).to_pylist(), values[count - 1].as_py()]
     return list(zip(lows, highs, strict=True))
 

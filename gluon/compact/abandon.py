@@ -21,7 +21,12 @@ from dataclasses import dataclass
 
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod, CompactionOptions
-from gluon.compact.rewrite import load_table_location, staged_base_path, staged_tables
+from gluon.compact.rewrite import (
+    in_place_stage_path,
+    load_table_location,
+    staged_base_path,
+    staged_tables,
+)
 from gluon.config import Settings
 from gluon.errors import StateError
 from gluon.lake import publish, storage
@@ -97,6 +102,7 @@ def _leftovers(context: CompactionContext) -> list[str]:
     if not publish.published(context.record.base_path, context.run.id):
         # Once published, the staged files are the base table's: never delete them.
         locations.add(staged_base_path(context))
+        locations.add(in_place_stage_path(context))  # differs for a base an older gluon moved
     older = context.run.progress.get("new_base_path")  # a run an older gluon started
     if older:
         locations.add(str(older))

@@ -22,7 +22,7 @@ from typing import Any
 from gluon.compact.context import CompactionContext
 from gluon.compact.options import CompactionMethod
 from gluon.faults import fault_point
-from gluon.lake import publish, sql, tables
+from gluon.lake import compact_merge, publish, sql, storage, tables
 from gluon.methods.base import ViewKind
 from gluon.naming import LakeNames, TableRef, lake_names, stable_base_path
 from gluon.schema import lake_column
@@ -148,6 +148,9 @@ def _listed_partitions(context: CompactionContext, template: str) -> str:
 
 def compact_in_place(context: CompactionContext) -> str:
     """Rewrite only the base partitions that hold or receive changed keys."""
+    merged = _merge_without_engine(context)
+    if merged is not None:
+        return merged
     if not context.record.partitioning:
         stage_name, stage_path = _load_table(context, "compacted")
         if "staged" not in context.run.progress:
@@ -163,8 +166,10 @@ def compact_in_place(context: CompactionContext) -> str:
         tables.register_table(context.lake(), stage_name, stage_path)
         _write(context, sql.select_all(sql.quote(stage_name)), context.record.base_path)
         return "unpartitioned base table rewritten"
-    stage_name, stage_path = _load_table(context, "compacted")
-    if "staged" not in context.run.progress:
+    if "staged" in context.run.progress:  # a run an older gluon staged in the load schema
+        return _replace_from_load_stage(context)
+    stage_path = in_place_stage_path(context)
+    if "staged_partitions" not in context.run.progress:
         # A TRUNCATE empties base partitions no changed key touches: every one is rewritten.
         listing = "all_partitions" if context.truncated else "affected_partitions"
         listed = _listed_partitions(context, listing)
@@ -191,7 +196,57 @@ def compact_in_place(context: CompactionContext) -> str:
             ),
             stage_path,
         )
-        context.save_progress(staged=stage_path)
+        context.save_progress(staged_partitions=stage_path)
+    listed_path = str(context.run.progress["partition_list"])
+    count = len(context.run.progress["partitions"])
+    fault_point("compact.before_partition")
+    # One commit for every partition: a reader holding the base path sees the base before
+    # the compaction or after it, never some partitions compacted (issue 28).
+    publish.replace_partitions(
+        context.record.base_path, stage_path, context.run.id, storage.read_delta(listed_path)
+    )
+    fault_point("compact.after_partition")
+    return f"{count} partitions rewritten in one commit"
+
+
+def _merge_without_engine(context: CompactionContext) -> str | None:
+    """A merging method's changes merged by deltalake in one commit, without the engine
+    (``gluon.lake.compact_merge``); None when the engine compacts: a TRUNCATE to apply, a
+    copy to retain, a run already begun the engine's way, or rows only the engine derives.
+    """
+    progress = context.run.progress
+    if (
+        context.method.view_kind is not ViewKind.MERGE
+        or context.truncated
+        or context.options.retain_obsolete_objects
+        or any(key in progress for key in ("staged", "staged_partitions", "partition_list"))
+    ):
+        return None
+    merged = compact_merge.merge_compacted_changes(
+        context.record.base_path,
+        context.state.delta_path,
+        columns=context.record.columns,
+        partitioning=context.record.partitioning,
+        keys=[lake_column(key) for key in context.state.key_columns],
+        low=context.min_partition,
+        high=context.max_partition,
+        run_id=context.run.id,
+    )
+    if merged is not None:
+        context.save_progress(merged_without_engine=True)
+    return merged
+
+
+def in_place_stage_path(context: CompactionContext) -> str:
+    """Where an in-place run stages the merged rows of the partitions it replaces: a folder
+    inside the base table's (current) folder, whose files the replacing commit adds."""
+    return publish.stage_location(context.record.base_path, context.run.id)
+
+
+def _replace_from_load_stage(context: CompactionContext) -> str:
+    """Finish a run an older gluon began: its partitions replaced from the load-schema stage,
+    :data:`PARTITIONS_PER_COMMIT` per commit."""
+    stage_name, stage_path = _load_table(context, "compacted")
     tables.register_table(context.lake(), stage_name, stage_path)
     stage = sql.quote(stage_name)
     count = _replace_partitions(context, context.record.base_table, lambda _: stage)

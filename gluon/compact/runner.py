@@ -9,7 +9,7 @@ from typing import Any
 
 from gluon.compact.context import CompactionContext, CompactionStopped
 from gluon.compact.options import CompactionMethod, CompactionOptions
-from gluon.compact.steps import STEPS, TERMINATED
+from gluon.compact.steps import STEPS, TERMINATED, retained_base_versions
 from gluon.config import Settings
 from gluon.errors import GluonError, StepFailedError
 from gluon.extract.insert_only import IN_PLACE_WARNING, default_compaction_method
@@ -293,7 +293,9 @@ def _compact_merged_table(
         fault_point("compact.before_compact_files")
         try:
             rewritten, removed = compact_and_vacuum(
-                record.base_path, options.vacuum_retention_hours
+                record.base_path,
+                options.vacuum_retention_hours,
+                retained_base_versions(repo, key, record.base_path),
             )
         except Exception as exc:
             repo.compaction.update_run(run.id, status=FAILED, message=str(exc)[:2000])

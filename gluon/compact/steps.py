@@ -19,8 +19,9 @@ from gluon.errors import GluonError, LakeError, LockHeldError, StateError
 from gluon.extract.run import run_extraction
 from gluon.faults import fault_point, fault_raise
 from gluon.lake import publish, sql, storage, tables
-from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake.changes import PARTITION_COLUMN, drop_control_partitions
 from gluon.naming import retained_base_table, stable_base_path
+from gluon.repo import Repository
 from gluon.repo.common import now
 from gluon.repo.compaction import WAITING
 
@@ -288,9 +289,10 @@ def drop_obsolete(context: CompactionContext) -> str:
     for stage in staged_tables(context):
         if storage.remove_table(stage):
             dropped.append(f"staging table {stage}")
-    if context.run.progress.get("staged_base"):
-        # Its data files are now the base table's; only the stage's own log goes.
-        publish.remove_stage_log(str(context.run.progress["staged_base"]))
+    for published_stage in ("staged_base", "staged_partitions"):
+        if context.run.progress.get(published_stage):
+            # Its data files are now the base table's; only the stage's own log goes.
+            publish.remove_stage_log(str(context.run.progress[published_stage]))
     if retain:
         # Copied to a Delta table of their own before the delete below: queryable by name,
         # and it outlives the delta table (which disable drops). Copied once: a re-run after
@@ -308,9 +310,7 @@ def drop_obsolete(context: CompactionContext) -> str:
             )
             context.save_progress(retained_changes=location)
         context.record_retained("control partitions", name, location)
-    context.lake().execute(
-        sql.delete_where(context.state.delta_table, sql.up_to_partition(context.max_partition))
-    )
+    drop_control_partitions(context.state.delta_path, context.max_partition)
     dropped.append(f"control partitions <= {context.max_partition}")
     return "dropped " + ", ".join(dropped)
 
@@ -327,13 +327,19 @@ def vacuum(context: CompactionContext) -> str:
 
 def retained_versions(context: CompactionContext) -> list[int]:
     """Versions of the base table recorded as retained (their files must outlive vacuum)."""
+    return retained_base_versions(context.repo, context.record.table_key, context.record.base_path)
+
+
+def retained_base_versions(repo: Repository, table_key: str, base_path: str) -> list[int]:
+    """Versions of the Delta table at ``base_path`` recorded as retained for ``table_key``
+    (a vacuum of the base, DEFERRED or IMMEDIATE, keeps their files)."""
     return sorted(
         {
             item.delta_version
-            for item in context.repo.compaction.retained(context.record.table_key)
+            for item in repo.compaction.retained(table_key)
             if item.delta_version is not None
             and item.location is not None
-            and tables.same_location(item.location, context.record.base_path)
+            and tables.same_location(item.location, base_path)
         }
     )
 

@@ -39,6 +39,7 @@ from gluon.extract.truncation import RowCounts, count_rows, counts_rows, last_la
 from gluon.faults import fault_point
 from gluon.lake import merge, tables
 from gluon.lake.changes import (
+    PARTITION_COLUMN,
     BatchRange,
     append_changes,
     holds_truncate,
@@ -46,7 +47,7 @@ from gluon.lake.changes import (
     without_shipped,
 )
 from gluon.lake.session import LakeOpener, LakeSession, lake_opener, retry_commit
-from gluon.lake.storage import missing_delta_table_error
+from gluon.lake.storage import delta_row_count, missing_delta_table_error
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
@@ -426,10 +427,11 @@ class _AppendToDeltaTable:
 
     def ship(self, changes: pa.Table) -> int:
         """Append ``changes`` not yet in the lake in one commit; return how many."""
-        session = self.lake()
         return int(
             retry_commit(
-                partial(_append, session, self.feed, self.record, self.state, self.result, changes)
+                partial(
+                    _append, self.lake, self.feed, self.record, self.state, self.result, changes
+                )
             )
         )
 
@@ -526,7 +528,7 @@ class _MergeImmediately:
 
 
 def _append(
-    session: LakeSession,
+    lake: Callable[[], LakeSession],
     feed: ChangeFeed,
     record: OffloadedTable,
     state: IncrementalState,
@@ -538,7 +540,7 @@ def _append(
     Idempotent, so a lost commit race can retry it: the check runs again, since a commit
     that raced a compaction's delete may have landed before its error came back.
     """
-    skip = _shipped_before(session, feed, state, changes)
+    skip = _shipped_before(lake, feed, state, changes)
     fresh = changes.num_rows if skip is None else skip.fresh
     if fresh:
         # The highest gl_seq of the batch: a change an interrupted run shipped already was
@@ -546,6 +548,7 @@ def _append(
         feed.shipping(changes)
     if result.screen is not None:
         # The screen looks at the rows themselves: the engine filters them first.
+        session = lake()
         if skip is not None:
             changes = without_shipped(session, record.columns, changes, skip.batch)
             skip = None
@@ -558,7 +561,7 @@ def _append(
     fault_point("extract.before_delta_commit")
     if fresh:
         append_changes(
-            session,
+            lake,
             state.delta_path,
             record.columns,
             changes,
@@ -578,7 +581,7 @@ class _Resent:
 
 
 def _shipped_before(
-    session: LakeSession, feed: ChangeFeed, state: IncrementalState, changes: pa.Table
+    lake: Callable[[], LakeSession], feed: ChangeFeed, state: IncrementalState, changes: pa.Table
 ) -> _Resent | None:
     """Which changes of ``changes`` a previous, interrupted run already committed to the lake
     (None: none of them).
@@ -604,8 +607,12 @@ def _shipped_before(
     # maybe committed by a run killed right after (a one-change batch is exactly that).
     if low > _highest_ever_shipped(feed, state):
         return None  # the usual case after a table's first batch, proved without the engine
+    if not delta_row_count(
+        state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
+    ):
+        return None  # no live change to match (a first batch): proved without the engine
     batch = BatchRange(state.delta_table, low, high, state.view_min_partition)
-    runs = shipped_by_run(session, batch, seqs.combine_chunks())
+    runs = shipped_by_run(lake(), batch, seqs.combine_chunks())
     if not runs:
         return None
     unconfirmed = feed.repo.incremental.unconfirmed_extractions(state.table_key)

@@ -8,15 +8,19 @@ Delta partition column, the change ingestion location).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Any
 
-from gluon.lake import sql
-from gluon.lake.session import LakeSession
+from gluon.errors import LakeError
+from gluon.faults import fault_point
+from gluon.lake import failures, sql
+from gluon.lake.delta_append import append_without_engine, with_change_columns
+from gluon.lake.session import LakeSession, retry_commit
 from gluon.lake.storage import delta_version
 from gluon.lake.types import struct_type
-from gluon.schema import Column, arrow_schema, lake_column
+from gluon.schema import Column, arrow_schema, arrow_string_scalar, lake_column
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -40,7 +44,9 @@ def holds_truncate(changes: pa.Table) -> bool:
     """Whether a batch (with ``gl_op``) holds a TRUNCATE."""
     import pyarrow.compute as pc
 
-    return bool(pc.any(pc.equal(changes.column("gl_op"), TRUNCATE)).as_py())
+    # Not the literal: a Python value made Arrow imports pandas (gluon.schema).
+    truncate = arrow_string_scalar(TRUNCATE)
+    return bool(pc.any(pc.equal(changes.column("gl_op"), truncate)).as_py())
 
 
 def delta_columns(columns: tuple[Column, ...]) -> tuple[Column, ...]:
@@ -61,7 +67,7 @@ def create_delta_table(session: LakeSession, location: str, columns: tuple[Colum
 
 
 def append_changes(
-    session: LakeSession,
+    lake: Callable[[], LakeSession],
     location: str,
     columns: tuple[Column, ...],
     changes: pa.Table,
@@ -73,15 +79,15 @@ def append_changes(
     """Append ``changes`` (table columns + gl_seq + gl_op) to the delta table in one commit.
 
     With ``skip``, the engine leaves out the changes the delta table already holds in that
-    range (an anti-join on ``gl_seq`` within the append).
+    range (an anti-join on ``gl_seq`` within the append). Without, deltalake appends them
+    when the table's schema is theirs (``gluon.lake.delta_append``): no engine to start
+    (``lake()`` opens one only when needed).
     """
-    import pyarrow as pa
-
-    count = changes.num_rows
     # Filled in Arrow: a Python list of the value costs 20 ms per 100k rows.
-    changes = changes.append_column(
-        "gl_extraction_id", pa.repeat(pa.scalar(extraction_id, pa.int64()), count)
-    ).append_column(PARTITION_COLUMN, pa.repeat(pa.scalar(partition, pa.int32()), count))
+    changes = with_change_columns(changes, extraction_id, partition, PARTITION_COLUMN)
+    if skip is None and append_without_engine(location, changes, PARTITION_COLUMN):
+        return
+    session = lake()
     frame = _changes_frame(session, delta_columns(columns), changes, skip)
     session.write(frame, location, mode="append", partition_by=[PARTITION_COLUMN])
 
@@ -263,3 +269,26 @@ def view_sql(
         high=max_partition,
         truncated=truncated,
     )
+
+
+def drop_control_partitions(location: str, high: int) -> None:
+    """Delete control partitions up to ``high`` from the delta table at ``location``: one
+    deltalake commit removing their files whole, again if it lost a commit race; no engine
+    to start for it (a compaction merged without one, ``gluon.lake.compact_merge``).
+
+    Raises:
+        LakeError: the Delta library failed (nothing was deleted).
+    """
+    from deltalake import DeltaTable
+
+    fault_point("lake.before_execute")
+    try:
+        retry_commit(lambda: DeltaTable(location).delete(sql.up_to_partition(high)))
+    except Exception as exc:
+        if not failures.is_delta_failure(exc):
+            raise
+        raise LakeError(
+            f"deleting compacted changes from the Delta table at {location} failed: "
+            f"{failures.describe(exc)}"
+        ) from exc
+    fault_point("lake.after_execute")

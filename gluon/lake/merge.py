@@ -42,7 +42,14 @@ from gluon.lake.changes import PARTITION_COLUMN, TRUNCATE, delta_columns
 from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote_part
 from gluon.lake.types import struct_type
-from gluon.schema import Column, PartitionColumn
+from gluon.schema import (
+    Column,
+    PartitionColumn,
+    arrow_bool_scalar,
+    arrow_int_scalar,
+    arrow_repeat,
+    arrow_string_scalar,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -125,22 +132,22 @@ def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    # No Python value becomes Arrow here (it would import pandas: gluon.schema).
     count = changes.num_rows
     if count == 0:
-        return pa.array([], pa.bool_())
+        return arrow_repeat(arrow_bool_scalar(False), 0)
     order = pc.sort_indices(
         changes, sort_keys=[*((key, "ascending") for key in keys), ("gl_seq", "descending")]
     )
-    starts = pa.array([False] * (count - 1), pa.bool_())
+    starts = arrow_repeat(arrow_bool_scalar(False), count - 1)
     for key in keys:
         values = pc.take(changes.column(key), order).combine_chunks()
         current, previous = values.slice(1), values.slice(0, count - 1)
         # NULL = NULL here (like the merge's IS NOT DISTINCT FROM): NULL against a value
         # differs, NULL against NULL does not.
-        unequal = pc.fill_null(pc.not_equal(current, previous), False)
         one_null = pc.xor(pc.is_null(current), pc.is_null(previous))
-        starts = pc.or_(starts, pc.or_(unequal, one_null))
-    latest_sorted = pa.concat_arrays([pa.array([True], pa.bool_()), starts])
+        starts = pc.or_(starts, pc.coalesce(pc.not_equal(current, previous), one_null))
+    latest_sorted = pa.concat_arrays([arrow_repeat(arrow_bool_scalar(True), 1), starts])
     return pc.take(latest_sorted, pc.sort_indices(order))
 
 
@@ -151,7 +158,7 @@ def after_truncate(changes: pa.Table, applied: pa.Array) -> pa.Array:
     import pyarrow.compute as pc
 
     ops, seqs = changes.column("gl_op"), changes.column("gl_seq")
-    truncates = pc.equal(ops, TRUNCATE)
+    truncates = pc.equal(ops, arrow_string_scalar(TRUNCATE))
     if not pc.any(truncates).as_py():
         return applied
     last = pc.max(pc.filter(seqs, truncates))
@@ -208,9 +215,12 @@ def stage_batch(
     import pyarrow as pa
 
     count = changes.num_rows
+    # Built from bytes: a Python value made Arrow imports pandas (gluon.schema).
     changes = (
-        changes.append_column("gl_extraction_id", pa.array([extraction_id] * count, pa.int64()))
-        .append_column(PARTITION_COLUMN, pa.array([0] * count, pa.int32()))
+        changes.append_column(
+            "gl_extraction_id", arrow_repeat(arrow_int_scalar(extraction_id), count)
+        )
+        .append_column(PARTITION_COLUMN, arrow_repeat(arrow_int_scalar(0, pa.int32()), count))
         .append_column(APPLIED_COLUMN.name, applied)
     )
     staged_columns = (*delta_columns(columns), APPLIED_COLUMN)
@@ -289,8 +299,9 @@ def _merge_batch(
 
     base = DeltaTable(base_path)
     names = [field.name for field in base.schema().fields]
-    rows = batch.rows.filter(pc.field(APPLIED_COLUMN.name))
-    truncates = pc.equal(rows.column("gl_op"), TRUNCATE)
+    # A mask, not an expression: filtering by expression imports pyarrow.dataset (start-up).
+    rows = batch.rows.filter(batch.rows.column(APPLIED_COLUMN.name))
+    truncates = pc.equal(rows.column("gl_op"), arrow_string_scalar(TRUNCATE))
     truncated = bool(pc.any(truncates).as_py())
     rows = rows.filter(pc.invert(truncates))
     properties = CommitProperties(
@@ -310,12 +321,12 @@ def _merge_batch(
         base.delete(commit_properties=properties)
     else:
         source = rows.select([*names, "gl_op"])
-        values = {_quoted(name): f"gl_new.{_quoted(name)}" for name in names}
+        values = {quoted(name): f"gl_new.{quoted(name)}" for name in names}
         kept = "gl_new.gl_op <> 'D'"
         merger = (
             base.merge(
                 source,
-                _same_key(keys),
+                same_key(keys),
                 source_alias="gl_new",
                 target_alias="gl_base",
                 commit_properties=properties,
@@ -332,12 +343,12 @@ def _merge_batch(
     return version
 
 
-def _quoted(name: str) -> str:
+def quoted(name: str) -> str:
     """A column name for deltalake's (DataFusion's) SQL expressions."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _same_key(keys: Sequence[str]) -> str:
+def same_key(keys: Sequence[str]) -> str:
     """The merge condition: every key equal, NULL-safely (as the DEFERRED views compare).
 
     Each term in parentheses: deltalake's (DataFusion's) parser binds ``IS NOT DISTINCT
@@ -345,7 +356,7 @@ def _same_key(keys: Sequence[str]) -> str:
     ``a IS NOT DISTINCT FROM (b AND c) ...`` (issue 26).
     """
     return " AND ".join(
-        f"(gl_base.{_quoted(key)} IS NOT DISTINCT FROM gl_new.{_quoted(key)})" for key in keys
+        f"(gl_base.{quoted(key)} IS NOT DISTINCT FROM gl_new.{quoted(key)})" for key in keys
     )
 
 
@@ -381,14 +392,17 @@ def recent_merges(base_path: str, limit: int = 5) -> list[MergeCommit]:
     return commits[:limit]
 
 
-def compact_and_vacuum(base_path: str, retention_hours: float) -> tuple[int, int]:
+def compact_and_vacuum(
+    base_path: str, retention_hours: float, keep_versions: Sequence[int] = ()
+) -> tuple[int, int]:
     """Rewrite the base table's small files into bigger ones and remove files no version
-    within ``retention_hours`` reads; return (files rewritten, files removed)."""
+    within ``retention_hours`` reads, nor any of ``keep_versions`` (retained base versions,
+    as a DEFERRED compaction's vacuum keeps them); return (files rewritten, files removed)."""
     from deltalake import DeltaTable
 
     table: DeltaTable = DeltaTable(base_path)
     metrics = table.optimize.compact()
-    removed = DeltaTable(base_path).vacuum(
-        retention_hours=int(retention_hours), enforce_retention_duration=False, dry_run=False
+    removed = storage.vacuum(
+        base_path, retention_hours=retention_hours, keep_versions=keep_versions
     )
-    return int(metrics.get("numFilesRemoved", 0)), len(removed)
+    return int(metrics.get("numFilesRemoved", 0)), removed

@@ -104,6 +104,84 @@ def publish(base_path: str, stage_path: str, run_id: int) -> int:
     return version
 
 
+def replace_partitions(base_path: str, stage_path: str, run_id: int, partitions: Any) -> int:
+    """Replace the partitions listed in ``partitions`` (a pyarrow table, one row per
+    partition: the base's partition columns' values, in order) of the base table at
+    ``base_path`` with the staged table's rows, in one commit; return the base table's new
+    version. Re-run after it committed: changes nothing.
+
+    The commit removes every data file of those partitions and adds the stage's (``stage_path``
+    is a folder inside ``base_path``: no row is copied), under the application transaction
+    :data:`COMPACTION_APP` = ``run_id``. An in-place compaction over any number of
+    partitions is so one version of the base: a reader holding its path sees it before the
+    compaction or after it.
+    """
+    from deltalake import DeltaTable
+    from deltalake.transaction import (
+        CommitProperties,
+        PostCommitHookProperties,
+        RemoveAction,
+        Transaction,
+    )
+
+    if published(base_path, run_id):
+        return int(DeltaTable(base_path).version())
+    base = DeltaTable(base_path)
+    columns = list(base.metadata().partition_columns)
+    replaced = {tuple(row.values()) for row in partitions.to_pylist()}
+    if any(len(values) != len(columns) for values in replaced):
+        raise StateError(f"the partitions to replace do not match {base_path}'s {columns}")
+    deleted_at = int(dt.datetime.now(dt.UTC).timestamp() * 1000)
+    removes = [
+        RemoveAction(
+            unquote(str(row["path"])),
+            True,
+            deleted_at,
+            int(row["size_bytes"]),
+            {name: partition_text(row[f"partition.{name}"]) for name in columns},
+        )
+        for row in _base_files(base, columns)
+        if tuple(row[f"partition.{name}"] for name in columns) in replaced
+    ]
+    adds = staged_add_actions(stage_path, _relative_prefix(base_path, stage_path))
+    commit = CommitProperties(
+        app_transactions=[Transaction(COMPACTION_APP, run_id)],
+        custom_metadata={"gluon.compaction_run": str(run_id)},
+    )
+    fault_point("compact.before_publish")
+    base.create_write_transaction(
+        [*removes, *adds],
+        "append",
+        base.schema(),
+        partition_by=columns or None,
+        commit_properties=commit,
+        post_commithook_properties=PostCommitHookProperties(
+            create_checkpoint=False, cleanup_expired_logs=False
+        ),
+    )
+    version = int(DeltaTable(base_path).version())
+    log.info(
+        "replaced %d partitions of %s (%d files out, %d in): version %d",
+        len(replaced),
+        base_path,
+        len(removes),
+        len(adds),
+        version,
+    )
+    return version
+
+
+def _base_files(base: Any, columns: list[str]) -> list[dict[str, Any]]:
+    """The current version's data files: path, size and typed partition values."""
+    import pyarrow as pa
+
+    files = pa.table(base.get_add_actions(flatten=True))
+    rows: list[dict[str, Any]] = files.select(
+        ["path", "size_bytes", *(f"partition.{name}" for name in columns)]
+    ).to_pylist()
+    return rows
+
+
 def staged_add_actions(stage_path: str, prefix: str) -> list[Any]:
     """The add actions of the staged table's current version, their paths under ``prefix``.
 

@@ -208,19 +208,18 @@ class PostgreSQLSource(SourceDialect):
         return self._stream(spec, compiled.string, values)
 
     def _stream(self, spec: TableSpec, sql: str, values: list[Any]) -> Iterator[pa.RecordBatch]:
-        from adbc_driver_postgresql import dbapi  # imported by reads only (start-up cost)
+        from gluon.source.adbc import error_type  # imported by reads only (start-up cost)
 
         try:
-            with self._arrow_connection() as connection, connection.cursor() as cursor:
-                # ADBC opens a transaction (autocommit off, clones too): the snapshot is its
-                # first statement.
+            with self._arrow_connection() as connection:
+                # A cloned connection opens a transaction (autocommit off): the snapshot is
+                # its first statement.
                 if self._snapshot is not None:
                     script = self.render("import_snapshot", snapshot=self._snapshot)
                     for statement in self.split_script(script):
-                        cursor.execute(statement)
-                cursor.execute(sql, values or None)
-                yield from cursor.fetch_record_batch()
-        except dbapi.Error as exc:
+                        connection.execute(statement)
+                yield from connection.stream(sql, values)
+        except error_type() as exc:
             raise SourceError(
                 f"reading {spec.schema}.{spec.name} failed: {_first_line(exc)}"
             ) from exc
@@ -277,23 +276,23 @@ class PostgreSQLSource(SourceDialect):
         where this source is one worker's for the process, a read without a snapshot to
         import runs on that autocommit connection itself: one ADBC connection a worker.
         """
-        from adbc_driver_postgresql import dbapi  # imported by reads only (start-up cost)
+        from gluon.source.adbc import ArrowDatabase, error_type
 
         if self._arrow_root is None or self._arrow_root_uri != self._libpq_uri:
             self._close_arrow_root()
-            self._arrow_root = dbapi.connect(self._libpq_uri, autocommit=True)
+            self._arrow_root = ArrowDatabase(self._libpq_uri)
             self._arrow_root_uri = self._libpq_uri
             self._close_arrow_root = weakref.finalize(self, self._arrow_root.close)
         if self._snapshot is None and keeping():
             try:
                 yield self._arrow_root
-            except dbapi.Error:
+            except error_type():
                 # The connection may be gone (a restarted server): the next read opens anew.
                 self._close_arrow_root()
                 self._arrow_root = None
                 raise
             return
-        with self._arrow_root.adbc_clone() as connection:
+        with self._arrow_root.transaction() as connection:
             yield connection
 
     def select_list(self, spec: TableSpec) -> list[str]:

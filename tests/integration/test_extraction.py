@@ -266,8 +266,10 @@ def test_engine_checks_a_batch_for_shipped_changes_only_when_some_may_be_in_the_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Above the highest gl_seq the repository says was ever shipped, no change can be in
-    the lake: the engine is not asked. A fresh enablement proves nothing, so its first batch
-    is checked (a crash re-run is covered by the tests above)."""
+    the lake: the engine is not asked. A fresh enablement's first batch is proved by its
+    empty delta table; a repository that knows no highest gl_seq (one from before the
+    column) over a delta table holding changes proves nothing: the batch is checked (a
+    crash re-run is covered by the tests above)."""
     source = Source("sqlite", f"sqlite:///{tmp_path / 'app.db'}", "main")
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
     workload = workload_for(source, "CHANGELOG", SEED)
@@ -283,8 +285,11 @@ def test_engine_checks_a_batch_for_shipped_changes_only_when_some_may_be_in_the_
 
     monkeypatch.setattr("gluon.extract.run.shipped_by_run", counting)
     args = ("-t", "main.items", "-x", "--incremental-run-extraction", "--incremental-batch-size=3")
-    for expected_checks in (1, 0):
+    repo = Repository(load_settings().repo_url)
+    for expected_checks, forget_shipped in ((0, False), (0, False), (1, True)):
         checked.clear()
+        if forget_shipped:
+            repo.incremental.update_state("MAIN.ITEMS", shipped_seq=None)
         workload.round(12)
         result = run_cli("offload", *args)
         assert result.exit_code == 0, result.stderr

@@ -412,3 +412,55 @@ def test_immediate_is_refused_for_a_method_whose_feed_has_no_batches(
         "PG_LOGICAL, UPDATABLE, UPDATABLE_CHANGELOG, UPDATABLE_INSERT; ORA_ROWSCN reads "
         "changes by position: use --incremental-merge-mode=DEFERRED"
     ), lines
+
+
+def test_an_immediate_compaction_keeps_the_files_of_retained_base_versions(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its vacuum ignored the retained base versions (``keep_versions``) that a DEFERRED
+    compaction's vacuum keeps: with no retention, it deleted their files."""
+    from gluon.repo.common import now
+    from gluon.repo.compaction import ObsoleteObject
+
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    path = _base_path(source)
+    kept_version = int(DeltaTable(path).version())
+    kept_rows = read_with_deltalake(path, kept_version)
+    repo = Repository(load_settings().repo_url)
+    record = repo.get_table(source.table.upper())
+    assert record is not None
+    # What a compaction run with --incremental-retain-obsolete-objects records for the base
+    # version it replaced (gluon.compact.steps.drop_obsolete).
+    repo.compaction.retain(
+        ObsoleteObject(
+            table_key=record.table_key,
+            kind="base table version",
+            name="kept_before",
+            location=path,
+            retained_at=now(),
+            compaction_run_id=None,
+            enablement_id=None,
+            delta_version=kept_version,
+        )
+    )
+    for _ in range(2):  # each merge rewrites files the kept version reads
+        workload.round(15)
+        extract(run_cli, source)
+    compacted = run_cli(
+        "offload",
+        "-t",
+        source.table,
+        "-x",
+        "--incremental-run-compaction",
+        "--incremental-vacuum-retention-hours=0",
+    )
+    assert compacted.exit_code == 0, compacted.stderr
+    assert read_with_deltalake(path) == workload.expected
+    assert read_with_deltalake(path, kept_version) == kept_rows

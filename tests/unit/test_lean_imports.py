@@ -1,0 +1,36 @@
+"""The IMMEDIATE sync's Arrow work and the PostgreSQL read module import neither pandas nor
+Polars (0.3-0.7 s of a command's start-up; issue 28). Run in a fresh interpreter: the test
+process has both loaded already."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROBE = """
+import sys
+import pyarrow as pa
+import gluon.source.adbc
+from gluon.capture.changelog import sequence_runs
+from gluon.lake.merge import after_truncate, latest_per_key
+from gluon.schema import arrow_int_scalar, arrow_repeat, arrow_string_scalar
+
+ids = arrow_repeat(arrow_int_scalar(7), 3)
+changes = pa.Table.from_arrays(
+    [ids, pa.Array.from_buffers(pa.int64(), 3, [None, pa.py_buffer(bytes(range(24)))]),
+     arrow_repeat(arrow_string_scalar("U"), 3)],
+    names=["id", "gl_seq", "gl_op"],
+)
+applied = after_truncate(changes, latest_per_key(changes, ["id"]))
+runs = sequence_runs(changes.column("gl_seq"))
+assert applied.to_pylist().count(True) == 1, applied
+assert len(runs) == 3, runs
+print(sorted(name for name in ("pandas", "polars", "pyarrow.dataset") if name in sys.modules))
+"""
+
+
+def test_immediate_arrow_work_imports_no_pandas_polars_or_dataset() -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
