@@ -6,10 +6,10 @@ the point is reached, in the middle of a step that did part of its work (after
 the first of several partition commits, say). ``GLUON_PAUSE=<point>:<seconds>``
 (``<point>@<n>:<seconds>``: its n-th visit only) sleeps there (to hold a lock
 while another run starts; with ``GLUON_PAUSE_RELEASE=<path>`` the pause ends as
-soon as that file exists, so a test can hold a command exactly as long as it needs). Points are named
-``<operation>.<moment>`` (``extract.after_delta_commit``...) and every one is
-listed in ``FAULT_POINTS``, so a test can draw from them. Unset, a fault point
-costs two dictionary lookups.
+soon as that file exists, so a test can hold a command exactly as long as it
+needs). Points are named ``<operation>.<moment>``
+(``extract.after_delta_commit``...) and every one is listed in ``FAULT_POINTS``,
+so a test can draw from them. Unset, a fault point costs two dictionary lookups.
 """
 
 from __future__ import annotations

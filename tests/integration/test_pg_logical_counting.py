@@ -112,8 +112,9 @@ def test_a_batch_whose_slot_advance_failed_is_counted_once(
         return state is not None and state.shipped_seq is not None
 
     with PausedCommand(
-        tmp_path, "extract.before_slot_advance", "-t", source.table, "-x",
-        "--incremental-run-extraction",
+        tmp_path,
+        "extract.before_slot_advance",
+        *("-t", source.table, "-x", "--incremental-run-extraction"),
     ) as held:
         held.wait_until(shipping, "it ships the batch")
         _fail_the_advance(source, slot, held)
