@@ -1,0 +1,135 @@
+"""pgoutput decoded in Python (gluon.source.pgoutput) from a real slot on the test cluster:
+what a slot shared by a database's PG_LOGICAL tables will read (issue 33, deliverable 1)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+from gluon.source import pgoutput
+from gluon.source.pgoutput import UNCHANGED_TOAST, Change, Relation, Truncate
+
+SLOT = "gluon_pgoutput_test"
+PUBLICATION = "gluon_pgoutput_test"
+LARGE = "x" * 100_000  # stored out of line (TOAST): an UPDATE that leaves it alone omits it
+
+
+@pytest.fixture
+def engine(pg_url: str) -> Iterator[sa.Engine]:
+    engine = sa.create_engine(pg_url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE SCHEMA app"))
+        # A keyword-named table with a composite key, a partitioned table published through
+        # its root, and a table outside the publication.
+        db.execute(
+            sa.text(
+                'CREATE TABLE app."order" (region TEXT, id INTEGER, note TEXT, big TEXT, '
+                "PRIMARY KEY (region, id))"
+            )
+        )
+        db.execute(sa.text('ALTER TABLE app."order" ALTER COLUMN big SET STORAGE EXTERNAL'))
+        db.execute(
+            sa.text(
+                "CREATE TABLE app.events (day DATE, id INTEGER, PRIMARY KEY (day, id)) "
+                "PARTITION BY RANGE (day)"
+            )
+        )
+        db.execute(
+            sa.text(
+                "CREATE TABLE app.events_2026 PARTITION OF app.events "
+                "FOR VALUES FROM ('2026-01-01') TO ('2027-01-01')"
+            )
+        )
+        db.execute(sa.text("CREATE TABLE app.other (id INTEGER PRIMARY KEY, v TEXT)"))
+        db.execute(
+            sa.text(
+                f'CREATE PUBLICATION {PUBLICATION} FOR TABLE app."order", app.events '
+                "WITH (publish_via_partition_root = true)"
+            )
+        )
+    with engine.begin() as db:  # its own transaction: a slot is made before any write
+        db.execute(sa.text(f"SELECT pg_create_logical_replication_slot('{SLOT}', 'pgoutput')"))
+    yield engine
+    with engine.begin() as db:
+        db.execute(sa.text(f"SELECT pg_drop_replication_slot('{SLOT}')"))
+    engine.dispose()
+
+
+def _peek(engine: sa.Engine) -> list[bytes]:
+    with engine.connect() as db:
+        rows = db.execute(
+            sa.text(
+                f"SELECT data FROM pg_logical_slot_peek_binary_changes('{SLOT}', NULL, NULL, "
+                f"'proto_version', '1', 'publication_names', '{PUBLICATION}')"
+            )
+        )
+        return [bytes(row[0]) for row in rows]
+
+
+def _run(engine: sa.Engine, *statements: str) -> None:
+    with engine.begin() as db:
+        for statement in statements:
+            db.execute(sa.text(statement))
+
+
+def test_changes_of_published_tables_decode_in_commit_order(engine: sa.Engine) -> None:
+    _run(
+        engine,
+        "INSERT INTO app.\"order\" VALUES ('eu', 1, NULL, 'small'), ('us', 2, 'n''2', 'b')",
+        "INSERT INTO app.events VALUES ('2026-03-01', 7)",
+    )
+    _run(engine, "INSERT INTO app.other VALUES (1, 'not published')")
+    _run(engine, "UPDATE app.\"order\" SET note = 'changed' WHERE id = 1")
+    _run(engine, "UPDATE app.\"order\" SET region = 'ap' WHERE id = 2")
+    _run(engine, "DELETE FROM app.events WHERE id = 7")
+    relations: dict[int, Relation] = {}
+    found = list(pgoutput.transactions(_peek(engine), relations))
+    assert len(found) == 4  # app.other's transaction is filtered out at the source
+    names = {oid: (r.schema, r.name) for oid, r in relations.items()}
+    changed = {c.relation for t in found for c in t.changes if isinstance(c, Change)}
+    # PostgreSQL 15 describes the partition too, but names its changes by the root.
+    assert sorted(names[oid] for oid in changed) == [("app", "events"), ("app", "order")]
+    order = next(r for r in relations.values() if r.name == "order")
+    assert [(c.name, c.in_key) for c in order.columns] == [
+        ("region", True),
+        ("id", True),
+        ("note", False),
+        ("big", False),
+    ]
+    commits = [t.commit.commit_lsn for t in found if t.commit is not None]
+    assert commits == sorted(commits) and len(set(commits)) == 4
+
+    first = found[0].changes
+    assert [(c.op, names[c.relation][1], c.new) for c in first if isinstance(c, Change)] == [
+        ("I", "order", ("eu", "1", None, "small")),
+        ("I", "order", ("us", "2", "n'2", "b")),
+        ("I", "events", ("2026-03-01", "7")),  # the partition's row, named by its root
+    ]
+    update, key_change, delete = (t.changes[0] for t in found[1:])
+    assert isinstance(update, Change) and isinstance(key_change, Change)
+    assert (update.op, update.new, update.old) == ("U", ("eu", "1", "changed", "small"), None)
+    assert key_change.old_is_key and key_change.old is not None
+    assert key_change.old[:2] == ("us", "2") and key_change.new == ("ap", "2", "n'2", "b")
+    assert isinstance(delete, Change) and delete.op == "D" and delete.old_is_key
+    assert delete.old == ("2026-03-01", "7")
+
+
+def test_an_untouched_large_value_and_a_truncate(engine: sa.Engine) -> None:
+    _run(engine, f"INSERT INTO app.\"order\" VALUES ('eu', 1, 'a', '{LARGE}')")
+    _run(engine, "UPDATE app.\"order\" SET note = 'b'")
+    _run(engine, 'TRUNCATE app."order", app.events')
+    relations: dict[int, Relation] = {}
+    insert, update, truncate = (t.changes for t in pgoutput.transactions(_peek(engine), relations))
+    assert isinstance(insert[0], Change) and insert[0].new == ("eu", "1", "a", LARGE)
+    assert isinstance(update[0], Change) and update[0].new == ("eu", "1", "b", UNCHANGED_TOAST)
+    assert len(truncate) == 1 and isinstance(truncate[0], Truncate)
+    assert sorted(relations[oid].name for oid in truncate[0].relations) == ["events", "order"]
+
+
+def test_a_malformed_message_is_named_in_one_line() -> None:
+    with pytest.raises(pgoutput.ProtocolError, match="truncated or malformed pgoutput 'I'"):
+        pgoutput.decode(b"I\x00\x00")
+    with pytest.raises(pgoutput.ProtocolError, match="kind 'Z'"):
+        pgoutput.decode(b"Z")
