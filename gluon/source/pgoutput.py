@@ -25,6 +25,12 @@ old row, or from the lake."""
 POSTGRES_EPOCH = dt.datetime(2000, 1, 1)
 """pgoutput's timestamps count microseconds from here (naive UTC, as the slot's clock)."""
 
+BOOL_OID = 16
+_BOOLEANS = {"t": "true", "f": "false"}
+"""pgoutput sends a boolean's output text (``t``/``f``); test_decoding, whose text the
+Arrow path reads, prints ``true``/``false``."""
+
+
 Value = str | None | object
 """A column's text, None (SQL NULL), or :data:`UNCHANGED_TOAST`."""
 
@@ -260,3 +266,67 @@ def transactions(
             if open_transaction is None:
                 raise ProtocolError("a change outside a transaction")
             open_transaction.changes.append(message)
+
+
+class UnloggedValueError(ValueError):
+    """An UPDATE left large values out of the WAL and no old row holds them."""
+
+    def __init__(self, columns: list[str]) -> None:
+        super().__init__(", ".join(columns))
+        self.columns = columns
+
+
+def table_rows(
+    transaction: Transaction,
+    relations: dict[int, Relation],
+    tables: set[int],
+    names: list[str],
+) -> tuple[list[str], list[list[str | None]]]:
+    """The changes of ``transaction`` to the relations ``tables`` (a table's oid, or its
+    root's with ``publish_via_partition_root``): each one's ``gl_op`` (I, U, D, or T for a
+    TRUNCATE, every column NULL) and its values as text in the order of ``names`` (a DELETE
+    or a key-only old row: the key, the other columns NULL). The rows ``changes_as_arrow``
+    (``gluon.source.logical_values``) types, once numbered.
+
+    Raises:
+        UnloggedValueError: an UPDATE left a large value out and no old row holds it.
+        ProtocolError: a change names a relation the slot never described.
+    """
+    ops: list[str] = []
+    rows: list[list[str | None]] = []
+    for change in transaction.changes:
+        if isinstance(change, Truncate):
+            if not tables.isdisjoint(change.relations):
+                ops.append("T")
+                rows.append([None] * len(names))
+            continue
+        if change.relation not in tables:
+            continue
+        relation = relations.get(change.relation)
+        if relation is None:
+            raise ProtocolError(f"a change of relation {change.relation} before its description")
+        ops.append(change.op)
+        rows.append(_in_order(change, relation, names))
+    return ops, rows
+
+
+def _in_order(change: Change, relation: Relation, names: list[str]) -> list[str | None]:
+    columns = [column.name for column in relation.columns]
+    old = dict(zip(columns, change.old, strict=True)) if change.old is not None else {}
+    if change.new is None:
+        values = old
+    else:
+        values = dict(zip(columns, change.new, strict=True))
+        missing = [name for name, value in values.items() if value is UNCHANGED_TOAST]
+        if missing:
+            if any(old.get(name) in (None, UNCHANGED_TOAST) for name in missing):
+                raise UnloggedValueError(missing)
+            values.update({name: old[name] for name in missing})
+    booleans = {column.name for column in relation.columns if column.type_oid == BOOL_OID}
+    return [_text(values.get(name), boolean=name in booleans) for name in names]
+
+
+def _text(value: Value, *, boolean: bool) -> str | None:
+    if not isinstance(value, str):
+        return None
+    return _BOOLEANS.get(value, value) if boolean else value

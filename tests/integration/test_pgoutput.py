@@ -3,12 +3,18 @@ what a slot shared by a database's PG_LOGICAL tables will read (issue 33, delive
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator
+from decimal import Decimal
 
+import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
+from gluon.capture.objects import change_fields
+from gluon.schema import Column, TableSpec
 from gluon.source import pgoutput
+from gluon.source.logical_values import changes_as_arrow
 from gluon.source.pgoutput import UNCHANGED_TOAST, Change, Relation, Truncate
 
 SLOT = "gluon_pgoutput_test"
@@ -121,11 +127,80 @@ def test_an_untouched_large_value_and_a_truncate(engine: sa.Engine) -> None:
     _run(engine, "UPDATE app.\"order\" SET note = 'b'")
     _run(engine, 'TRUNCATE app."order", app.events')
     relations: dict[int, Relation] = {}
-    insert, update, truncate = (t.changes for t in pgoutput.transactions(_peek(engine), relations))
+    found = list(pgoutput.transactions(_peek(engine), relations))
+    insert, update, truncate = (t.changes for t in found)
+    order = next(oid for oid, r in relations.items() if r.name == "order")
+    # Without the old row (REPLICA IDENTITY DEFAULT, key unchanged) the value is nowhere.
+    with pytest.raises(pgoutput.UnloggedValueError, match="big"):
+        pgoutput.table_rows(found[1], relations, {order}, ["region", "id", "note", "big"])
     assert isinstance(insert[0], Change) and insert[0].new == ("eu", "1", "a", LARGE)
     assert isinstance(update[0], Change) and update[0].new == ("eu", "1", "b", UNCHANGED_TOAST)
     assert len(truncate) == 1 and isinstance(truncate[0], Truncate)
     assert sorted(relations[oid].name for oid in truncate[0].relations) == ["events", "order"]
+
+
+def test_a_table_s_rows_become_its_lake_types_without_the_source(engine: sa.Engine) -> None:
+    """Each change's values in the table's column order, typed by the same path the
+    test_decoding reader uses (``changes_as_arrow``): no round trip to PostgreSQL."""
+    _run(
+        engine,
+        "CREATE TABLE app.typed (id INTEGER PRIMARY KEY, amount NUMERIC(12,2), at TIMESTAMP, "
+        "flag BOOLEAN, raw BYTEA, note TEXT)",
+        f"ALTER PUBLICATION {PUBLICATION} ADD TABLE app.typed",
+    )
+    _run(
+        engine,
+        "INSERT INTO app.typed VALUES (1, 12.5, '2026-11-26 10:00:01.5', true, '\\x00ff', "
+        "'it''s'), (2, NULL, NULL, NULL, NULL, NULL)",
+        "INSERT INTO app.other VALUES (1, 'not this table')",
+    )
+    _run(engine, "UPDATE app.typed SET id = 3 WHERE id = 2", "DELETE FROM app.typed WHERE id = 1")
+    _run(engine, "TRUNCATE app.typed")
+    relations: dict[int, Relation] = {}
+    found = list(pgoutput.transactions(_peek(engine), relations))
+    typed_oid = next(oid for oid, r in relations.items() if r.name == "typed")
+    names = ["note", "id", "amount", "at", "flag", "raw"]  # not the source's order
+    changes: list[list[str | None]] = []
+    for transaction in found:
+        assert transaction.commit is not None
+        ops, rows = pgoutput.table_rows(transaction, relations, {typed_oid}, names)
+        first = transaction.commit.commit_lsn << 20
+        changes += [
+            [*row, str(first + at), op] for at, (op, row) in enumerate(zip(ops, rows, strict=True))
+        ]
+    assert [change[-1] for change in changes] == ["I", "I", "U", "D", "T"]
+    spec = TableSpec(
+        "app",
+        "typed",
+        (
+            Column("note", "text", "string"),
+            Column("id", "integer", "int", False),
+            Column("amount", "numeric(12,2)", "decimal(12,2)"),
+            Column("at", "timestamp", "timestamp_ntz"),
+            Column("flag", "boolean", "boolean"),
+            Column("raw", "bytea", "binary"),
+        ),
+        primary_key=("id",),
+    )
+    schema = pa.schema([*spec.arrow_schema, *change_fields()])
+    rows = changes_as_arrow(changes, spec, schema).to_pylist()
+    assert rows[0] | {"gl_seq": 0} == {
+        "note": "it's",
+        "id": 1,
+        "amount": Decimal("12.50"),
+        "at": dt.datetime(2026, 11, 26, 10, 0, 1, 500000),
+        "flag": True,
+        "raw": b"\x00\xff",
+        "gl_seq": 0,
+        "gl_op": "I",
+    }
+    assert [(row["id"], row["note"], row["gl_op"]) for row in rows[1:]] == [
+        (2, None, "I"),
+        (3, None, "U"),
+        (1, None, "D"),  # the key only
+        (None, None, "T"),
+    ]
+    assert [row["gl_seq"] for row in rows] == sorted(row["gl_seq"] for row in rows)
 
 
 def test_a_malformed_message_is_named_in_one_line() -> None:
