@@ -208,3 +208,30 @@ def test_a_malformed_message_is_named_in_one_line() -> None:
         pgoutput.decode(b"I\x00\x00")
     with pytest.raises(pgoutput.ProtocolError, match="kind 'Z'"):
         pgoutput.decode(b"Z")
+
+
+def test_other_tables_writes_reach_no_peek_of_the_publication(engine: sa.Engine) -> None:
+    """What a shared slot saves: a table outside the publication writes 100 transactions,
+    and the peek returns not one message more (its empty transactions are skipped by
+    PostgreSQL 15), where a test_decoding slot returns a BEGIN, a row and a COMMIT each."""
+    with engine.begin() as db:
+        db.execute(
+            sa.text("SELECT pg_create_logical_replication_slot('gluon_td', 'test_decoding')")
+        )
+    try:
+        _run(engine, "INSERT INTO app.\"order\" VALUES ('eu', 1, NULL, 'small')")
+        before = len(_peek(engine))
+        for key in range(100):
+            _run(engine, f"INSERT INTO app.other VALUES ({key}, 'foreign')")
+        _run(engine, "UPDATE app.\"order\" SET note = 'after'")
+        published = _peek(engine)
+        with engine.connect() as db:
+            printed = db.execute(
+                sa.text("SELECT count(*) FROM pg_logical_slot_peek_changes('gluon_td', NULL, NULL)")
+            ).scalar()
+    finally:
+        with engine.begin() as db:
+            db.execute(sa.text("SELECT pg_drop_replication_slot('gluon_td')"))
+    assert before == 4  # Relation, Begin, Insert, Commit
+    assert len(published) == before + 3  # Begin, Update, Commit: nothing of app.other
+    assert printed == 3 * 102  # every transaction of the database, as text
