@@ -20,6 +20,9 @@ class GluonError(Exception):
     """Root of every error gluon reports to a user as one line."""
 
     exit_code: ExitCode = ExitCode.ERROR
+    changes_taken: int = 0
+    """An extraction that failed after confirming some batches: the changes it took from the
+    source (its run row counts them too), so the service's metric counts them once."""
 
 
 class UsageError(GluonError):

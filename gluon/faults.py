@@ -4,12 +4,12 @@
 cleanup, like ``kill -9``); ``GLUON_FAULT=<point>@<n>`` kills it the n-th time
 the point is reached, in the middle of a step that did part of its work (after
 the first of several partition commits, say). ``GLUON_PAUSE=<point>:<seconds>``
-sleeps there (to hold a lock while another run starts; with
-``GLUON_PAUSE_RELEASE=<path>`` the pause ends as soon as that file exists, so a
-test can hold a command exactly as long as it needs). Points are named
-``<operation>.<moment>`` (``extract.after_delta_commit``...) and every one is
-listed in ``FAULT_POINTS``, so a test can draw from them. Unset, a fault point
-costs two dictionary lookups.
+(``<point>@<n>:<seconds>``: its n-th visit only) sleeps there (to hold a lock
+while another run starts; with ``GLUON_PAUSE_RELEASE=<path>`` the pause ends as
+soon as that file exists, so a test can hold a command exactly as long as it
+needs). Points are named ``<operation>.<moment>``
+(``extract.after_delta_commit``...) and every one is listed in ``FAULT_POINTS``,
+so a test can draw from them. Unset, a fault point costs two dictionary lookups.
 """
 
 from __future__ import annotations
@@ -150,8 +150,13 @@ def fault_point(name: str) -> None:
             if not nth or _reached[name] >= int(nth):
                 os._exit(FAULT_EXIT_CODE)
     pause = os.environ.get("GLUON_PAUSE", "")
-    if pause.startswith(name + ":"):
-        _pause(float(pause.rsplit(":", 1)[1]), os.environ.get("GLUON_PAUSE_RELEASE"))
+    if pause.startswith(name + ":") or pause.startswith(name + "@"):
+        where, _, seconds = pause.rpartition(":")
+        nth = where.partition("@")[2]
+        visit = f"pause {name}"
+        _reached[visit] = _reached.get(visit, 0) + 1
+        if not nth or _reached[visit] == int(nth):
+            _pause(float(seconds), os.environ.get("GLUON_PAUSE_RELEASE"))
 
 
 def _pause(seconds: float, release: str | None) -> None:

@@ -263,7 +263,9 @@ def run_extraction(
             if isinstance(exc, GluonError):
                 gone = missing_delta_table_error(ref.key, state.delta_path)
                 if gone is not None:
+                    gone.changes_taken = result.rows_read
                     raise gone from exc
+                exc.changes_taken = result.rows_read
             raise
         fault_point("extract.before_repository_update")
         if state.diverting:

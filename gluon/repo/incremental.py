@@ -147,7 +147,8 @@ class ExtractionTotals:
     failed: int = 0
     interrupted: int = 0
     changes_shipped: int = 0
-    """Changes the successful runs took from the source (their ``rows_read``)."""
+    """Changes the runs took from the source (their ``rows_read``): a failed run's too, for
+    the batches it confirmed before it failed."""
     max_seq: int | None = None
     """The highest ``gl_seq`` a run recorded (None: no run recorded one)."""
     last_success_at: dt.datetime | None = None
@@ -432,7 +433,10 @@ class IncrementalRepository:
             sa.func.sum(is_status[EXTRACTION_SUCCESS]),
             sa.func.sum(is_status[EXTRACTION_FAILED]),
             sa.func.sum(is_status[EXTRACTION_INTERRUPTED]),
-            sa.func.sum(sa.case((succeeded, runs.c.rows_read), else_=0)),
+            # Every run's: a run that failed after some batches left the source counted them
+            # (the next run never sees them again); a batch it read but did not confirm is not
+            # in its count, and the next run that confirms it counts it.
+            sa.func.coalesce(sa.func.sum(runs.c.rows_read), 0),
             sa.func.max(runs.c.max_seq),
             sa.func.max(sa.case((succeeded, runs.c.finished_at), else_=None)),
             sa.func.min(runs.c.started_at),

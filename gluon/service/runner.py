@@ -262,6 +262,7 @@ class Service:
             report.outcome, report.detail = Outcome.LOCKED, str(exc)
         except GluonError as exc:
             report.outcome, report.detail = Outcome.FAILED, str(exc)
+            report.shipped = exc.changes_taken  # batches confirmed before the failure
         except Exception as exc:  # a run's bug must not end the service: logged with its trace
             log.exception("%s of %s failed unexpectedly", action.value, table.key)
             report.outcome = Outcome.FAILED

@@ -66,8 +66,9 @@ class ExtractionStatus:
     failed: int
     interrupted: int
     changes_extracted: int
-    """Changes the successful runs took from the source (their ``rows_read``): what the
-    extraction's result line and ``gluon_service_changes_shipped_total`` count too."""
+    """Changes the runs took from the source (their ``rows_read``, a failed run's confirmed
+    batches included): what the extraction's result line and
+    ``gluon_service_changes_shipped_total`` count too."""
     last_run: ExtractionRun | None
     """Its status is live: ``interrupted`` when recorded running and no process holds its lock."""
     recent_runs: tuple[ExtractionRun, ...]

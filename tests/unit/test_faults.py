@@ -86,3 +86,27 @@ def test_a_point_dies_on_its_nth_visit(fault: str, visits: int, dies: bool) -> N
     )
     assert done.returncode == (FAULT_EXIT_CODE if dies else 0), done.stderr
     assert ("survived" in done.stdout) is not dies
+
+
+@pytest.mark.parametrize(
+    ("pause", "paused_at"),
+    [("demo.point:9", [1, 2, 3]), ("demo.point@2:9", [2]), ("demo.point@4:9", [])],
+)
+def test_a_pause_holds_on_every_visit_or_on_its_nth(
+    pause: str, paused_at: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gluon import faults
+
+    visits = [0]
+    held: list[tuple[int, float]] = []
+    monkeypatch.setattr(faults, "_reached", {})
+    monkeypatch.setattr(
+        faults, "_pause", lambda seconds, _release: held.append((visits[-1], seconds))
+    )
+    monkeypatch.setenv("GLUON_PAUSE", pause)
+    monkeypatch.delenv("GLUON_FAULT", raising=False)
+    for visit in range(1, 4):
+        visits.append(visit)
+        faults.fault_point("demo.point")
+    faults.fault_point("demo.other")
+    assert held == [(n, 9.0) for n in paused_at]
