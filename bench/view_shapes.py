@@ -105,7 +105,9 @@ LATEST_CHANGES = (
 
 def shapes(rows: int, keys: np.ndarray) -> dict[str, str]:
     low, high = int(keys.min()), int(keys.max())
-    touched = ", ".join(str(part) for part in sorted({int(k) // (rows // PARTITIONS) for k in keys}))
+    touched = ", ".join(
+        str(part) for part in sorted({int(k) // (rows // PARTITIONS) for k in keys})
+    )
     return {
         "general": f"{base_side('')} UNION ALL {LATEST_CHANGES}",
         "key_range": (
@@ -177,7 +179,7 @@ def report(spark: Any, args: argparse.Namespace, keys: np.ndarray, views: list[s
     )
     for query, template in QUERIES.items():
         key = int(keys[len(keys) // 2])
-        base_wall, base_cpu, expected = measure(spark, template.format("b", key=key), args.repeats)
+        base_wall, base_cpu, _ = measure(spark, template.format("b", key=key), args.repeats)
         cells = [f"base {base_wall * 1000:.0f} ({base_cpu * 1000:.0f})"]
         reference = None
         for view in views:
