@@ -12,11 +12,13 @@ Sail session with the read session's join limits, and times, on the same data:
 * ``key_range``: the same with the base split by the changed keys' range (rows outside it
   pass without a join);
 * ``partitions``: the base split by the partitions holding the changed keys' base rows
-  (untouched partitions ``UNION ALL`` the general merge over the touched ones).
+  (untouched partitions ``UNION ALL`` the general merge over the touched ones);
+* ``pinned``: ``partitions`` as gluon registers it (``gluon.lake.touched``): both tables
+  read ``VERSION AS OF`` the version the split was derived from.
 
 Changes are ``spread`` (every 1/fraction-th key: every partition touched, as in
 ``bench/reads.py``) or ``clustered`` (the newest keys: the last 10% of the key range, 2 of
-20 partitions). Every shape must return the general view's result (checked).
+20 partitions by default). Every shape must return the general view's result (checked).
 
     python -m bench.view_shapes --rows 2000000 --fraction 0.01 --layout clustered [--explain]
 """
@@ -37,12 +39,13 @@ from deltalake import write_deltalake
 
 from bench.worker import register, shutdown, spark_session
 
-PARTITIONS = 20
 COLUMNS = "`id`, `part`, `amount`, `name`"
 JOIN_OPTIONS = {  # as gluon.read.catalog.READ_JOIN_OPTIONS
     "datafusion.optimizer.hash_join_single_partition_threshold": 64 * 1024 * 1024,
     "datafusion.optimizer.hash_join_single_partition_threshold_rows": 4 * 1024 * 1024,
 }
+PINNED_BASE = "(SELECT * FROM b VERSION AS OF 0)"
+PINNED_DELTA = "(SELECT * FROM d VERSION AS OF 0)"
 QUERIES = {
     "count": "SELECT COUNT(*) FROM {}",
     "sum": "SELECT SUM(amount) FROM {}",
@@ -58,10 +61,10 @@ def changed_keys(rows: int, fraction: float, layout: str) -> np.ndarray:
     return np.arange(rows - span, rows, max(1, span // count), dtype=np.int64)[:count]
 
 
-def write_tables(root: Path, rows: int, keys: np.ndarray) -> None:
+def write_tables(root: Path, rows: int, partitions: int, keys: np.ndarray) -> None:
     rng = np.random.default_rng(1)
     ids = np.arange(rows, dtype=np.int64)
-    per_part = rows // PARTITIONS
+    per_part = rows // partitions
     base = pa.table(
         {
             "id": ids,
@@ -103,10 +106,10 @@ LATEST_CHANGES = (
 )
 
 
-def shapes(rows: int, keys: np.ndarray) -> dict[str, str]:
+def shapes(rows: int, partitions: int, keys: np.ndarray) -> dict[str, str]:
     low, high = int(keys.min()), int(keys.max())
     touched = ", ".join(
-        str(part) for part in sorted({int(k) // (rows // PARTITIONS) for k in keys})
+        str(part) for part in sorted({int(k) // (rows // partitions) for k in keys})
     )
     return {
         "general": f"{base_side('')} UNION ALL {LATEST_CHANGES}",
@@ -117,6 +120,16 @@ def shapes(rows: int, keys: np.ndarray) -> dict[str, str]:
         "partitions": (
             f"SELECT {COLUMNS} FROM b WHERE `part` NOT IN ({touched}) UNION ALL "
             f"{base_side(f'`part` IN ({touched}) AND')} UNION ALL {LATEST_CHANGES}"
+        ),
+        # as gluon registers it: both tables pinned to the versions the split came from
+        "pinned": (
+            f"SELECT {COLUMNS} FROM {PINNED_BASE} gl_untouched WHERE NOT COALESCE("
+            f"`part` IN ({touched}), false) UNION ALL "
+            + (
+                f"{base_side(f'`part` IN ({touched}) AND')} UNION ALL {LATEST_CHANGES}".replace(
+                    "FROM b ", f"FROM {PINNED_BASE} "
+                ).replace("FROM d ", f"FROM {PINNED_DELTA} ")
+            )
         ),
     }
 
@@ -141,6 +154,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--fraction", type=float, default=0.01)
+    parser.add_argument("--partitions", type=int, default=20)
     parser.add_argument("--layout", choices=("spread", "clustered"), default="spread")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE each shape")
@@ -148,7 +162,7 @@ def main() -> None:
     keys = changed_keys(args.rows, args.fraction, args.layout)
     with tempfile.TemporaryDirectory(prefix="view_shapes_") as work:
         root = Path(work)
-        write_tables(root, args.rows, keys)
+        write_tables(root, args.rows, args.partitions, keys)
         spark = spark_session()
         try:
             for key, value in JOIN_OPTIONS.items():
@@ -156,7 +170,7 @@ def main() -> None:
             register(spark, "bench.b", str(root / "base"))
             register(spark, "bench.d", str(root / "delta"))
             spark.sql("USE DATABASE bench").collect()
-            views = shapes(args.rows, keys)
+            views = shapes(args.rows, args.partitions, keys)
             for name, select in views.items():
                 spark.sql(f"CREATE TEMPORARY VIEW {name} AS {select}").collect()
             report(spark, args, keys, list(views))
@@ -174,7 +188,8 @@ def canonical(rows: Any) -> list[tuple[Any, ...]]:
 
 def report(spark: Any, args: argparse.Namespace, keys: np.ndarray, views: list[str]) -> None:
     print(
-        f"{args.rows:,} base rows, {len(keys):,} changes ({args.fraction:.1%}, {args.layout}); "
+        f"{args.rows:,} base rows in {args.partitions} partitions, {len(keys):,} changes "
+        f"({args.fraction:.1%}, {args.layout}); "
         "median wall ms (CPU ms), ratio to the base table"
     )
     for query, template in QUERIES.items():

@@ -89,6 +89,9 @@ def register_incremental_views(
     ``refresh_pending`` re-registers such a view once its delta table has a newer version.
     Only where the catalog is the session's own (the embedded engine): a view in a shared
     metastore outlives the session, and other readers would miss later changes.
+    There too, with changes pending in only some base partitions, the view passes the
+    others through without a join (:func:`_partition_split`, pinned to the Delta versions
+    it was derived from).
     """
     method = get_method(state.method)
     tables.register_table(session, record.base_table, record.base_path)
