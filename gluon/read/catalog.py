@@ -153,6 +153,7 @@ def _partition_split(
     except TypeError:  # a partition value without a literal: the general view reads it
         return None
     session.pinned[record.user_view] = (state.delta_path, found.delta_version)
+    log.debug("%s merges %d base partitions", record.user_view, len(found.touched))
     return select
 
 
