@@ -187,6 +187,9 @@ class LakeSession:
         self.base_only: dict[str, tuple[str, int]] = {}
         """User views registered over the base table alone (no change was pending): the
         delta table's location and the version whose file list showed none (gluon.read.catalog)."""
+        self.pinned: dict[str, tuple[str, int]] = {}
+        """User views split by touched base partitions, pinned to the Delta versions the split
+        was derived from: the delta table's location and that version (gluon.lake.touched)."""
 
     def sql(self, statement: str) -> DataFrame:
         """Run one Spark SQL statement (recorded for the portability check)."""

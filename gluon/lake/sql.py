@@ -211,6 +211,18 @@ def merged_rows(
     )
 
 
+def partition_split(*, columns: Sequence[str], base: str, touched: str, merged: str) -> str:
+    """The base rows outside ``touched`` (a predicate on partition columns) as they are,
+    ``UNION ALL`` ``merged`` (the merge of the touched rows with the changes)."""
+    return render(
+        "partition_split_view",
+        columns=[quote_part(column) for column in columns],
+        base=base,
+        touched=touched,
+        merged=merged,
+    )
+
+
 def partitions_to_write(
     template: str,
     *,

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import LakeError
-from gluon.lake import publish, sql, storage, tables
+from gluon.lake import publish, sql, storage, tables, touched
 from gluon.lake.changes import view_sql
 from gluon.lake.session import LakeSession, first_line, open_session
 from gluon.lake.user_sql import NAME_CHAIN_PATTERN, NAME_PART_PATTERN
@@ -27,6 +27,7 @@ from gluon.naming import TableRef, lake_names
 from gluon.offload.copy import OFFLOADED, register_user_view
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED, IncrementalState
+from gluon.schema import lake_column
 from gluon.states import MergeMode
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,9 @@ def register_incremental_views(
     ``refresh_pending`` re-registers such a view once its delta table has a newer version.
     Only where the catalog is the session's own (the embedded engine): a view in a shared
     metastore outlives the session, and other readers would miss later changes.
+    There too, with changes pending in only some base partitions, the view passes the
+    others through without a join (:func:`_partition_split`, pinned to the Delta versions
+    it was derived from).
     """
     method = get_method(state.method)
     tables.register_table(session, record.base_table, record.base_path)
@@ -101,6 +105,12 @@ def register_incremental_views(
         tables.create_user_view(session, record.user_view, record.columns, internal)
         return
     session.base_only.pop(record.user_view, None)
+    session.pinned.pop(record.user_view, None)
+    split = _partition_split(session, record, state) if pending is not None else None
+    if split is not None:
+        tables.create_view(session, internal, split)
+        tables.create_user_view(session, record.user_view, record.columns, internal)
+        return
     select = view_sql(
         method.view_kind.value,
         columns=record.columns,
@@ -112,6 +122,39 @@ def register_incremental_views(
     )
     tables.create_view(session, internal, select)
     tables.create_user_view(session, record.user_view, record.columns, internal)
+
+
+def _partition_split(
+    session: LakeSession, record: OffloadedTable, state: IncrementalState
+) -> str | None:
+    """The view split by the base partitions pending changes may touch
+    (:mod:`gluon.lake.touched`), its versions recorded in ``session.pinned`` for
+    ``refresh_pending``; None where the general merge view is kept: an insert-only method
+    (its view has no join), a TRUNCATE in range, or no partition untouched."""
+    if get_method(state.method).view_kind is not ViewKind.MERGE or state.truncates_from(
+        state.view_min_partition
+    ):
+        return None
+    keys = tuple(lake_column(key) for key in state.key_columns)
+    found = touched.touched_partitions(
+        record.base_path, state.delta_path, keys, min_partition=state.view_min_partition
+    )
+    if found is None:
+        return None
+    try:
+        select = touched.split_view_sql(
+            found,
+            columns=record.columns,
+            keys=state.key_columns,
+            base=record.base_table,
+            delta=state.delta_table,
+            min_partition=state.view_min_partition,
+        )
+    except TypeError:  # a partition value without a literal: the general view reads it
+        return None
+    session.pinned[record.user_view] = (state.delta_path, found.delta_version)
+    log.debug("%s merges %d base partitions", record.user_view, len(found.touched))
+    return select
 
 
 def _pending_files(session: LakeSession, state: IncrementalState) -> storage.PartitionFiles | None:
@@ -225,7 +268,7 @@ def refresh_pending(session: LakeSession, statement: str) -> None:
     names = named_objects(statement)
     stale = [
         view
-        for view, (location, version) in session.base_only.items()
+        for view, (location, version) in (session.base_only | session.pinned).items()
         if (names is None or view.rsplit(".", 1)[-1].lower() in names)
         and storage.delta_version(location) != version
     ]
