@@ -38,6 +38,9 @@ _sail_server: Any = None
 SESSION_CONF = {"spark.sql.session.timeZone": "UTC"}
 EMBEDDED_STACK_BYTES = 64 * 1024 * 1024
 """Thread stack of the embedded engine (``SAIL_RUNTIME__STACK_SIZE`` overrides it)."""
+EMBEDDED_ALLOCATOR_OPTIONS = {"MIMALLOC_PURGE_DELAY": "0"}
+"""The embedded engine's allocator gives freed memory back at once (set in the
+environment before the engine loads; a value already set there wins)."""
 
 
 def _sail_url() -> str:
@@ -49,6 +52,11 @@ def _sail_url() -> str:
             # Deeply nested expressions (a query ORing a few hundred terms) overflowed Sail's
             # default 8 MiB thread stack and killed the process; 64 MiB took 2,500 terms.
             os.environ.setdefault("SAIL_RUNTIME__STACK_SIZE", str(EMBEDDED_STACK_BYTES))
+            # The engine allocates through mimalloc, which by default keeps freed pages for
+            # reuse: the service grew about 0.33 MB a Delta commit, given back to the system
+            # with purging at once (0.10 MB; bench/service_soak.py, docs/operations.md).
+            for option, value in EMBEDDED_ALLOCATOR_OPTIONS.items():
+                os.environ.setdefault(option, value)
             try:
                 from pysail.spark import SparkConnectServer
             except ImportError as exc:
