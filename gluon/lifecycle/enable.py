@@ -111,11 +111,11 @@ def _enable_incremental(
     warn: Callable[[str], None] | None = None,
 ) -> IncrementalResult:
     plan = plan_enable(settings, options, offload, repo)
-    advice = not_recommended(plan.spec, plan.method)
-    if advice:
-        log.warning("%s", advice)
-        if warn is not None:
-            warn(advice)
+    for advice in (not_recommended(plan.spec, plan.method), _copy_older_than_capture(plan)):
+        if advice:
+            log.warning("%s", advice)
+            if warn is not None:
+                warn(advice)
     result = IncrementalResult(plan.state.table_key, _enable_steps(plan), options.execute)
     if not options.execute:
         return result
@@ -132,6 +132,26 @@ def _enable_incremental(
         if isinstance(exc, GluonError) and exc.args:
             exc.args = (f"{exc.args[0]}; {undone}", *exc.args[1:])
         raise
+
+
+def _copy_older_than_capture(plan: EnablePlan) -> str | None:
+    """What enabling again over the copy an earlier enablement left (no new copy) misses.
+
+    Changes made while incremental update was disabled fired no capture: they never reach
+    the lake, and every reader differs from the source until the table is copied anew.
+    """
+    if plan.offload is not None or plan.resume:
+        return None
+    enablements = plan.repo.incremental.enablements(plan.state.table_key)
+    if not any(enablement["disabled_at"] is not None for enablement in enablements):
+        return None
+    table = plan.state.table_key
+    return (
+        f"{table}: enabled again over the lake copy as it was when incremental update was "
+        "disabled: source changes made since then are not in the lake and never will be; "
+        f"if there were any, run offload -t {table} -x --incremental-updates-disabled, then "
+        "enable again with --reset-backend-table to copy the table anew"
+    )
 
 
 def _execute_enable(

@@ -1,0 +1,56 @@
+"""A reader outside gluon holding the base table's first path across ``--reset-backend-table``
+(issue 28's hidden scenario, found by qa28).
+
+A reset copies the table anew; the reader holding the first path must read the new copy
+(issue 28: one location per base table for its whole life). Real SQLite, Sail and Delta.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from deltalake import DeltaTable
+from support.incremental import RunCli
+
+from gluon.config import load_settings
+from gluon.repo import Repository
+
+TABLE = "main.kept"
+
+
+def _rows(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
+    return sorted(tuple(str(row[name]) for name in ("id", "val")) for row in rows)
+
+
+def _cli(run_cli: RunCli, *args: str) -> None:
+    result = run_cli("offload", "-t", TABLE, "-x", *args)
+    assert result.exit_code == 0, result.stderr
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known defect (qa28): a reset writes the base to <table>_data_r<stamp> and "
+    "removes the first folder; remove this mark when the reset keeps the path",
+)
+def test_a_reader_holding_the_first_path_reads_the_reset_copy(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = sa.create_engine(url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
+        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    _cli(run_cli)
+    record = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
+    assert record is not None
+    first_path = record.base_path
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE kept SET val = 'changed' WHERE id = 1"))
+    _cli(run_cli, "--reset-backend-table")
+    assert _rows(DeltaTable(first_path).to_pyarrow_table().to_pylist()) == [
+        ("1", "changed"),
+        ("2", "b"),
+    ]
