@@ -153,7 +153,14 @@ def measure(url: str, home: Path, mode: str, *, rate: float, seconds: float) -> 
     }
     if mode == "DEFERRED":
         figure["delta_files_before_fold"] = _files(home, name)
-        _offload(home, "-t", f"app.{name}", "-x", "--incremental-run-compaction")
+        _offload(
+            home,
+            "-t",
+            f"app.{name}",
+            "-x",
+            "--incremental-run-compaction",
+            "--incremental-wait-time=0",
+        )
         figure["delta_files_after_fold"] = _files(home, name)
     return figure
 
