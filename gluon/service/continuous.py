@@ -5,9 +5,10 @@ waiting (``nothing_waiting``: one cheap count for a changelog, a peek for a slot
 ``poll_interval`` and, when one is, runs a normal extraction (``run_extraction`` through
 the service's ``_run``: the same lock, run row, exactly-once commit and fault points as
 any other run). The lock is held per batch only, so compaction, status and cron commands
-interleave. Batches are small and frequent, so their files pile up in the delta table: a
-second thread compacts the table when its delta table holds more than ``fold_files``
-data files, while the loop goes on (compaction diverts new changes; the next batch
+interleave. Batches are small and frequent, so their files pile up (in the delta table;
+in merge mode IMMEDIATE, in the base): a second thread compacts the table when the
+batches added more than ``fold_files`` data files since the loop started or the last
+fold ended, while the loop goes on (compaction diverts new changes; the next batch
 acknowledges the diversion).
 """
 
@@ -19,8 +20,12 @@ import time
 from collections.abc import Callable
 
 from gluon.compact.options import CompactionOptions
+from gluon.config import Settings
 from gluon.errors import GluonError
+from gluon.lake.storage import data_files
+from gluon.repo import Repository
 from gluon.service.config import TableConfig
+from gluon.states import MergeMode
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +41,33 @@ Waiting = Callable[[str], bool]
 """Whether the table's feed may have a change waiting (False: surely nothing)."""
 Fold = Callable[[CompactionOptions, threading.Event], None]
 Files = Callable[[str], int | None]
+
+
+def fold(settings: Settings, options: CompactionOptions, stop: threading.Event) -> None:
+    """One fold: a compaction with ``options`` (stops between steps when ``stop`` is set)."""
+    from gluon.compact import run_compaction
+
+    result = run_compaction(
+        settings,
+        options,
+        warn=lambda message: log.warning("%s: %s", options.table.key, message),
+        waiting=lambda message: log.info("%s", message),
+        stopping=stop.is_set,
+    )
+    log.info("%s: fold: %s", options.table.key, result.message)
+
+
+def batch_files(settings: Settings, table_key: str) -> int | None:
+    """The data files the table's batches add to: the delta table's, in merge mode
+    IMMEDIATE the base's (None: no such table)."""
+    repo = Repository(settings.repo_url)
+    state = repo.incremental.get_state(table_key)
+    if state is None:
+        return None
+    if state.merge_mode == MergeMode.IMMEDIATE.value:
+        record = repo.get_table(table_key)
+        return None if record is None else data_files(record.base_path)
+    return data_files(state.delta_path)
 
 
 def fold_options(table: TableConfig) -> CompactionOptions:
@@ -67,6 +99,9 @@ class ContinuousTable:
         self._stop = stop
         self._folding: threading.Thread | None = None
         self._fold_checked = 0.0
+        self._baseline: int | None = None
+        """The file count when the loop started or the last fold ended: a fold starts when
+        the batches added more than ``fold_files`` since."""
         self.batches = 0
         self.folds = 0
         self._thread = threading.Thread(
@@ -110,12 +145,17 @@ class ContinuousTable:
         if self._folding is not None and self._folding.is_alive():
             return
         files = self._files(self.table.key)
-        if files is None or files <= self.table.fold_files:
+        if files is None:
+            return
+        if self._baseline is None:
+            self._baseline = files
+        if files - self._baseline <= self.table.fold_files:
             return
         log.info(
-            "%s: the delta table holds %d files (fold_files %d): compacting",
+            "%s: %d files, %d more than after the last fold (fold_files %d): compacting",
             self.table.key,
             files,
+            files - self._baseline,
             self.table.fold_files,
         )
         self._folding = threading.Thread(
@@ -127,6 +167,8 @@ class ContinuousTable:
         try:
             self._fold(fold_options(self.table), self._stop)
             self.folds += 1
+            # What a fold leaves (a big base keeps its many files) is the new starting point.
+            self._baseline = self._files(self.table.key)
         except GluonError as exc:
             log.warning("%s: folding the small files failed: %s", self.table.key, exc)
         except Exception:

@@ -19,18 +19,17 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
+from functools import partial
 
-from gluon.compact.options import CompactionOptions
 from gluon.config import EngineKind, Settings
 from gluon.errors import GluonError, LockHeldError, UsageError
 from gluon.lake.session import first_line, open_session
-from gluon.lake.storage import data_files
 from gluon.repo import Repository
 from gluon.repo.common import now as repository_now
 from gluon.reuse import kept_connections
 from gluon.service.checks import FLUSH_SECONDS, EmptyCheckCounter
 from gluon.service.config import ServiceConfig, TableConfig
-from gluon.service.continuous import ContinuousTable
+from gluon.service.continuous import ContinuousTable, batch_files, fold
 from gluon.service.lag import table_lag
 from gluon.service.metrics import ServiceMetrics
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
@@ -233,8 +232,8 @@ class Service:
                 table,
                 extract=self._continuous_batch,
                 waiting=self._change_waiting,
-                fold=self._fold,
-                files=self._delta_files,
+                fold=partial(fold, self.settings),
+                files=partial(batch_files, self.settings),
                 stop=stop,
             )
             for table in self.config.tables
@@ -263,22 +262,6 @@ class Service:
         from gluon.extract.run import nothing_waiting
 
         return not nothing_waiting(self.settings, table_key)
-
-    def _fold(self, options: CompactionOptions, stop: threading.Event) -> None:
-        from gluon.compact import run_compaction
-
-        result = run_compaction(
-            self.settings,
-            options,
-            warn=lambda message: log.warning("%s: %s", options.table.key, message),
-            waiting=lambda message: log.info("%s", message),
-            stopping=stop.is_set,
-        )
-        log.info("%s: fold: %s", options.table.key, result.message)
-
-    def _delta_files(self, table_key: str) -> int | None:
-        state = Repository(self.settings.repo_url).incremental.get_state(table_key)
-        return None if state is None else data_files(state.delta_path)
 
     def _warm_engine(self) -> None:
         """Start the embedded engine before the first run needs it (it stays up)."""
