@@ -280,10 +280,17 @@ def service(
             help="The address the metrics port listens on (0.0.0.0: every interface).",
         ),
     ] = "127.0.0.1",
+    continuous: Annotated[
+        bool,
+        typer.Option(
+            "--continuous",
+            help="Extract every table of the file as its changes commit (as continuous = true).",
+        ),
+    ] = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
-    from gluon.service.config import ServiceConfig, load_config
+    from gluon.service.config import ServiceConfig, all_continuous, load_config
 
     loaded: list[ServiceConfig] = []
 
@@ -292,7 +299,8 @@ def service(
             raise UsageError(f"--parallel must be at least 1, found {parallel}")
         if metrics_port is not None and not 1 <= metrics_port <= 65535:
             raise UsageError(f"--metrics-port must be between 1 and 65535, found {metrics_port}")
-        loaded.append(load_config(config))
+        read = load_config(config)
+        loaded.append(all_continuous(read) if continuous else read)
 
     def body(settings: Settings) -> str:
         from gluon.service.metrics import ServiceMetrics

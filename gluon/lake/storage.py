@@ -141,6 +141,18 @@ def delta_version(location: str) -> int | None:
         return None
 
 
+def data_files(location: str) -> int | None:
+    """How many data files the latest version of the Delta table at ``location`` holds,
+    from its log (no data file is opened). None: no table at ``location``."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        return len(DeltaTable(location).file_uris())
+    except TableNotFoundError:
+        return None
+
+
 @dataclass(frozen=True)
 class PartitionFiles:
     """How many data files one version of a Delta table holds in a range of partitions."""

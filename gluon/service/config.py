@@ -24,6 +24,11 @@ Example::
     every = "1d"                      # at most one verify start per day
     max_rows_per_second = 20000       # pace the source read
 
+    [tables."SH.ORDERS"]
+    continuous = true                 # extracted as its changes commit (small batches)
+    poll_interval = 0.15              # seconds between checks for new changes
+    fold_files = 200                  # compact when the delta table holds more files
+
 Durations are seconds (a number) or a number with ``s``, ``m``, ``h`` or ``d``. A bad file
 is refused as a whole, before anything runs, with one line naming the file, the table and
 what is wrong.
@@ -34,7 +39,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +63,20 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
-TABLE_KEYS = {"extraction_interval", "batch_size", "compaction", "verify"}
+TABLE_KEYS = {
+    "extraction_interval",
+    "batch_size",
+    "compaction",
+    "continuous",
+    "poll_interval",
+    "fold_files",
+    "verify",
+}
+DEFAULT_POLL_SECONDS = 0.15
+"""How often a continuous table's loop checks for new changes (``poll_interval``)."""
+DEFAULT_FOLD_FILES = 200
+"""A continuous table is compacted when its delta table holds more data files
+(``fold_files``): small frequent batches would otherwise pile up small files."""
 COMPACTION_KEYS = {
     "window",
     "every",
@@ -133,6 +151,11 @@ class TableConfig:
     batch_size: int
     compaction: CompactionSchedule | None
     verify: VerifySchedule | None = None
+    continuous: bool = False
+    """Extracted by its own loop as changes commit (``gluon.service.continuous``), not on
+    the interval."""
+    poll_seconds: float = DEFAULT_POLL_SECONDS
+    fold_files: int = DEFAULT_FOLD_FILES
 
     @property
     def key(self) -> str:
@@ -144,6 +167,16 @@ class ServiceConfig:
     path: Path
     tables: tuple[TableConfig, ...]
     parallel: int
+
+
+CONTINUOUS_FULL_RUN_SECONDS = 300.0
+"""A continuous table's extraction_interval when the file sets none (unused by its loop)."""
+
+
+def all_continuous(config: ServiceConfig) -> ServiceConfig:
+    """``gluon service --continuous``: every table of the file in continuous mode."""
+    tables = tuple(replace(table, continuous=True) for table in config.tables)
+    return replace(config, tables=tables)
 
 
 def load_config(path: Path) -> ServiceConfig:
@@ -201,12 +234,17 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
             f"{path}: table {name}: not SCHEMA.TABLE (two identifiers joined by a dot)"
         ) from None
     _only(body, TABLE_KEYS, path, name, "the table")
-    if "extraction_interval" not in body:
+    if "extraction_interval" not in body and body.get("continuous") is not True:
         raise ConfigFileError(
             f"{path}: table {name}: extraction_interval is missing (set it for the table or "
             "in [defaults])"
         )
-    interval = duration(body["extraction_interval"], "extraction_interval", path, name)
+    interval = duration(
+        body.get("extraction_interval", CONTINUOUS_FULL_RUN_SECONDS),
+        "extraction_interval",
+        path,
+        name,
+    )
     batch_size = _integer(body.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", path, name)
     try:
         check_batch_size(batch_size)
@@ -224,7 +262,23 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         if not isinstance(section, dict):
             raise ConfigFileError(f"{path}: table {name}: verify must be a table of settings")
         verify = _verify(section, path, name)
-    return TableConfig(ref, interval, batch_size, compaction, verify)
+    continuous = _flag(body, "continuous", path, name)
+    poll = duration(body.get("poll_interval", DEFAULT_POLL_SECONDS), "poll_interval", path, name)
+    fold_files = _integer(body.get("fold_files", DEFAULT_FOLD_FILES), "fold_files", path, name)
+    if fold_files < 2:
+        raise ConfigFileError(
+            f"{path}: table {name}: fold_files must be at least 2, found {fold_files}"
+        )
+    return TableConfig(
+        ref,
+        interval,
+        batch_size,
+        compaction,
+        verify=verify,
+        continuous=continuous,
+        poll_seconds=poll,
+        fold_files=fold_files,
+    )
 
 
 def _verify(section: dict[str, Any], path: Path, name: str) -> VerifySchedule:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import GluonError, LockHeldError, UsageError
@@ -28,6 +29,7 @@ from gluon.repo.common import now as repository_now
 from gluon.reuse import kept_connections
 from gluon.service.checks import FLUSH_SECONDS, EmptyCheckCounter
 from gluon.service.config import ServiceConfig, TableConfig
+from gluon.service.continuous import ContinuousTable, batch_files, fold
 from gluon.service.lag import table_lag
 from gluon.service.metrics import ServiceMetrics
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
@@ -163,6 +165,8 @@ class Service:
         self.checks = EmptyCheckCounter(settings.repo_url)
         self.slot_turns = SlotTurns()
         self._full_run_at: dict[str, float] = {}
+        self._totals_lock = threading.Lock()
+        """Continuous loops count their runs from their own threads."""
 
     def run(self, stop: threading.Event) -> ServiceTotals:
         """Run until ``stop`` is set. Repository and source connections are kept for the
@@ -192,6 +196,10 @@ class Service:
                 target=self._refresh_lag, args=(stop,), name="gluon-lag", daemon=True
             ).start()
         self._warm_engine()
+        loops = self._start_continuous(stop)
+        continuous = {
+            (table.key, Action.EXTRACTION) for table in self.config.tables if table.continuous
+        }
         running: dict[Future[RunReport], tuple[TableSchedule, Action]] = {}
         flushed = time.monotonic()
         with ThreadPoolExecutor(self.parallel, thread_name_prefix="gluon-run") as pool:
@@ -201,6 +209,7 @@ class Service:
                     flushed = time.monotonic()
                 now = self.clock()
                 busy = {(schedule.table.key, action) for schedule, action in running.values()}
+                busy |= continuous  # their own loops extract them
                 for schedule, action in due_runs(
                     schedules, now, busy, self.parallel - len(running)
                 ):
@@ -216,7 +225,47 @@ class Service:
                 log.info("stopping: waiting for %d running runs to end", len(running))
             for future in list(running):
                 self._ended(running.pop(future), future.result())
+        for loop in loops:
+            loop.join()
         return self.totals
+
+    def _start_continuous(self, stop: threading.Event) -> list[ContinuousTable]:
+        """One loop per continuous table (``gluon.service.continuous``)."""
+        loops = [
+            ContinuousTable(
+                table,
+                extract=self._continuous_batch,
+                waiting=self._change_waiting,
+                fold=partial(fold, self.settings),
+                files=partial(batch_files, self.settings),
+                stop=stop,
+            )
+            for table in self.config.tables
+            if table.continuous
+        ]
+        for loop in loops:
+            loop.start()
+        return loops
+
+    def _continuous_batch(self, table: TableConfig, stop: threading.Event) -> bool:
+        report = self._run(table, Action.EXTRACTION, self.clock(), stop, quiet_empty=True)
+        if report.outcome != Outcome.NOTHING_TO_DO:
+            with self._totals_lock:
+                self.totals.add(report)
+                if self.metrics is not None:
+                    self.metrics.run_ended(
+                        report.table_key,
+                        Action.EXTRACTION.value,
+                        report.outcome,
+                        report.failed,
+                        report.shipped,
+                    )
+        return report.shipped > 0
+
+    def _change_waiting(self, table_key: str) -> bool:
+        from gluon.extract.run import nothing_waiting
+
+        return not nothing_waiting(self.settings, table_key)
 
     def _warm_engine(self) -> None:
         """Start the embedded engine before the first run needs it (it stays up)."""
@@ -240,14 +289,21 @@ class Service:
                 completed=report.outcome == Outcome.SUCCESS,
                 unfinished=report.compaction_unfinished,
             )
-        self.totals.add(report)
-        if self.metrics is not None:
-            self.metrics.run_ended(
-                report.table_key, action.value, report.outcome, report.failed, report.shipped
-            )
+        with self._totals_lock:
+            self.totals.add(report)
+            if self.metrics is not None:
+                self.metrics.run_ended(
+                    report.table_key, action.value, report.outcome, report.failed, report.shipped
+                )
 
     def _run(
-        self, table: TableConfig, action: Action, started: dt.datetime, stop: threading.Event
+        self,
+        table: TableConfig,
+        action: Action,
+        started: dt.datetime,
+        stop: threading.Event,
+        *,
+        quiet_empty: bool = False,
     ) -> RunReport:
         report = RunReport(table.key, action, started)
         began = time.monotonic()
@@ -271,6 +327,9 @@ class Service:
             report.compaction_unfinished = self._compaction_open(table.key)
         report.seconds = time.monotonic() - began
         line = report.line()
+        if quiet_empty and report.outcome == Outcome.NOTHING_TO_DO:
+            log.debug("%s", line)  # a continuous loop's empty look: several a second
+            return report
         if report.failed:
             log.error("%s", line)
         else:

@@ -178,3 +178,52 @@ def test_a_bad_verify_schedule_is_one_line(tmp_path: Path, section: str, message
     with pytest.raises(ConfigFileError) as caught:
         load_config(path)
     assert message in str(caught.value) and "\n" not in str(caught.value)
+
+
+CONTINUOUS = """
+[defaults]
+extraction_interval = "1m"
+
+[tables."SH.ORDERS"]
+continuous = true
+poll_interval = 0.2
+fold_files = 50
+
+[tables."SH.PRODUCTS"]
+"""
+
+
+def test_a_continuous_table_keeps_its_poll_interval_and_fold_files(tmp_path: Path) -> None:
+    orders, products = load_config(write(tmp_path, CONTINUOUS)).tables
+    assert (orders.continuous, orders.poll_seconds, orders.fold_files) == (True, 0.2, 50)
+    assert (products.continuous, products.poll_seconds, products.fold_files) == (False, 0.15, 200)
+
+
+def test_a_continuous_table_needs_no_extraction_interval(tmp_path: Path) -> None:
+    (table,) = load_config(write(tmp_path, '[tables."SH.ORDERS"]\ncontinuous = true\n')).tables
+    assert table.continuous
+
+
+def test_continuous_on_the_command_line_marks_every_table(tmp_path: Path) -> None:
+    from gluon.service.config import all_continuous
+
+    config = all_continuous(load_config(write(tmp_path, CONTINUOUS)))
+    assert [table.continuous for table in config.tables] == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ('continuous = "yes"', "continuous must be true or false, found 'yes'"),
+        ("poll_interval = 0", "poll_interval must be a duration above 0"),
+        ("fold_files = 1", "fold_files must be at least 2, found 1"),
+        ('fold_files = "many"', "fold_files must be a whole number, found 'many'"),
+    ],
+)
+def test_a_bad_continuous_setting_is_refused_in_one_line(
+    tmp_path: Path, setting: str, message: str
+) -> None:
+    path = write(tmp_path, f'[tables."SH.ORDERS"]\nextraction_interval = 5\n{setting}\n')
+    with pytest.raises(ConfigFileError) as refused:
+        load_config(path)
+    assert str(refused.value).startswith(f"{path}: table SH.ORDERS: {message}")
