@@ -91,6 +91,20 @@ def test_keys_shifted_onto_each_other_delete_only_the_key_left_empty(env: Captur
     assert changes == [("D", 1, None), ("I", 4, "c"), ("U", 2, "a"), ("U", 3, "b")]
 
 
+def _in_statement_groups(
+    changes: list[tuple[str, int, str | None]], groups: list[list[tuple[str, int, str | None]]]
+) -> list[list[tuple[str, int, str | None]]]:
+    """``changes`` cut into consecutive runs as long as ``groups``' (one run per statement),
+    each sorted: within one statement the order of its changes is free (they are of
+    different keys), across statements it is the statements' order."""
+    runs, start = [], 0
+    for group in groups:
+        runs.append(sorted(changes[start : start + len(group)], key=repr))
+        start += len(group)
+    assert start == len(changes), changes
+    return runs
+
+
 def test_a_key_changed_by_several_statements_keeps_their_order(env: CaptureEnv) -> None:
     enabled = enable(env, CHANGELOG, seed=False)
     env.run(
@@ -100,15 +114,27 @@ def test_a_key_changed_by_several_statements_keeps_their_order(env: CaptureEnv) 
         "UPDATE app.orders SET id = 1, name = 'back' WHERE id = 2",
         "DELETE FROM app.orders WHERE id = 1",
         "INSERT INTO app.orders (id, name) VALUES (1, 'last')",
+        "INSERT INTO app.orders (id, name) VALUES (2, 'two'), (3, 'three')",
+        # one statement: 2 changes in place, 3 moves to 5
+        "UPDATE app.orders SET id = CASE id WHEN 3 THEN 5 ELSE id END, name = name || '!' "
+        "WHERE id IN (2, 3)",
+        "DELETE FROM app.orders WHERE id = 5",
+        "INSERT INTO app.orders (id, name) VALUES (5, 'again')",
     )
-    assert [(op, key, name) for op, _, key, name, _, _ in enabled.changes()] == [
-        ("I", 1, "first"),
-        ("D", 1, None),
-        ("I", 2, "first"),
-        ("D", 2, None),
-        ("I", 1, "back"),
-        ("D", 1, None),
-        ("I", 1, "last"),
+    statements: list[list[tuple[str, int, str | None]]] = [
+        [("I", 1, "first")],
+        [("D", 1, None), ("I", 2, "first")],
+        [("D", 2, None), ("I", 1, "back")],
+        [("D", 1, None)],
+        [("I", 1, "last")],
+        [("I", 2, "two"), ("I", 3, "three")],
+        [("U", 2, "two!"), ("D", 3, None), ("I", 5, "three!")],
+        [("D", 5, None)],
+        [("I", 5, "again")],
+    ]
+    changes = [(op, key, name) for op, _, key, name, _, _ in enabled.changes()]
+    assert _in_statement_groups(changes, statements) == [
+        sorted(group, key=repr) for group in statements
     ]
 
 
@@ -125,6 +151,19 @@ def test_a_nullable_key_pairs_null_with_null(env: CaptureEnv) -> None:
         key=lambda change: (change[1] is not None, change),
     )
     assert changes == [("U", None, "a!"), ("U", 1, "b!")]
+
+
+def test_a_key_whose_text_changes_is_a_delete_and_an_insert(env: CaptureEnv) -> None:
+    """numeric 1.0 = 1.00, but the lake tells their text apart: an UPDATE between them is
+    a delete and an insert (keys of such types pair by their text, integers by value)."""
+    env.run(
+        "CREATE TABLE app.exact (id numeric PRIMARY KEY, name text, amount numeric, noted date)"
+    )
+    env.run("INSERT INTO app.exact (id, name) VALUES (1.0, 'a'), (2, 'b')")
+    enabled = enable(env, CHANGELOG, table="exact", seed=False)
+    env.run("UPDATE app.exact SET id = CASE WHEN id = 1 THEN 1.00 ELSE id END, name = name || '!'")
+    changes = sorted((op, str(key), name) for op, _, key, name, _, _ in enabled.changes())
+    assert changes == [("D", "1.0", None), ("I", "1.00", "a!"), ("U", "2", "b!")]
 
 
 def test_dml_goes_on_after_a_column_is_dropped(env: CaptureEnv) -> None:

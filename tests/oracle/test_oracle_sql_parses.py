@@ -444,3 +444,26 @@ def test_a_key_changing_update_writes_its_delete_after_the_statement() -> None:
     assert "gl_moved.EXTEND" in updating
     assert "SELECT COUNT(*) INTO gl_held FROM APP.ORDERS" in statement_section
     assert "'D', 'T', gl_old.ORDER_ID, gl_old.LINE_NO" in statement_section
+
+
+def test_the_changelog_trigger_writes_a_statement_s_changes_in_bulk() -> None:
+    """Issue 33 item 3: the row section of the compound changelog trigger buffers each
+    change; one FORALL writes the buffer every 1,000 changes and at AFTER STATEMENT, before
+    the moved keys' deletes. CHANGELOG_INSERT (which records uncaptured events by key)
+    writes each change at once, as before."""
+    source = connect(URL)
+    rendered = source.render(
+        "create_changelog_trigger", **CASES["create_changelog_trigger"]["CHANGELOG"]
+    )
+    row_section = rendered.split("AFTER EACH ROW IS", 1)[1].split("END AFTER EACH ROW;")[0]
+    statement_section = rendered.split("AFTER STATEMENT IS", 1)[1]
+    assert "INSERT INTO" not in row_section
+    assert "gl_kind(gl_count) := 'I';" in row_section
+    assert "IF gl_count >= 1000 THEN" in row_section
+    assert "FORALL gl_i IN 1 .. gl_count" in rendered
+    assert statement_section.index("gl_flush;") < statement_section.index("FOR gl_i IN")
+    insert_only = source.render(
+        "create_changelog_trigger", **CASES["create_changelog_trigger"]["CHANGELOG_INSERT"]
+    )
+    assert "FORALL" not in insert_only
+    assert "INSERT INTO" in insert_only.split("AFTER EACH ROW IS", 1)[1]

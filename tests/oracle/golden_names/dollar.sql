@@ -29,31 +29,92 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.T$X_LOG.ID%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.T$X_LOG.AMT$%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
+        VALUES (APP_H.T$X_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
-        VALUES (APP_H.T$X_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW.AMT$);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW.ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW.AMT$;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
         gl_moved.EXTEND;
         gl_moved(gl_moved.LAST).ID := :OLD.ID;
-        INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
-          VALUES (APP_H.T$X_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW.AMT$);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.AMT$;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
           AND ((:NEW.AMT$ IS NULL AND :OLD.AMT$ IS NULL) OR (:NEW.AMT$ IS NOT NULL AND :OLD.AMT$ IS NOT NULL AND :NEW.AMT$ = :OLD.AMT$))) THEN
-        INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
-          VALUES (APP_H.T$X_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW.AMT$);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.AMT$;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H.T$X_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD.ID;
+      gl_c2.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP.T$X gl_app
@@ -255,31 +316,92 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.T$X_LOG.ID%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.T$X_LOG.AMT$%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
+        VALUES (APP_H.T$X_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
-        VALUES (APP_H.T$X_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW.AMT$);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW.ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW.AMT$;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))) THEN
         gl_moved.EXTEND;
         gl_moved(gl_moved.LAST).ID := :OLD.ID;
-        INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
-          VALUES (APP_H.T$X_SEQ.NEXTVAL, 'I', 'T', :NEW.ID, :NEW.AMT$);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.AMT$;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW.ID IS NULL AND :OLD.ID IS NULL) OR (:NEW.ID IS NOT NULL AND :OLD.ID IS NOT NULL AND :NEW.ID = :OLD.ID))
           AND ((:NEW.AMT$ IS NULL AND :OLD.AMT$ IS NULL) OR (:NEW.AMT$ IS NOT NULL AND :OLD.AMT$ IS NOT NULL AND :NEW.AMT$ = :OLD.AMT$))) THEN
-        INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID, AMT$)
-          VALUES (APP_H.T$X_SEQ.NEXTVAL, 'U', 'T', :NEW.ID, :NEW.AMT$);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.AMT$;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.T$X_LOG (gl_seq, gl_op, gl_origin, ID)
-        VALUES (APP_H.T$X_SEQ.NEXTVAL, 'D', 'T', :OLD.ID);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD.ID;
+      gl_c2.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP.T$X gl_app

@@ -31,12 +31,59 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.ORDER_LINES_LOG.ORDER_ID%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.ORDER_LINES_LOG.CODE%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  TYPE gl_t3 IS TABLE OF APP_H.ORDER_LINES_LOG.DAY%TYPE;
+  gl_c3 gl_t3 := gl_t3();
+  TYPE gl_t4 IS TABLE OF APP_H.ORDER_LINES_LOG.AMOUNT%TYPE;
+  gl_c4 gl_t4 := gl_t4();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+    gl_c3 := gl_t3();
+    gl_c4 := gl_t4();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
+        VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i), gl_c3(gl_i), gl_c4(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
-        VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'I', 'T', :NEW.ORDER_ID, :NEW.CODE, :NEW.DAY, :NEW.AMOUNT);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW.ORDER_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW.CODE;
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :NEW.DAY;
+      gl_c4.EXTEND;
+      gl_c4(gl_count) := :NEW.AMOUNT;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW.ORDER_ID IS NULL AND :OLD.ORDER_ID IS NULL) OR (:NEW.ORDER_ID IS NOT NULL AND :OLD.ORDER_ID IS NOT NULL AND :NEW.ORDER_ID = :OLD.ORDER_ID))
           AND ((:NEW.CODE IS NULL AND :OLD.CODE IS NULL) OR (:NEW.CODE IS NOT NULL AND :OLD.CODE IS NOT NULL AND :NEW.CODE = :OLD.CODE))
@@ -45,23 +92,59 @@ COMPOUND TRIGGER
         gl_moved(gl_moved.LAST).ORDER_ID := :OLD.ORDER_ID;
         gl_moved(gl_moved.LAST).CODE := :OLD.CODE;
         gl_moved(gl_moved.LAST).DAY := :OLD.DAY;
-        INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
-          VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'I', 'T', :NEW.ORDER_ID, :NEW.CODE, :NEW.DAY, :NEW.AMOUNT);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ORDER_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.CODE;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.DAY;
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW.AMOUNT;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW.ORDER_ID IS NULL AND :OLD.ORDER_ID IS NULL) OR (:NEW.ORDER_ID IS NOT NULL AND :OLD.ORDER_ID IS NOT NULL AND :NEW.ORDER_ID = :OLD.ORDER_ID))
           AND ((:NEW.CODE IS NULL AND :OLD.CODE IS NULL) OR (:NEW.CODE IS NOT NULL AND :OLD.CODE IS NOT NULL AND :NEW.CODE = :OLD.CODE))
           AND ((:NEW.DAY IS NULL AND :OLD.DAY IS NULL) OR (:NEW.DAY IS NOT NULL AND :OLD.DAY IS NOT NULL AND :NEW.DAY = :OLD.DAY))
           AND ((:NEW.AMOUNT IS NULL AND :OLD.AMOUNT IS NULL) OR (:NEW.AMOUNT IS NOT NULL AND :OLD.AMOUNT IS NOT NULL AND :NEW.AMOUNT = :OLD.AMOUNT))) THEN
-        INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
-          VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'U', 'T', :NEW.ORDER_ID, :NEW.CODE, :NEW.DAY, :NEW.AMOUNT);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ORDER_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.CODE;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.DAY;
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW.AMOUNT;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY)
-        VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'D', 'T', :OLD.ORDER_ID, :OLD.CODE, :OLD.DAY);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD.ORDER_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :OLD.CODE;
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :OLD.DAY;
+      gl_c4.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP.ORDER_LINES gl_app
@@ -277,12 +360,59 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.ORDER_LINES_LOG.ORDER_ID%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.ORDER_LINES_LOG.CODE%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  TYPE gl_t3 IS TABLE OF APP_H.ORDER_LINES_LOG.DAY%TYPE;
+  gl_c3 gl_t3 := gl_t3();
+  TYPE gl_t4 IS TABLE OF APP_H.ORDER_LINES_LOG.AMOUNT%TYPE;
+  gl_c4 gl_t4 := gl_t4();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+    gl_c3 := gl_t3();
+    gl_c4 := gl_t4();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
+        VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i), gl_c3(gl_i), gl_c4(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
-        VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'I', 'T', :NEW.ORDER_ID, :NEW.CODE, :NEW.DAY, :NEW.AMOUNT);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW.ORDER_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW.CODE;
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :NEW.DAY;
+      gl_c4.EXTEND;
+      gl_c4(gl_count) := :NEW.AMOUNT;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW.ORDER_ID IS NULL AND :OLD.ORDER_ID IS NULL) OR (:NEW.ORDER_ID IS NOT NULL AND :OLD.ORDER_ID IS NOT NULL AND :NEW.ORDER_ID = :OLD.ORDER_ID))
           AND ((:NEW.CODE IS NULL AND :OLD.CODE IS NULL) OR (:NEW.CODE IS NOT NULL AND :OLD.CODE IS NOT NULL AND :NEW.CODE = :OLD.CODE))
@@ -291,23 +421,59 @@ COMPOUND TRIGGER
         gl_moved(gl_moved.LAST).ORDER_ID := :OLD.ORDER_ID;
         gl_moved(gl_moved.LAST).CODE := :OLD.CODE;
         gl_moved(gl_moved.LAST).DAY := :OLD.DAY;
-        INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
-          VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'I', 'T', :NEW.ORDER_ID, :NEW.CODE, :NEW.DAY, :NEW.AMOUNT);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ORDER_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.CODE;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.DAY;
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW.AMOUNT;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW.ORDER_ID IS NULL AND :OLD.ORDER_ID IS NULL) OR (:NEW.ORDER_ID IS NOT NULL AND :OLD.ORDER_ID IS NOT NULL AND :NEW.ORDER_ID = :OLD.ORDER_ID))
           AND ((:NEW.CODE IS NULL AND :OLD.CODE IS NULL) OR (:NEW.CODE IS NOT NULL AND :OLD.CODE IS NOT NULL AND :NEW.CODE = :OLD.CODE))
           AND ((:NEW.DAY IS NULL AND :OLD.DAY IS NULL) OR (:NEW.DAY IS NOT NULL AND :OLD.DAY IS NOT NULL AND :NEW.DAY = :OLD.DAY))
           AND ((:NEW.AMOUNT IS NULL AND :OLD.AMOUNT IS NULL) OR (:NEW.AMOUNT IS NOT NULL AND :OLD.AMOUNT IS NOT NULL AND :NEW.AMOUNT = :OLD.AMOUNT))) THEN
-        INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY, AMOUNT)
-          VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'U', 'T', :NEW.ORDER_ID, :NEW.CODE, :NEW.DAY, :NEW.AMOUNT);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.ORDER_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.CODE;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.DAY;
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW.AMOUNT;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.ORDER_LINES_LOG (gl_seq, gl_op, gl_origin, ORDER_ID, CODE, DAY)
-        VALUES (APP_H.ORDER_LINES_SEQ.NEXTVAL, 'D', 'T', :OLD.ORDER_ID, :OLD.CODE, :OLD.DAY);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD.ORDER_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :OLD.CODE;
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :OLD.DAY;
+      gl_c4.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP.ORDER_LINES gl_app

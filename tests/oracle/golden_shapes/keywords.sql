@@ -31,35 +31,117 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.ORDER_LOG."SELECT"%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.ORDER_LOG."USER"%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  TYPE gl_t3 IS TABLE OF APP_H.ORDER_LOG."FROM"%TYPE;
+  gl_c3 gl_t3 := gl_t3();
+  TYPE gl_t4 IS TABLE OF APP_H.ORDER_LOG."LEVEL"%TYPE;
+  gl_c4 gl_t4 := gl_t4();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+    gl_c3 := gl_t3();
+    gl_c4 := gl_t4();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
+        VALUES (APP_H.ORDER_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i), gl_c3(gl_i), gl_c4(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
-        VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'I', 'T', :NEW."SELECT", :NEW."USER", :NEW."FROM", :NEW."LEVEL");
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW."SELECT";
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW."USER";
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :NEW."FROM";
+      gl_c4.EXTEND;
+      gl_c4(gl_count) := :NEW."LEVEL";
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW."SELECT" IS NULL AND :OLD."SELECT" IS NULL) OR (:NEW."SELECT" IS NOT NULL AND :OLD."SELECT" IS NOT NULL AND :NEW."SELECT" = :OLD."SELECT"))
           AND ((:NEW."USER" IS NULL AND :OLD."USER" IS NULL) OR (:NEW."USER" IS NOT NULL AND :OLD."USER" IS NOT NULL AND :NEW."USER" = :OLD."USER"))) THEN
         gl_moved.EXTEND;
         gl_moved(gl_moved.LAST)."SELECT" := :OLD."SELECT";
         gl_moved(gl_moved.LAST)."USER" := :OLD."USER";
-        INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
-          VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'I', 'T', :NEW."SELECT", :NEW."USER", :NEW."FROM", :NEW."LEVEL");
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW."SELECT";
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW."USER";
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW."FROM";
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW."LEVEL";
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW."SELECT" IS NULL AND :OLD."SELECT" IS NULL) OR (:NEW."SELECT" IS NOT NULL AND :OLD."SELECT" IS NOT NULL AND :NEW."SELECT" = :OLD."SELECT"))
           AND ((:NEW."USER" IS NULL AND :OLD."USER" IS NULL) OR (:NEW."USER" IS NOT NULL AND :OLD."USER" IS NOT NULL AND :NEW."USER" = :OLD."USER"))
           AND ((:NEW."FROM" IS NULL AND :OLD."FROM" IS NULL) OR (:NEW."FROM" IS NOT NULL AND :OLD."FROM" IS NOT NULL AND :NEW."FROM" = :OLD."FROM"))
           AND ((:NEW."LEVEL" IS NULL AND :OLD."LEVEL" IS NULL) OR (:NEW."LEVEL" IS NOT NULL AND :OLD."LEVEL" IS NOT NULL AND :NEW."LEVEL" = :OLD."LEVEL"))) THEN
-        INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
-          VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'U', 'T', :NEW."SELECT", :NEW."USER", :NEW."FROM", :NEW."LEVEL");
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW."SELECT";
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW."USER";
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW."FROM";
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW."LEVEL";
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER")
-        VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'D', 'T', :OLD."SELECT", :OLD."USER");
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD."SELECT";
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :OLD."USER";
+      gl_c3.EXTEND;
+      gl_c4.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP."ORDER" gl_app
@@ -274,35 +356,117 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.ORDER_LOG."SELECT"%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.ORDER_LOG."USER"%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  TYPE gl_t3 IS TABLE OF APP_H.ORDER_LOG."FROM"%TYPE;
+  gl_c3 gl_t3 := gl_t3();
+  TYPE gl_t4 IS TABLE OF APP_H.ORDER_LOG."LEVEL"%TYPE;
+  gl_c4 gl_t4 := gl_t4();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+    gl_c3 := gl_t3();
+    gl_c4 := gl_t4();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
+        VALUES (APP_H.ORDER_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i), gl_c3(gl_i), gl_c4(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
-        VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'I', 'T', :NEW."SELECT", :NEW."USER", :NEW."FROM", :NEW."LEVEL");
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW."SELECT";
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW."USER";
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :NEW."FROM";
+      gl_c4.EXTEND;
+      gl_c4(gl_count) := :NEW."LEVEL";
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW."SELECT" IS NULL AND :OLD."SELECT" IS NULL) OR (:NEW."SELECT" IS NOT NULL AND :OLD."SELECT" IS NOT NULL AND :NEW."SELECT" = :OLD."SELECT"))
           AND ((:NEW."USER" IS NULL AND :OLD."USER" IS NULL) OR (:NEW."USER" IS NOT NULL AND :OLD."USER" IS NOT NULL AND :NEW."USER" = :OLD."USER"))) THEN
         gl_moved.EXTEND;
         gl_moved(gl_moved.LAST)."SELECT" := :OLD."SELECT";
         gl_moved(gl_moved.LAST)."USER" := :OLD."USER";
-        INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
-          VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'I', 'T', :NEW."SELECT", :NEW."USER", :NEW."FROM", :NEW."LEVEL");
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW."SELECT";
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW."USER";
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW."FROM";
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW."LEVEL";
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW."SELECT" IS NULL AND :OLD."SELECT" IS NULL) OR (:NEW."SELECT" IS NOT NULL AND :OLD."SELECT" IS NOT NULL AND :NEW."SELECT" = :OLD."SELECT"))
           AND ((:NEW."USER" IS NULL AND :OLD."USER" IS NULL) OR (:NEW."USER" IS NOT NULL AND :OLD."USER" IS NOT NULL AND :NEW."USER" = :OLD."USER"))
           AND ((:NEW."FROM" IS NULL AND :OLD."FROM" IS NULL) OR (:NEW."FROM" IS NOT NULL AND :OLD."FROM" IS NOT NULL AND :NEW."FROM" = :OLD."FROM"))
           AND ((:NEW."LEVEL" IS NULL AND :OLD."LEVEL" IS NULL) OR (:NEW."LEVEL" IS NOT NULL AND :OLD."LEVEL" IS NOT NULL AND :NEW."LEVEL" = :OLD."LEVEL"))) THEN
-        INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER", "FROM", "LEVEL")
-          VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'U', 'T', :NEW."SELECT", :NEW."USER", :NEW."FROM", :NEW."LEVEL");
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW."SELECT";
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW."USER";
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW."FROM";
+        gl_c4.EXTEND;
+        gl_c4(gl_count) := :NEW."LEVEL";
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.ORDER_LOG (gl_seq, gl_op, gl_origin, "SELECT", "USER")
-        VALUES (APP_H.ORDER_SEQ.NEXTVAL, 'D', 'T', :OLD."SELECT", :OLD."USER");
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD."SELECT";
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :OLD."USER";
+      gl_c3.EXTEND;
+      gl_c4.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP."ORDER" gl_app

@@ -30,34 +30,106 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.SALES_LOG.SALE_ID%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.SALES_LOG.SOLD_ON%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  TYPE gl_t3 IS TABLE OF APP_H.SALES_LOG.REGION%TYPE;
+  gl_c3 gl_t3 := gl_t3();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+    gl_c3 := gl_t3();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
+        VALUES (APP_H.SALES_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i), gl_c3(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
-        VALUES (APP_H.SALES_SEQ.NEXTVAL, 'I', 'T', :NEW.SALE_ID, :NEW.SOLD_ON, :NEW.REGION);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW.SALE_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW.SOLD_ON;
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :NEW.REGION;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW.SALE_ID IS NULL AND :OLD.SALE_ID IS NULL) OR (:NEW.SALE_ID IS NOT NULL AND :OLD.SALE_ID IS NOT NULL AND :NEW.SALE_ID = :OLD.SALE_ID))
           AND ((:NEW.SOLD_ON IS NULL AND :OLD.SOLD_ON IS NULL) OR (:NEW.SOLD_ON IS NOT NULL AND :OLD.SOLD_ON IS NOT NULL AND :NEW.SOLD_ON = :OLD.SOLD_ON))) THEN
         gl_moved.EXTEND;
         gl_moved(gl_moved.LAST).SALE_ID := :OLD.SALE_ID;
         gl_moved(gl_moved.LAST).SOLD_ON := :OLD.SOLD_ON;
-        INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
-          VALUES (APP_H.SALES_SEQ.NEXTVAL, 'I', 'T', :NEW.SALE_ID, :NEW.SOLD_ON, :NEW.REGION);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.SALE_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.SOLD_ON;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.REGION;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW.SALE_ID IS NULL AND :OLD.SALE_ID IS NULL) OR (:NEW.SALE_ID IS NOT NULL AND :OLD.SALE_ID IS NOT NULL AND :NEW.SALE_ID = :OLD.SALE_ID))
           AND ((:NEW.SOLD_ON IS NULL AND :OLD.SOLD_ON IS NULL) OR (:NEW.SOLD_ON IS NOT NULL AND :OLD.SOLD_ON IS NOT NULL AND :NEW.SOLD_ON = :OLD.SOLD_ON))
           AND ((:NEW.REGION IS NULL AND :OLD.REGION IS NULL) OR (:NEW.REGION IS NOT NULL AND :OLD.REGION IS NOT NULL AND :NEW.REGION = :OLD.REGION))) THEN
-        INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
-          VALUES (APP_H.SALES_SEQ.NEXTVAL, 'U', 'T', :NEW.SALE_ID, :NEW.SOLD_ON, :NEW.REGION);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.SALE_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.SOLD_ON;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.REGION;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON)
-        VALUES (APP_H.SALES_SEQ.NEXTVAL, 'D', 'T', :OLD.SALE_ID, :OLD.SOLD_ON);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD.SALE_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :OLD.SOLD_ON;
+      gl_c3.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP.SALES gl_app
@@ -266,34 +338,106 @@ COMPOUND TRIGGER
   gl_moved gl_keys := gl_keys();
   gl_old gl_key;
   gl_held PLS_INTEGER;
+  TYPE gl_kinds IS TABLE OF CHAR(1);
+  gl_kind gl_kinds := gl_kinds();
+  TYPE gl_t1 IS TABLE OF APP_H.SALES_LOG.SALE_ID%TYPE;
+  gl_c1 gl_t1 := gl_t1();
+  TYPE gl_t2 IS TABLE OF APP_H.SALES_LOG.SOLD_ON%TYPE;
+  gl_c2 gl_t2 := gl_t2();
+  TYPE gl_t3 IS TABLE OF APP_H.SALES_LOG.REGION%TYPE;
+  gl_c3 gl_t3 := gl_t3();
+  gl_count PLS_INTEGER := 0;
+
+  PROCEDURE gl_empty IS
+  BEGIN
+    gl_count := 0;
+    gl_kind := gl_kinds();
+    gl_c1 := gl_t1();
+    gl_c2 := gl_t2();
+    gl_c3 := gl_t3();
+  END gl_empty;
+
+  PROCEDURE gl_flush IS
+  BEGIN
+    FORALL gl_i IN 1 .. gl_count
+      INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
+        VALUES (APP_H.SALES_SEQ.NEXTVAL, gl_kind(gl_i), 'T', gl_c1(gl_i), gl_c2(gl_i), gl_c3(gl_i));
+    gl_empty;
+  END gl_flush;
+
+  BEFORE STATEMENT IS
+  BEGIN
+    gl_empty;
+    gl_moved := gl_keys();
+  END BEFORE STATEMENT;
 
   AFTER EACH ROW IS
   BEGIN
     IF INSERTING THEN
-      INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
-        VALUES (APP_H.SALES_SEQ.NEXTVAL, 'I', 'T', :NEW.SALE_ID, :NEW.SOLD_ON, :NEW.REGION);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'I';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :NEW.SALE_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :NEW.SOLD_ON;
+      gl_c3.EXTEND;
+      gl_c3(gl_count) := :NEW.REGION;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     ELSIF UPDATING THEN
       IF NOT (((:NEW.SALE_ID IS NULL AND :OLD.SALE_ID IS NULL) OR (:NEW.SALE_ID IS NOT NULL AND :OLD.SALE_ID IS NOT NULL AND :NEW.SALE_ID = :OLD.SALE_ID))
           AND ((:NEW.SOLD_ON IS NULL AND :OLD.SOLD_ON IS NULL) OR (:NEW.SOLD_ON IS NOT NULL AND :OLD.SOLD_ON IS NOT NULL AND :NEW.SOLD_ON = :OLD.SOLD_ON))) THEN
         gl_moved.EXTEND;
         gl_moved(gl_moved.LAST).SALE_ID := :OLD.SALE_ID;
         gl_moved(gl_moved.LAST).SOLD_ON := :OLD.SOLD_ON;
-        INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
-          VALUES (APP_H.SALES_SEQ.NEXTVAL, 'I', 'T', :NEW.SALE_ID, :NEW.SOLD_ON, :NEW.REGION);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'I';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.SALE_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.SOLD_ON;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.REGION;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       ELSIF NOT (((:NEW.SALE_ID IS NULL AND :OLD.SALE_ID IS NULL) OR (:NEW.SALE_ID IS NOT NULL AND :OLD.SALE_ID IS NOT NULL AND :NEW.SALE_ID = :OLD.SALE_ID))
           AND ((:NEW.SOLD_ON IS NULL AND :OLD.SOLD_ON IS NULL) OR (:NEW.SOLD_ON IS NOT NULL AND :OLD.SOLD_ON IS NOT NULL AND :NEW.SOLD_ON = :OLD.SOLD_ON))
           AND ((:NEW.REGION IS NULL AND :OLD.REGION IS NULL) OR (:NEW.REGION IS NOT NULL AND :OLD.REGION IS NOT NULL AND :NEW.REGION = :OLD.REGION))) THEN
-        INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON, REGION)
-          VALUES (APP_H.SALES_SEQ.NEXTVAL, 'U', 'T', :NEW.SALE_ID, :NEW.SOLD_ON, :NEW.REGION);
+        gl_count := gl_count + 1;
+        gl_kind.EXTEND;
+        gl_kind(gl_count) := 'U';
+        gl_c1.EXTEND;
+        gl_c1(gl_count) := :NEW.SALE_ID;
+        gl_c2.EXTEND;
+        gl_c2(gl_count) := :NEW.SOLD_ON;
+        gl_c3.EXTEND;
+        gl_c3(gl_count) := :NEW.REGION;
+        IF gl_count >= 1000 THEN
+          gl_flush;
+        END IF;
       END IF;
     ELSIF DELETING THEN
-      INSERT INTO APP_H.SALES_LOG (gl_seq, gl_op, gl_origin, SALE_ID, SOLD_ON)
-        VALUES (APP_H.SALES_SEQ.NEXTVAL, 'D', 'T', :OLD.SALE_ID, :OLD.SOLD_ON);
+      gl_count := gl_count + 1;
+      gl_kind.EXTEND;
+      gl_kind(gl_count) := 'D';
+      gl_c1.EXTEND;
+      gl_c1(gl_count) := :OLD.SALE_ID;
+      gl_c2.EXTEND;
+      gl_c2(gl_count) := :OLD.SOLD_ON;
+      gl_c3.EXTEND;
+      IF gl_count >= 1000 THEN
+        gl_flush;
+      END IF;
     END IF;
   END AFTER EACH ROW;
 
   AFTER STATEMENT IS
   BEGIN
+    gl_flush;
     FOR gl_i IN 1 .. gl_moved.COUNT LOOP
       gl_old := gl_moved(gl_i);
       SELECT COUNT(*) INTO gl_held FROM APP.SALES gl_app
