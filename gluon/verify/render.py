@@ -54,6 +54,8 @@ def as_json(verdicts: list[Verdict]) -> str:
                 "equal": verdict.equal,
                 "rows_compared": verdict.rows_compared,
                 "looks": verdict.looks,
+                "bytes_moved": verdict.bytes_moved,
+                "buckets_compared": verdict.buckets_compared,
                 "in_flight": verdict.in_flight,
                 **{
                     attribute: [_json_key(key) for key in getattr(verdict.differences, attribute)]

@@ -23,9 +23,11 @@ from gluon.repo.incremental import ENABLED
 from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
 from gluon.verify.canonical import Canonical
+from gluon.verify.checksums import Meter
 from gluon.verify.compare import Differences, diff
+from gluon.verify.look import look
 from gluon.verify.pace import Pace
-from gluon.verify.sides import Shape, lake_rows, source_rows
+from gluon.verify.sides import Shape
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,9 @@ class Verdict:
     rows_compared: int = 0
     looks: int = 0
     differences: Differences = field(default_factory=Differences)
+    bytes_moved: int = 0
+    """Bytes read from the source into gluon: checksum rows and rows read whole."""
+    buckets_compared: int = 0
     in_flight: int = 0
     """Keys that differed with other rows at every look (a writer keeps changing them):
     not reported as differences, and counted so the user knows they were not settled."""
@@ -82,14 +87,17 @@ def verify_table(
     shape = Shape.of(record, key_columns)
     verdict = Verdict(record.table_key)
     previous: Differences | None = None
+    meter = Meter()
+    pace = Pace(max_rows_per_second)
     for _ in range(LOOKS):
         if enabled:
             run_extraction(settings, TableRef.parse(record.table_key))
-        source = source_rows(settings, repo, record, shape, Pace(max_rows_per_second))
-        lake = lake_rows(settings, repo, record, shape)
-        found = diff(source, lake)
+        seen = look(settings, repo, record, shape, pace, meter)
+        found = diff(seen.source, seen.lake)
         verdict.looks += 1
-        verdict.rows_compared = sum(len(rows) for rows in source.values())
+        verdict.rows_compared = seen.rows_compared
+        verdict.bytes_moved = meter.source_bytes
+        verdict.buckets_compared = meter.buckets_compared
         if not enabled:
             verdict.differences = found  # nothing is captured, so nothing is in flight
             break
