@@ -1,10 +1,12 @@
 """Bisection: compare both sides' bucket checksums, split only the buckets that differ,
 and read whole only the rows of small differing buckets.
 
-Each level splits a differing bucket into 16 to 4096 (one to three more hex digits of the
-key's hash), chosen so the next buckets hold about :data:`TARGET_ROWS` rows; a bucket of
-at most :data:`LEAF_ROWS` rows on both sides (or a full hash) is read whole on both sides.
-An equal table costs one count and one checksum pass on each side.
+The first level cuts the table into buckets of about :data:`FIRST_LEVEL_ROWS` rows (so its
+checksum rows are a small fraction of the table's bytes); each next level splits only the
+differing buckets, into 16 to 4096 (one to three more hex digits of the key's hash), until a
+bucket holds at most :data:`LEAF_ROWS` rows on both sides (or the whole hash is used): its
+rows are then read whole on both sides. An equal table costs one count and one checksum
+pass on each side.
 """
 
 from __future__ import annotations
@@ -19,10 +21,10 @@ from gluon.verify.checksums import Checksum
 
 log = logging.getLogger(__name__)
 
+FIRST_LEVEL_ROWS = 1024
+"""Rows per bucket aimed at by the first pass over the whole table."""
 LEAF_ROWS = 64
 """A differing bucket of at most this many rows is read whole (rows, not checksums)."""
-TARGET_ROWS = 8
-"""Rows a bucket is meant to hold after a split (few rows read whole per difference)."""
 MAX_STEP = 3
 """At most this many hex digits more per level (4096 buckets: the checksum rows stay small)."""
 HASH_DIGITS = 32
@@ -47,28 +49,41 @@ class Narrowed:
     rows_compared: int = 0
     levels: int = 0
     leaf_buckets: int = 0
+    leaves: dict[int, list[str]] = field(default_factory=dict)
+    """The buckets read whole, by their length in hex digits (a later look re-reads them)."""
 
 
-def step_for(rows: int) -> int:
-    """Hex digits to add so that ``rows`` split into buckets of about TARGET_ROWS."""
-    if rows <= TARGET_ROWS:
+def step_for(rows: int, target: int) -> int:
+    """Hex digits to add so that ``rows`` split into buckets of no fewer than ``target`` rows
+    (at least one digit, at most MAX_STEP)."""
+    if rows <= target:
         return 1
-    return max(1, min(MAX_STEP, math.ceil(math.log(rows / TARGET_ROWS, 16))))
+    return max(1, min(MAX_STEP, math.floor(math.log(rows / target, 16))))
 
 
 def narrow(
-    source: Side, lake: Side, progress: Callable[[int, int], None] | None = None
+    source: Side,
+    lake: Side,
+    progress: Callable[[int, int], None] | None = None,
+    recheck: dict[int, list[str]] | None = None,
 ) -> Narrowed:
-    """Bisect until the differing buckets are small, and read their rows on both sides."""
+    """Bisect until the differing buckets are small, and read their rows on both sides.
+
+    ``recheck``: the buckets an earlier look read whole: only they are read again (a look
+    after an extraction confirms the differences found, it does not search again)."""
     result = Narrowed()
+    if recheck is not None:
+        return _read_leaves(source, lake, recheck, result)
     total = max(source.count(), lake.count())
     result.rows_compared = total
     parents: list[str] = []
     parent_digits = 0
     spread = total  # the most rows a differing parent holds
+    target = FIRST_LEVEL_ROWS
     leaves: dict[int, list[str]] = {}
     while True:
-        digits = min(HASH_DIGITS, parent_digits + step_for(spread))
+        digits = min(HASH_DIGITS, parent_digits + step_for(spread, target))
+        target = LEAF_ROWS
         ours = source.buckets(digits, parent_digits, parents)
         theirs = lake.buckets(digits, parent_digits, parents)
         result.levels += 1
@@ -85,6 +100,13 @@ def narrow(
         spread = max(sizes[b] for b in parents)
         parent_digits = digits
         log.debug("verify: %d buckets of %d digits differ; splitting", len(parents), digits)
+    return _read_leaves(source, lake, leaves, result)
+
+
+def _read_leaves(
+    source: Side, lake: Side, leaves: dict[int, list[str]], result: Narrowed
+) -> Narrowed:
+    result.leaves = leaves
     for digits, buckets in sorted(leaves.items()):
         result.leaf_buckets += len(buckets)
         result.source_rows += source.rows(digits, buckets)

@@ -13,6 +13,7 @@ makes its rows' buckets differ: they are then read whole and compared by
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -51,7 +52,15 @@ def text_kind(column: Column, is_json: bool) -> str:
         return "boolean"
     if lake_type == "binary":
         return "binary"
+    if lake_type.startswith("decimal("):
+        return "decimal"
     return "other"
+
+
+def decimal_scale(column: Column) -> tuple[int, int]:
+    """A decimal column's precision and scale (its text has exactly ``scale`` decimals)."""
+    found = re.match(r"decimal\((\d+),\s*(\d+)\)", column.lake_type.lower())
+    return (int(found.group(1)), int(found.group(2))) if found else (38, 0)
 
 
 @dataclass
@@ -109,8 +118,8 @@ class SourceSide:
         spec = self.record.spec()
         expressions = self.source.select_list(spec)
         columns = [
-            {"expr": expression, "kind": kind}
-            for expression, kind in zip(expressions, self.kinds, strict=True)
+            {"expr": expression, "kind": kind, "digits": decimal_scale(column)}
+            for expression, kind, column in zip(expressions, self.kinds, spec.columns, strict=True)
         ]
         return {
             "schema": spec.schema,

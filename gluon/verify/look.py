@@ -25,6 +25,7 @@ class Look:
     rows_compared: int
     buckets_compared: int
     leaf_buckets: int
+    leaves: dict[int, list[str]]
 
 
 def look(
@@ -35,6 +36,7 @@ def look(
     pace: Pace,
     meter: Meter,
     progress: Callable[[int, int], None] | None = None,
+    recheck: dict[int, list[str]] | None = None,
 ) -> Look:
     """Compare both sides by checksums; read whole only the rows of differing buckets."""
     kinds = [
@@ -43,7 +45,7 @@ def look(
     ]
     source = SourceSide.open(settings, repo, record, kinds, shape.key_positions, pace, meter)
     with lake_side(settings, repo, record, kinds, shape.key_positions, meter) as lake:
-        narrowed = narrow(source, lake, progress)
+        narrowed = narrow(source, lake, progress, recheck)
     log.info(
         "%s: %d rows, %d buckets compared in %d levels, %d read whole; %d bytes moved from "
         "the source",
@@ -60,4 +62,5 @@ def look(
         rows_compared=narrowed.rows_compared,
         buckets_compared=meter.buckets_compared,
         leaf_buckets=narrowed.leaf_buckets,
+        leaves=narrowed.leaves,
     )
