@@ -27,13 +27,20 @@ def _text_of(name: str, kind: str) -> str:
         return f"CASE WHEN {column} THEN '1' WHEN NOT {column} THEN '0' END"
     if kind == "binary":
         return f"lower(hex({column}))"
-    return f"cast({column} AS string)"
+    if kind == "float":  # as PostgreSQL writes infinities and exponents (1e+20)
+        infinity = "cast('Infinity' AS double)"
+        signed = f"replace(replace(cast({column} AS string), 'e', 'e+'), 'e+-', 'e-')"
+        return (
+            f"CASE WHEN {column} = {infinity} THEN 'Infinity' "
+            f"WHEN {column} = -{infinity} THEN '-Infinity' ELSE {signed} END"
+        )
+    return f"cast({column} AS string)"  # a zoned timestamp: in UTC, the session's zone
 
 
 def _field(name: str, kind: str) -> str:
     text = _text_of(name, kind)
     length = f"cast(length({text}) AS string)"
-    return f"CASE WHEN {text} IS NULL THEN 'N' ELSE concat({length}, ':', {text}) END"
+    return f"CASE WHEN {quote_part(name)} IS NULL THEN 'N' ELSE concat({length}, ':', {text}) END"
 
 
 def row_text(columns: Sequence[HashedColumn]) -> str:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import hashlib
+import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -183,6 +184,7 @@ __all__ = ["SQLiteSource"]
 def _register_checksum_functions(connection: Any, _record: Any) -> None:
     connection.create_function("gluon_md5", 1, _md5_hex, deterministic=True)
     connection.create_function("gluon_hex_int", 1, _hex_int, deterministic=True)
+    connection.create_function("gluon_float_text", 1, _float_text, deterministic=True)
 
 
 def _md5_hex(text: str | bytes | None) -> str | None:
@@ -194,3 +196,13 @@ def _md5_hex(text: str | bytes | None) -> str | None:
 
 def _hex_int(text: str | None) -> int | None:
     return None if text is None else int(text, 16)
+
+
+def _float_text(value: float | int | str | bytes | None) -> str | None:
+    """A REAL as its shortest exact text, written as the lake writes a double."""
+    if value is None or isinstance(value, str | bytes):
+        return None if value is None else str(value)
+    number = float(value)
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    return "NaN" if math.isnan(number) else repr(number)

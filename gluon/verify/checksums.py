@@ -44,6 +44,11 @@ def text_kind(column: Column, is_json: bool) -> str:
     lake_type = column.lake_type.lower()
     if is_json:
         return "other"
+    declared = column.source_type.lower()
+    if declared.startswith("timestamptz") or (
+        declared.startswith("timestamp") and "with time zone" in declared
+    ):
+        return "zoned"
     if lake_type in _INTEGER_TYPES:
         return "integer"
     if lake_type == "string" or lake_type.startswith(("varchar", "char")):
@@ -52,6 +57,8 @@ def text_kind(column: Column, is_json: bool) -> str:
         return "boolean"
     if lake_type == "binary":
         return "binary"
+    if lake_type in ("double", "float"):
+        return "float"
     if lake_type.startswith("decimal("):
         return "decimal"
     return "other"
