@@ -14,12 +14,15 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from functools import partial
+from typing import Any, Protocol, TypeVar
 
 from gluon.verify.checksums import Checksum
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 FIRST_LEVEL_ROWS = 1024
 """Rows per bucket aimed at by the first pass over the whole table."""
@@ -53,6 +56,15 @@ class Narrowed:
     """The buckets read whole, by their length in hex digits (a later look re-reads them)."""
 
 
+def both(on_source: Callable[[], T], on_lake: Callable[[], T]) -> tuple[T, T]:
+    """Run the source's query in a thread while the lake's runs here: each engine works on
+    its own side at the same time (a verify takes the longer of the two, not their sum)."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-source") as pool:
+        ours = pool.submit(on_source)
+        theirs = on_lake()
+        return ours.result(), theirs
+
+
 def step_for(rows: int, target: int) -> int:
     """Hex digits to add so that ``rows`` split into buckets of no fewer than ``target`` rows
     (at least one digit, at most MAX_STEP)."""
@@ -74,7 +86,7 @@ def narrow(
     result = Narrowed()
     if recheck is not None:
         return _read_leaves(source, lake, recheck, result)
-    total = max(source.count(), lake.count())
+    total = max(both(source.count, lake.count))
     result.rows_compared = total
     parents: list[str] = []
     parent_digits = 0
@@ -84,8 +96,10 @@ def narrow(
     while True:
         digits = min(HASH_DIGITS, parent_digits + step_for(spread, target))
         target = LEAF_ROWS
-        ours = source.buckets(digits, parent_digits, parents)
-        theirs = lake.buckets(digits, parent_digits, parents)
+        ours, theirs = both(
+            partial(source.buckets, digits, parent_digits, parents),
+            partial(lake.buckets, digits, parent_digits, parents),
+        )
         result.levels += 1
         differing = sorted(b for b in ours.keys() | theirs.keys() if ours.get(b) != theirs.get(b))
         if progress is not None:
@@ -109,6 +123,7 @@ def _read_leaves(
     result.leaves = leaves
     for digits, buckets in sorted(leaves.items()):
         result.leaf_buckets += len(buckets)
-        result.source_rows += source.rows(digits, buckets)
-        result.lake_rows += lake.rows(digits, buckets)
+        read = both(partial(source.rows, digits, buckets), partial(lake.rows, digits, buckets))
+        result.source_rows += read[0]
+        result.lake_rows += read[1]
     return result
