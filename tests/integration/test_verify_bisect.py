@@ -100,3 +100,40 @@ def test_bisection_finds_three_broken_rows_moving_under_one_percent_of_the_table
     assert verdict["extra_in_lake"] == []
     assert sorted(verdict["different_values"], key=repr) == sorted(keys(5, 7), key=repr)
     assert verdict["bytes_moved"] < size / 100, (verdict["bytes_moved"], size)
+
+
+def test_a_null_key_value_is_a_bucket_like_any_other(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A key column PostgreSQL keeps unique with NULL as one value: the row whose key is
+    NULL is hashed, bucketed and, once broken in the lake, found by its NULL key."""
+    from support.incremental import postgres_source
+
+    source = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    with source.engine.begin() as db:
+        db.execute(
+            sa.text(
+                f"CREATE TABLE {source.table} (code VARCHAR(20), val INTEGER, "
+                "UNIQUE NULLS NOT DISTINCT (code))"
+            )
+        )
+        db.execute(
+            sa.text(f"INSERT INTO {source.table} SELECT 'c' || i, i FROM generate_series(1, 500) i")
+        )
+        db.execute(sa.text(f"INSERT INTO {source.table} VALUES (NULL, -7)"))
+    enable(run_cli, source, "CHANGELOG", "--incremental-key-columns=code")
+    base, _ = _record(source)
+    equal = run_cli("gluon", "verify", "-t", source.table, "--json")
+    assert equal.exit_code == 0, equal.stdout + equal.stderr
+    assert json.loads(equal.stdout)[0]["rows_compared"] == 501
+
+    DeltaTable(base).update(updates={"val": "7"}, predicate="code IS NULL")
+    broken = run_cli("gluon", "verify", "-t", source.table, "--json")
+    assert broken.exit_code == 1, broken.stdout + broken.stderr
+    [verdict] = json.loads(broken.stdout)
+    assert (verdict["missing_in_lake"], verdict["extra_in_lake"]) == ([], [])
+    assert verdict["different_values"] == [[None]]
