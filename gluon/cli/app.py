@@ -18,17 +18,20 @@ import typer
 from gluon.cli.common import fail, quiet_broken_pipe, run_command, stderr, stdout
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
-from gluon.errors import ExitCode, UsageError
+from gluon.errors import ExitCode, LockHeldError, UsageError
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
 from gluon.read.export import DIALECT_NAMES, check_dialect, export_views, render_script
 from gluon.read.query import run_query, to_csv, to_json, to_text
-from gluon.repo import Repository
+from gluon.repo import OffloadedTable, Repository
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
 PROGRAM = "gluon"
+DEFAULT_LOCK_WAIT_SECONDS = 30.0
+"""How long ``gluon verify`` waits for a running extraction of the table (they take
+seconds) before it reports the table locked."""
 
 
 @app.callback()
@@ -148,7 +151,8 @@ def unlock(table: TableOption, verbose: VerboseOption = False, debug: DebugOptio
 @app.command(
     help=(
         "Compare an offloaded table in the lake with its source, key by key, after an "
-        "extraction; exit 0 equal, 1 differences, 2 usage, 3 locked."
+        "extraction; exit 0 equal, 1 differences, 2 usage, 3 locked (--all goes on past "
+        "a locked table; 1 outranks 3)."
     )
 )
 def verify(
@@ -172,13 +176,29 @@ def verify(
             help="Read the source no faster than this (the application keeps its share).",
         ),
     ] = None,
+    lock_wait: Annotated[
+        float,
+        typer.Option(
+            "--lock-wait",
+            min=0,
+            metavar="SECONDS",
+            help="While another command holds a table's extraction lock, try again for up to "
+            "this long before reporting it locked.",
+        ),
+    ] = DEFAULT_LOCK_WAIT_SECONDS,
     json_output: JsonOption = False,
     verbose: VerboseOption = False,
     debug: DebugOption = False,
 ) -> None:
     from gluon.verify.render import as_json, line
     from gluon.verify.repair import check_repairable, repair
-    from gluon.verify.run import Verdict, check_selection, tables_to_verify, verify_table
+    from gluon.verify.run import (
+        Verdict,
+        check_selection,
+        exit_code,
+        tables_to_verify,
+        verify_table,
+    )
 
     def body(settings: Settings) -> list[Verdict]:
         repo = Repository(settings.repo_url)
@@ -187,8 +207,9 @@ def verify(
             for record in records:
                 check_repairable(repo, record)  # before anything runs
         verdicts = []
-        for record in records:
-            verdict = verify_table(settings, repo, record, max_rows_per_second)
+
+        def verify_one(record: OffloadedTable) -> Verdict:
+            verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait)
             if repair_keys and not verdict.equal:
                 if not json_output:
                     stdout.print(line(verdict), markup=False)
@@ -200,7 +221,18 @@ def verify(
                         "verifying again",
                         markup=False,
                     )
-                verdict = verify_table(settings, repo, record, max_rows_per_second)
+                verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait)
+            return verdict
+
+        for record in records:
+            try:
+                verdict = verify_one(record)
+            except LockHeldError as exc:
+                if not every:
+                    raise
+                # --all goes on: one busy table must not hide the others' results.
+                logging.getLogger("gluon.verify").warning("%s", exc)
+                verdict = Verdict(record.table_key, locked=str(exc))
             if not json_output:
                 stdout.print(line(verdict), markup=False)
             verdicts.append(verdict)
@@ -216,8 +248,9 @@ def verify(
     )
     if json_output:
         stdout.print(as_json(verdicts), markup=False)
-    if not all(verdict.equal for verdict in verdicts):
-        raise typer.Exit(int(ExitCode.ERROR))
+    code = exit_code(verdicts)
+    if code != ExitCode.OK:
+        raise typer.Exit(int(code))
 
 
 @app.command(

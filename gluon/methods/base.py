@@ -144,6 +144,11 @@ class ExtractionMethod:
     sees_truncate: ClassVar[bool] = True
     """The method's capture can record a TRUNCATE where the dialect's can
     (``SourceDialect.captures_truncate``): not ORA_ROWSCN, which reads the table itself."""
+    keeps_lake_only_rows: ClassVar[bool] = False
+    """The lake may hold keys the source has not: rows gone from the source or added
+    through the updatable view (data patching). ``gluon verify`` reports them as lake-only,
+    not as differences; the lake records no origin, so a row appended to the Delta table
+    by hand is lake-only too."""
     when_to_use: ClassVar[str] = ""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

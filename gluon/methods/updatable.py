@@ -24,6 +24,7 @@ class UpdatableMethod(ExtractionMethod):
     captured_dml = frozenset({DML.INSERT, DML.UPDATE, DML.DELETE})
     offload_use_cases = frozenset(OffloadUseCase)
     source_objects = (*CHANGELOG_OBJECTS, *UPDATABLE_OBJECTS)
+    keeps_lake_only_rows = True
     when_to_use = (
         "Offloaded data must be corrected through the updatable view: rows that may be gone "
         "from the source, or any table where a trigger on the application table is not "

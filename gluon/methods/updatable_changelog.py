@@ -29,6 +29,7 @@ class UpdatableChangelogMethod(ExtractionMethod):
         SourceObject.CHANGELOG_TRIGGER,
         *UPDATABLE_OBJECTS,
     )
+    keeps_lake_only_rows = True
     when_to_use = (
         "Changes reach both data still in the source (captured by the table trigger) and "
         "data only in the lake (patched through the updatable view)."

@@ -26,6 +26,7 @@ class UpdatableInsertMethod(ExtractionMethod):
     view_kind = ViewKind.UNION_ALL
     source_objects = (*CHANGELOG_OBJECTS, *UPDATABLE_OBJECTS)
     verifies_unique_key = True
+    keeps_lake_only_rows = True
     when_to_use = (
         "Rows must be added to offloaded data that is no longer in the source (for example "
         "dropped partitions) and cannot be inserted into the source table."

@@ -19,6 +19,11 @@ Example::
     delta_threshold = 10000
     wait_minutes = 5
 
+    [tables."SH.PRODUCTS".verify]     # gluon verify by the service (docs/operations.md)
+    window = "02:00-04:00"            # UTC; a verify starts only inside it
+    every = "1d"                      # at most one verify start per day
+    max_rows_per_second = 20000       # pace the source read
+
 Durations are seconds (a number) or a number with ``s``, ``m``, ``h`` or ``d``. A bad file
 is refused as a whole, before anything runs, with one line naming the file, the table and
 what is wrong.
@@ -53,7 +58,7 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
-TABLE_KEYS = {"extraction_interval", "batch_size", "compaction"}
+TABLE_KEYS = {"extraction_interval", "batch_size", "compaction", "verify"}
 COMPACTION_KEYS = {
     "window",
     "every",
@@ -66,6 +71,10 @@ COMPACTION_KEYS = {
     "vacuum_retention_hours",
     "acknowledgement_timeout",
 }
+
+VERIFY_KEYS = {"window", "every", "retry_interval", "max_rows_per_second"}
+DEFAULT_VERIFY_RETRY_SECONDS = 300.0
+"""How long after a verify that failed or met a lock the service tries again."""
 
 
 class ConfigFileError(UsageError):
@@ -107,11 +116,23 @@ class CompactionSchedule:
 
 
 @dataclass(frozen=True, slots=True)
+class VerifySchedule:
+    """When the service verifies a table (``gluon verify``): inside ``window``, ``every``
+    after the last verify (with a window and no ``every``: once per opening)."""
+
+    window: Window | None
+    every_seconds: float | None
+    retry_seconds: float
+    max_rows_per_second: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class TableConfig:
     ref: TableRef
     extraction_interval_seconds: float
     batch_size: int
     compaction: CompactionSchedule | None
+    verify: VerifySchedule | None = None
 
     @property
     def key(self) -> str:
@@ -197,7 +218,40 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         if not isinstance(section, dict):
             raise ConfigFileError(f"{path}: table {name}: compaction must be a table of settings")
         compaction = _compaction(section, path, name, ref)
-    return TableConfig(ref, interval, batch_size, compaction)
+    verify = None
+    if "verify" in body:
+        section = body["verify"]
+        if not isinstance(section, dict):
+            raise ConfigFileError(f"{path}: table {name}: verify must be a table of settings")
+        verify = _verify(section, path, name)
+    return TableConfig(ref, interval, batch_size, compaction, verify)
+
+
+def _verify(section: dict[str, Any], path: Path, name: str) -> VerifySchedule:
+    _only(section, VERIFY_KEYS, path, name, "verify")
+    window = (
+        _window(section["window"], path, name, "verify window") if "window" in section else None
+    )
+    every = duration(section["every"], "verify every", path, name) if "every" in section else None
+    if window is None and every is None:
+        raise ConfigFileError(
+            f'{path}: table {name}: verify needs a window (e.g. "02:00-04:00"), an '
+            'interval (every = "1d"), or both'
+        )
+    retry = duration(
+        section.get("retry_interval", DEFAULT_VERIFY_RETRY_SECONDS),
+        "verify retry_interval",
+        path,
+        name,
+    )
+    pace = None
+    if "max_rows_per_second" in section:
+        pace = _integer(section["max_rows_per_second"], "max_rows_per_second", path, name)
+        if pace < 1:
+            raise ConfigFileError(
+                f"{path}: table {name}: max_rows_per_second must be at least 1, found {pace}"
+            )
+    return VerifySchedule(window, every, retry, pace)
 
 
 def _compaction(
@@ -283,7 +337,7 @@ def duration(value: object, what: str, path: Path, table: str | None) -> float:
     return seconds
 
 
-def _window(value: object, path: Path, table: str) -> Window:
+def _window(value: object, path: Path, table: str, what: str = "compaction window") -> Window:
     match = _WINDOW.match(value) if isinstance(value, str) else None
     if match:
         hour1, minute1, hour2, minute2 = (int(part) for part in match.groups())
@@ -292,7 +346,7 @@ def _window(value: object, path: Path, table: str) -> Window:
             if start != end:
                 return Window(start, end)
     raise ConfigFileError(
-        f'{path}: table {table}: compaction window must be "HH:MM-HH:MM" (UTC, two different '
+        f'{path}: table {table}: {what} must be "HH:MM-HH:MM" (UTC, two different '
         f"times), found {value!r}"
     )
 

@@ -131,10 +131,12 @@ def last_runs(repo: Repository, table_key: str) -> LastRuns:
     """Where the table's schedule starts: its latest runs in the repository."""
     extractions = repo.incremental.extraction_runs(table_key, limit=1)
     completed = repo.compaction.last_completed(table_key)
+    verified = repo.verify_runs.latest(table_key)
     return LastRuns(
         extraction_started=extractions[0].started_at if extractions else None,
         compaction_started=completed.started_at if completed else None,
         compaction_unfinished=repo.compaction.open_run(table_key) is not None,
+        verified=verified.verified_at if verified else None,
     )
 
 
@@ -183,6 +185,8 @@ class Service:
                 actions = [Action.EXTRACTION.value]
                 if table.compaction is not None:
                     actions.append(Action.COMPACTION.value)
+                if table.verify is not None:
+                    actions.append(Action.VERIFY.value)
                 self.metrics.declare(table.key, actions)
             threading.Thread(
                 target=self._refresh_lag, args=(stop,), name="gluon-lag", daemon=True
@@ -228,6 +232,8 @@ class Service:
         schedule, action = started
         if action is Action.EXTRACTION:
             schedule.extraction_ran(report.started)
+        elif action is Action.VERIFY:
+            schedule.verify_ran(report.started, completed=report.outcome == Outcome.SUCCESS)
         else:
             schedule.compaction_ran(
                 report.started,
@@ -248,6 +254,8 @@ class Service:
         try:
             if action is Action.EXTRACTION:
                 self._extract(table, report, stop)
+            elif action is Action.VERIFY:
+                self._verify(table, report)
             else:
                 self._compact(table, report, stop)
         except LockHeldError as exc:
@@ -316,6 +324,23 @@ class Service:
             report.outcome, report.detail = Outcome.NOTHING_TO_DO, result.message
         elif result.stopped:
             report.outcome, report.detail = Outcome.STOPPED, result.message
+
+    def _verify(self, table: TableConfig, report: RunReport) -> None:
+        """``gluon verify -t`` of the table (recorded in ``verify_runs`` like the command's);
+        differences are logged as a warning, the run itself succeeded."""
+        from gluon.verify.render import line
+        from gluon.verify.run import verify_table
+
+        schedule = table.verify
+        assert schedule is not None
+        repo = Repository(self.settings.repo_url)
+        record = repo.get_table(table.key)
+        if record is None:
+            raise UsageError(f"{table.key} is not offloaded: offload it first")
+        verdict = verify_table(self.settings, repo, record, schedule.max_rows_per_second)
+        report.detail = line(verdict)
+        if not verdict.equal:
+            log.warning("verify: %s", report.detail)
 
     def _compaction_open(self, table_key: str) -> bool:
         try:

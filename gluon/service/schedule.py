@@ -17,6 +17,7 @@ from gluon.service.config import TableConfig
 class Action(StrEnum):
     EXTRACTION = "extraction"
     COMPACTION = "compaction"
+    VERIFY = "verify"
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +29,8 @@ class LastRuns:
     """The latest compaction run that completed."""
     compaction_unfinished: bool = False
     """A compaction run is open (failed or interrupted): the next one resumes it."""
+    verified: dt.datetime | None = None
+    """When the latest ``gluon verify`` of the table ended (by the service or a command)."""
 
 
 @dataclass(slots=True)
@@ -38,6 +41,9 @@ class TableSchedule:
     compaction_unfinished: bool
     next_compaction_attempt: dt.datetime
     """No compaction attempt before this (after one failed, found nothing, or met a lock)."""
+    last_verify: dt.datetime | None = None
+    next_verify_attempt: dt.datetime | None = None
+    """No verify attempt before this (after one failed or met a lock)."""
 
     @classmethod
     def start(cls, table: TableConfig, last: LastRuns, now: dt.datetime) -> TableSchedule:
@@ -56,12 +62,45 @@ class TableSchedule:
             last_compaction=last.compaction_started,
             compaction_unfinished=last.compaction_unfinished,
             next_compaction_attempt=now,
+            last_verify=last.verified,
+            next_verify_attempt=now,
         )
 
     def due(self, action: Action, now: dt.datetime) -> bool:
         if action is Action.EXTRACTION:
             return now >= self.next_extraction
+        if action is Action.VERIFY:
+            return self.verify_due(now)
         return self.compaction_due(now)
+
+    def verify_due(self, now: dt.datetime) -> bool:
+        """A verify may start now: inside its window (if set), ``every`` after the last
+        verify (with a window and no ``every``: once per opening of the window)."""
+        schedule = self.table.verify
+        if schedule is None:
+            return False
+        if self.next_verify_attempt is not None and now < self.next_verify_attempt:
+            return False
+        if schedule.window is not None and not schedule.window.contains(now):
+            return False
+        last = self.last_verify
+        if last is None:
+            return True
+        if schedule.every_seconds is not None:
+            return now >= last + dt.timedelta(seconds=schedule.every_seconds)
+        assert schedule.window is not None  # the configuration has one of the two
+        return last < schedule.window.opened_at(now)
+
+    def verify_ran(self, started: dt.datetime, *, completed: bool) -> None:
+        """A verify attempt started at ``started`` ended; one that did not complete (lock,
+        failure) is tried again after the retry interval."""
+        schedule = self.table.verify
+        assert schedule is not None
+        if completed:
+            self.last_verify = started
+            self.next_verify_attempt = started
+        else:
+            self.next_verify_attempt = started + dt.timedelta(seconds=schedule.retry_seconds)
 
     def compaction_due(self, now: dt.datetime) -> bool:
         """A compaction may start now.
@@ -91,6 +130,8 @@ class TableSchedule:
         since = (
             self.next_extraction if action is Action.EXTRACTION else self.next_compaction_attempt
         )
+        if action is Action.VERIFY:
+            since = self.next_verify_attempt or now
         return now - since
 
     def extraction_ran(self, started: dt.datetime) -> None:
@@ -123,7 +164,11 @@ def due_runs(
     busy: set[tuple[str, Action]],
     free: int,
 ) -> list[tuple[TableSchedule, Action]]:
-    """Up to ``free`` runs due at ``now``, most overdue first, none already running."""
+    """Up to ``free`` runs due at ``now``, most overdue first, none already running.
+
+    A table's extraction and verify never run together (a verify extracts first, under the
+    same lock): the one not chosen waits for the other to end.
+    """
     candidates = [
         (schedule, action)
         for schedule in schedules
@@ -131,4 +176,20 @@ def due_runs(
         if (schedule.table.key, action) not in busy and schedule.due(action, now)
     ]
     candidates.sort(key=lambda item: item[0].overdue(item[1], now), reverse=True)
-    return candidates[: max(free, 0)]
+    chosen: list[tuple[TableSchedule, Action]] = []
+    taken = set(busy)
+    for schedule, action in candidates:
+        if len(chosen) >= free:
+            break
+        if any((schedule.table.key, other) in taken for other in _EXCLUSIVE.get(action, ())):
+            continue
+        chosen.append((schedule, action))
+        taken.add((schedule.table.key, action))
+    return chosen
+
+
+_EXCLUSIVE = {
+    Action.EXTRACTION: (Action.VERIFY,),
+    Action.VERIFY: (Action.EXTRACTION,),
+}
+"""Actions of one table that must not run at the same time."""

@@ -27,6 +27,15 @@ def line(verdict: Verdict) -> str:
         if verdict.in_flight
         else ""
     )
+    if verdict.locked is not None:
+        return f"{verdict.table}: not verified: {verdict.locked}"
+    if verdict.lake_only:
+        first = ", ".join(_key_text(key) for key in verdict.lake_only[:FIRST_KEYS])
+        more = ", ..." if len(verdict.lake_only) > FIRST_KEYS else ""
+        moving = (
+            f"; {len(verdict.lake_only)} rows only in the lake, as the method "
+            f"{verdict.method} allows (keys {first}{more}){moving}"
+        )
     if verdict.equal:
         return f"{verdict.table}: equal, {verdict.rows_compared} rows compared{moving}"
     parts = []
@@ -57,6 +66,8 @@ def as_json(verdicts: list[Verdict]) -> str:
                 "bytes_moved": verdict.bytes_moved,
                 "buckets_compared": verdict.buckets_compared,
                 "in_flight": verdict.in_flight,
+                "locked": verdict.locked,
+                "lake_only": [_json_key(key) for key in verdict.lake_only],
                 **{
                     attribute: [_json_key(key) for key in getattr(verdict.differences, attribute)]
                     for attribute, _ in KINDS

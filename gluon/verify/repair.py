@@ -8,7 +8,9 @@ is); a key only the lake holds, a delete. A changelog method gets these rows wri
 its changelog as its trigger writes them (the trigger skips an update that changes
 nothing); log-based capture gets an update that changes nothing (the WAL carries it) and,
 for a key only the lake holds, the lake's row inserted and deleted again in one
-transaction (no other session ever sees it).
+transaction (no other session ever sees it). A key the lake shows twice gets, with a
+changelog, a delete shipped by an extraction of its own before its row (a merge would
+update both copies).
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ from typing import Any
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import UsageError
+from gluon.extract.run import run_extraction
 from gluon.methods import get_method
 from gluon.methods.base import DML, SourceObject, ViewKind
+from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED
 from gluon.verify.canonical import Canonical
@@ -77,6 +81,15 @@ def repair(settings: Settings, repo: Repository, record: OffloadedTable, verdict
         # A trigger records only real changes: write what it would have written.
         row = source.render("verify_capture_row", **context)
         gone = source.render("verify_capture_delete", **context)
+        doubled = [key for key in found.different_values if _shown_twice(found.evidence[key])]
+        if doubled:
+            # A merge updates every row of a key the lake holds twice (IMMEDIATE): a
+            # delete shipped alone first leaves none, then the row is shipped once.
+            deletes = [(gone, source.adapt_params(_key_params(key))) for key in doubled]
+            source.execute_in_transaction(
+                deletes, what=f"re-shipping keys of {record.table_key} shown twice"
+            )
+            run_extraction(settings, TableRef.parse(record.table_key))
         statements += [(row, _key_params(key)) for key in present]
         statements += [(gone, _key_params(key)) for key in found.extra_in_lake]
     else:
@@ -93,6 +106,10 @@ def repair(settings: Settings, repo: Repository, record: OffloadedTable, verdict
         statements = [(sql, source.adapt_params(params)) for sql, params in statements]
         source.execute_in_transaction(statements, what=f"re-shipping keys of {record.table_key}")
     return found.count
+
+
+def _shown_twice(sides: tuple[list[Canonical] | None, list[Canonical] | None]) -> bool:
+    return len(sides[1] or []) > 1
 
 
 def _key_params(key: Canonical) -> dict[str, Any]:

@@ -1,21 +1,23 @@
 """Verify one table at a consistent point.
 
 The lake is brought up to the source first: an extraction under the normal lock ships
-every change captured so far. The source is then read in one statement (one snapshot) and
-the lake after it; a change committed between the extraction and that snapshot shows as a
-difference, so differing keys are looked at again after another extraction and only the
-a differing key is reported once two looks in a row show it with the same rows on both
-sides (the extraction between them shipped whatever was in flight).
+every change captured so far. Then each engine's bucket checksums are compared and only
+differing buckets are read whole (``look``). A change committed after that extraction
+shows as a difference, so differing keys are looked at again after another extraction: a
+key is reported only once two looks in a row show it with the same rows on both sides
+(the extraction between them shipped whatever was in flight).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 
 from gluon.config import Settings
-from gluon.errors import UsageError
+from gluon.errors import ExitCode, LockHeldError, UsageError
 from gluon.extract.run import run_extraction
+from gluon.methods.base import get_method
 from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
@@ -31,6 +33,8 @@ from gluon.verify.sides import Shape
 
 log = logging.getLogger(__name__)
 
+LOCK_POLL_SECONDS = 1.0
+"""How often verify tries the extraction lock again while ``--lock-wait`` lasts."""
 LOOKS = 5
 """At most this many looks (each after an extraction) at keys a writer keeps changing."""
 
@@ -49,10 +53,16 @@ class Verdict:
     in_flight: int = 0
     """Keys that differed with other rows at every look (a writer keeps changing them):
     not reported as differences, and counted so the user knows they were not settled."""
+    method: str | None = None
+    """The extraction method, when it allows lake-only rows."""
+    lake_only: list[Canonical] = field(default_factory=list)
+    """Keys only the lake holds where the method allows it (data patching): not errors."""
+    locked: str | None = None
+    """Why the table was not verified (another command holds its lock), for ``--all``."""
 
     @property
     def equal(self) -> bool:
-        return self.differences.count == 0
+        return self.locked is None and self.differences.count == 0
 
 
 def check_selection(table: str | None, every: bool) -> None:
@@ -78,6 +88,7 @@ def verify_table(
     repo: Repository,
     record: OffloadedTable,
     max_rows_per_second: int | None = None,
+    lock_wait_seconds: float = 0.0,
 ) -> Verdict:
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
     recorded in the repository)."""
@@ -92,7 +103,7 @@ def verify_table(
     recheck: dict[int, list[str]] | None = None
     for _ in range(LOOKS):
         if enabled:
-            run_extraction(settings, TableRef.parse(record.table_key))
+            extract_waiting(settings, record.table_key, lock_wait_seconds)
         seen = look(settings, repo, record, shape, pace, meter, recheck=recheck)
         recheck = seen.leaves  # later looks confirm these buckets, they do not search again
         found = diff(seen.source, seen.lake)
@@ -116,6 +127,11 @@ def verify_table(
             verdict.in_flight,
         )
         previous = found
+    if state is not None and enabled and get_method(state.method).keeps_lake_only_rows:
+        verdict.method = state.method
+        verdict.lake_only = verdict.differences.extra_in_lake
+        kept = set(verdict.differences.evidence) - set(verdict.lake_only)
+        verdict.differences = verdict.differences.only(kept)
     for key, sides in list(verdict.differences.evidence.items())[:5]:
         log.info("%s: key %s: %s", record.table_key, key, _detail(record, sides))
     repo.verify_runs.record(
@@ -131,6 +147,34 @@ def verify_table(
         )
     )
     return verdict
+
+
+def extract_waiting(settings: Settings, table_key: str, wait_seconds: float) -> None:
+    """Run an extraction; while another command holds the table's lock, try again for up to
+    ``wait_seconds`` (a running extraction usually ends within seconds).
+
+    Raises:
+        LockHeldError: the lock is still held after ``wait_seconds``.
+    """
+    give_up = time.monotonic() + wait_seconds
+    while True:
+        try:
+            run_extraction(settings, TableRef.parse(table_key))
+            return
+        except LockHeldError:
+            if time.monotonic() >= give_up:
+                raise
+            log.info("%s is locked: trying again in %.0fs", table_key, LOCK_POLL_SECONDS)
+            time.sleep(LOCK_POLL_SECONDS)
+
+
+def exit_code(verdicts: list[Verdict]) -> ExitCode:
+    """Differences outrank a locked table (1 > 3 > 0): a difference found is the news."""
+    if any(verdict.locked is None and not verdict.equal for verdict in verdicts):
+        return ExitCode.ERROR
+    if any(verdict.locked is not None for verdict in verdicts):
+        return ExitCode.LOCKED
+    return ExitCode.OK
 
 
 def settled_keys(previous: Differences | None, found: Differences) -> set[Canonical]:

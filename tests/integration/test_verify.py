@@ -4,7 +4,9 @@ through deltalake, both merge modes)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import random
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -20,10 +22,12 @@ from support.incremental import (
     enable,
     extract,
     postgres_source,
+    run_offload_process,
     sqlite_source,
     workload_for,
 )
 from support.locking import PausedCommand
+from support.patching import SalesTable, sales_rows
 from support.shape_matrix import SourceDb, sqlite_url
 from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
 from typer.testing import Result
@@ -38,11 +42,18 @@ from gluon.status.incremental_status import ChangelogCounter
 MODES = ["--incremental-merge-mode=DEFERRED", "--incremental-merge-mode=IMMEDIATE"]
 
 
-def _verify(run_cli: Callable[..., Result], source: Source) -> tuple[int, dict[str, object]]:
-    result = run_cli("gluon", "verify", "-t", source.table, "--json")
+def _verify(
+    run_cli: Callable[..., Result], source: Source, table: str | None = None
+) -> tuple[int, dict[str, object]]:
+    result = run_cli("gluon", "verify", "-t", table or source.table, "--json")
     assert result.exit_code in (0, 1), result.stderr
     [verdict] = json.loads(result.stdout)
     return result.exit_code, verdict
+
+
+def _log_says(text: str) -> bool:
+    """Whether a gluon verify log file (of this test's home) holds ``text``."""
+    return any(text in path.read_text() for path in load_settings().log_dir.glob("gluon_verify*"))
 
 
 def _base_path(source: Source) -> str:
@@ -139,18 +150,26 @@ def test_verify_finds_exactly_the_keys_broken_in_the_lake_and_the_source(
     ]
 
 
-def test_verify_reports_no_difference_while_a_writer_runs(
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_verify_reports_no_difference_while_a_writer_and_extractions_run(
     source: Source,
     offload_home: Path,
     run_cli: Callable[..., Result],
     monkeypatch: pytest.MonkeyPatch,
+    mode: str,
 ) -> None:
     monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
     workload = workload_for(source, "CHANGELOG", SEED)
     workload.create(rows=12)
-    enable(run_cli, source, "CHANGELOG")
+    enable(run_cli, source, "CHANGELOG", mode)
     stop = threading.Event()
     rounds = 0
+    extractions: list[int] = []
+
+    def extract_repeatedly() -> None:  # a cron line's extractions, in processes of their own
+        while not stop.is_set():
+            ran = run_offload_process("-t", source.table, "-x", "--incremental-run-extraction")
+            extractions.append(ran.returncode)
 
     def write() -> None:
         nonlocal rounds
@@ -159,14 +178,17 @@ def test_verify_reports_no_difference_while_a_writer_runs(
             rounds += 1
             stop.wait(0.02)  # an application's pace, not a tight loop
 
-    writer = threading.Thread(target=write)
-    writer.start()
+    threads = [threading.Thread(target=write), threading.Thread(target=extract_repeatedly)]
+    for thread in threads:
+        thread.start()
     try:
         verdicts = [_verify(run_cli, source) for _ in range(2)]
     finally:
         stop.set()
-        writer.join()
+        for thread in threads:
+            thread.join()
     assert rounds > 0, "the writer never ran during verify"
+    assert extractions and set(extractions) <= {0, 3}, extractions  # 3: verify's own held it
     assert [code for code, _ in verdicts] == [0, 0], verdicts
 
 
@@ -232,10 +254,21 @@ def test_verify_exits_3_while_an_extraction_holds_the_table(
     extraction = ("-t", source.table, "-x", "--incremental-run-extraction")
     with PausedCommand(tmp_path, "extract.before_repository_update", *extraction) as held:
         held.wait_for_lock("MAIN.ITEMS", "extraction")
-        refused = run_cli("gluon", "verify", "-t", source.table)
+        refused = run_cli("gluon", "verify", "-t", source.table, "--lock-wait", "0")
+        waited: list[Result] = []
+        waiting = threading.Thread(
+            target=lambda: waited.append(
+                run_cli("gluon", "verify", "-t", source.table, "--lock-wait", "120")
+            )
+        )
+        waiting.start()
+        held.wait_until(lambda: _log_says("is locked: trying again"), "verify waits")
+    waiting.join()
     assert held.returncode == 0, held.stderr
     assert refused.exit_code == 3, refused.stdout + refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    [after] = waited  # the extraction ended, the lock was free, the verify went on
+    assert after.exit_code == 0, after.stdout + after.stderr
 
 
 @pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
@@ -278,3 +311,220 @@ def test_a_partially_offloaded_table_is_compared_on_its_offloaded_part(
     assert offloaded.exit_code == 0, offloaded.stderr
     code, verdict = _verify(run_cli, source)
     assert (code, verdict["rows_compared"]) == (0, 4)
+
+
+def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """--all verifies every table even when one is held by an extraction; exit codes by
+    precedence: 1 differences > 3 locked > 0 equal."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=5)
+    enable(run_cli, source, "CHANGELOG")
+    with source.engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE other (id INTEGER PRIMARY KEY, name TEXT)"))
+        db.execute(sa.text("INSERT INTO other VALUES (1, 'a'), (2, 'b'), (3, 'c')"))
+    offloaded = run_cli("offload", "-t", "main.other", "-x")
+    assert offloaded.exit_code == 0, offloaded.stderr
+    extraction = ("-t", source.table, "-x", "--incremental-run-extraction")
+    with PausedCommand(tmp_path, "extract.before_repository_update", *extraction) as held:
+        held.wait_for_lock("MAIN.ITEMS", "extraction")
+        locked = run_cli("gluon", "verify", "--all", "--lock-wait", "0")
+        assert locked.exit_code == 3, locked.stdout + locked.stderr
+        lines = locked.stdout.strip().splitlines()
+        assert lines[1:] == ["MAIN.OTHER: equal, 3 rows compared"], lines
+        assert lines[0].startswith("MAIN.ITEMS: not verified: "), lines
+        with source.engine.begin() as db:
+            db.execute(sa.text("UPDATE other SET name = 'changed' WHERE id = 2"))
+        differing = run_cli("gluon", "verify", "--all", "--json", "--lock-wait", "0")
+        assert differing.exit_code == 1, differing.stdout + differing.stderr
+        items, other = json.loads(differing.stdout)
+        assert (items["table"], items["equal"], items["locked"] is not None) == (
+            "MAIN.ITEMS",
+            False,
+            True,
+        )
+        assert (other["table"], other["different_values"], other["locked"]) == (
+            "MAIN.OTHER",
+            [[2]],
+            None,
+        )
+    assert held.returncode == 0, held.stderr
+    assert run_cli("gluon", "verify", "--all").exit_code == 1  # other still differs
+
+
+@pytest.mark.parametrize("method", ["UPDATABLE", "UPDATABLE_CHANGELOG", "UPDATABLE_INSERT"])
+def test_rows_only_the_lake_holds_through_an_updatable_method_are_lake_only_not_errors(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+) -> None:
+    """A row added through the updatable view and a row gone from the source are lake-only
+    (exit 0); a value changed by hand in the Delta table is still a difference."""
+    sales = SalesTable("sqlite", sqlite_url(tmp_path), "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", sales.url)
+    sales.create(sales_rows(random.Random(SEED), 6))
+    sales.enable(run_cli, method)
+    sales.insert(sales.view, sales_rows(random.Random(SEED), 1, first_key=100))
+    sales.dropped_from_source([3])
+    sales.extract(run_cli)
+    code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
+    assert code == 0, verdict
+    assert (verdict["lake_only"], verdict["extra_in_lake"]) == ([[100], [3]], [])
+    text = run_cli("gluon", "verify", "-t", sales.table)
+    assert text.stdout.strip() == (
+        "MAIN.SALES: equal, 5 rows compared; 2 rows only in the lake, as the method "
+        "UPDATABLE* allows (keys 100, 3)".replace("UPDATABLE*", method)
+    )
+    record = Repository(load_settings().repo_url).get_table("MAIN.SALES")
+    assert record is not None
+    DeltaTable(record.base_path).update(updates={"region": "'tampered'"}, predicate="id = 2")
+    code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
+    assert (code, verdict["different_values"], verdict["lake_only"]) == (1, [[2]], [[100], [3]])
+
+
+def test_a_row_only_the_lake_holds_is_an_error_for_a_method_without_patching(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sales = SalesTable("sqlite", sqlite_url(tmp_path), "main")
+    monkeypatch.setenv("GLUON_SOURCE_URL", sales.url)
+    sales.create(sales_rows(random.Random(SEED), 6))
+    sales.enable(run_cli, "CHANGELOG")
+    sales.dropped_from_source([3])
+    code, verdict = _verify(run_cli, Source("sqlite", sales.url, "main"), sales.table)
+    assert (code, verdict["extra_in_lake"], verdict["lake_only"]) == (1, [[3]], [])
+
+
+def _rewrite_lake_row(path: str, key: int, change: Callable[[pa.Table], pa.Table]) -> None:
+    """Replace the base table's row ``key`` by ``change(row)`` (delete, then append)."""
+    rows = DeltaTable(path).to_pyarrow_table()
+    row = change(rows.filter(pc.equal(rows["id"], key)))
+    DeltaTable(path).delete(f"id = {key}")
+    write_deltalake(path, row, mode="append")
+
+
+def _set(row: pa.Table, name: str, value: object) -> pa.Table:
+    index = row.schema.get_field_index(name)
+    return row.set_column(index, name, pa.array([value], row[name].type))
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_verify_finds_subtle_tampering_an_empty_string_a_shifted_zone_a_duplicate_key(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    """A NULL turned into '' (id 2), a timestamp shifted by a zone's hour (id 4), a key
+    appended twice (id 6), in the base table: exactly those keys differ; --repair fixes them."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=8)
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"UPDATE {source.table} SET name = NULL WHERE id = 2"))
+        db.execute(
+            sa.text(f"UPDATE {source.table} SET updated = '2026-03-29 01:30:00' WHERE id = 4")
+        )
+    enable(run_cli, source, "CHANGELOG", mode)
+    assert _verify(run_cli, source)[0] == 0
+    path = _base_path(source)
+    _rewrite_lake_row(path, 2, lambda row: _set(row, "name", ""))
+    shifted = dt.datetime(2026, 3, 29, 2, 30)
+    _rewrite_lake_row(path, 4, lambda row: _set(row, "updated", shifted))
+    rows = DeltaTable(path).to_pyarrow_table()
+    write_deltalake(path, rows.filter(pc.equal(rows["id"], 6)), mode="append")
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["different_values"]) == (1, [[2], [4], [6]]), verdict
+    assert (verdict["missing_in_lake"], verdict["extra_in_lake"]) == ([], [])
+    repaired = run_cli("gluon", "verify", "-t", source.table, "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_a_partial_offloads_excluded_rows_are_not_differences_but_a_copy_of_one_in_the_lake_is(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=10)
+    offloaded = run_cli(
+        "offload", "-t", source.table, "-x", "--offload-predicate=column(id) <= numeric(4)"
+    )
+    assert offloaded.exit_code == 0, offloaded.stderr
+    with source.engine.begin() as db:  # rows the lake does not hold change freely
+        db.execute(sa.text(f"UPDATE {source.table} SET name = 'later' WHERE id > 4"))
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["rows_compared"]) == (0, 4)
+    with source.engine.connect() as db:
+        excluded = (
+            db.execute(sa.text(f"SELECT * FROM {source.table} WHERE id = 7")).mappings().one()
+        )
+    path = _base_path(source)
+    rows = DeltaTable(path).to_pyarrow_table()
+    copy = rows.filter(pc.equal(rows["id"], 1))
+    write_deltalake(path, _set(_set(copy, "id", 7), "name", excluded["name"]), mode="append")
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["extra_in_lake"]) == (1, [[7]]), verdict
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["deferred", "immediate"])
+def test_a_table_whose_source_gained_a_column_is_verified_on_the_columns_the_lake_has(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
+) -> None:
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create(rows=6)
+    enable(run_cli, source, "CHANGELOG", mode)
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"ALTER TABLE {source.table} ADD COLUMN extra VARCHAR(10)"))
+        db.execute(sa.text(f"UPDATE {source.table} SET extra = 'x', name = 'new' WHERE id = 2"))
+    code, verdict = _verify(run_cli, source)  # its extraction ships the change to id 2
+    assert (code, verdict["rows_compared"], verdict["looks"]) == (0, 6, 1), verdict
+    _rewrite_lake_row(_base_path(source), 2, lambda row: _set(row, "name", "old"))
+    code, verdict = _verify(run_cli, source)
+    if mode.endswith("IMMEDIATE"):  # the base holds the latest state
+        assert (code, verdict["different_values"]) == (1, [[2]]), verdict
+    else:  # the view shows id 2 from the shipped change, over the base
+        assert code == 0, verdict
+
+
+def test_a_change_appended_twice_to_the_delta_table_is_found_and_repaired(
+    source: Source,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DEFERRED: the delta table gets a copy of a shipped change with other values (the
+    same key and gl_seq, as a double write would leave it)."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=6)
+    enable(run_cli, source, "CHANGELOG")
+    with source.engine.begin() as db:
+        db.execute(sa.text(f"UPDATE {source.table} SET name = 'changed' WHERE id = 5"))
+    extract(run_cli, source)
+    state = Repository(load_settings().repo_url).incremental.get_state(source.table.upper())
+    assert state is not None
+    changes = DeltaTable(state.delta_path).to_pyarrow_table()
+    copy = changes.filter(pc.equal(changes["id"], 5))
+    assert copy.num_rows == 1
+    write_deltalake(state.delta_path, _set(copy, "name", "doubled"), mode="append")
+    code, verdict = _verify(run_cli, source)
+    assert (code, verdict["different_values"]) == (1, [[5]]), verdict
+    repaired = run_cli("gluon", "verify", "-t", source.table, "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr

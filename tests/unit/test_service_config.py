@@ -146,3 +146,35 @@ def test_the_command_refuses_a_bad_file_with_one_line_and_exit_2_before_any_log(
     bad_option = run_cli("gluon", "service", "--config", path, "--parallel", "0")
     assert bad_option.exit_code == ExitCode.USAGE
     assert error_lines(bad_option) == ["gluon: error: --parallel must be at least 1, found 0"]
+
+
+def test_a_verify_schedule_is_read_and_checked(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        '[tables."a.b"]\nextraction_interval = 1\n[tables."a.b".verify]\n'
+        'window = "02:00-04:00"\nevery = "1d"\nmax_rows_per_second = 500\n',
+    )
+    [table] = load_config(path).tables
+    assert table.verify is not None
+    assert (str(table.verify.window), table.verify.every_seconds) == ("02:00-04:00 UTC", 86400.0)
+    assert (table.verify.max_rows_per_second, table.verify.retry_seconds) == (500, 300.0)
+    assert table.compaction is None
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("", "verify needs a window"),
+        ('window = "2-4"\n', 'verify window must be "HH:MM-HH:MM"'),
+        ("every = 0\n", "verify every must be a duration above 0"),
+        ("every = 1\nmax_rows_per_second = 0\n", "max_rows_per_second must be at least 1"),
+        ("every = 1\nrepair = true\n", "unknown setting 'repair' in verify"),
+    ],
+)
+def test_a_bad_verify_schedule_is_one_line(tmp_path: Path, section: str, message: str) -> None:
+    path = write(
+        tmp_path, f'[tables."a.b"]\nextraction_interval = 1\n[tables."a.b".verify]\n{section}'
+    )
+    with pytest.raises(ConfigFileError) as caught:
+        load_config(path)
+    assert message in str(caught.value) and "\n" not in str(caught.value)

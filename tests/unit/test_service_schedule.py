@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 from gluon.compact.options import CompactionOptions
 from gluon.naming import TableRef
-from gluon.service.config import CompactionSchedule, TableConfig, Window
+from gluon.service.config import CompactionSchedule, TableConfig, VerifySchedule, Window
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
 
 T0 = dt.datetime(2026, 11, 23, 12, 0, 0)
@@ -139,3 +140,44 @@ def test_due_runs_take_the_most_overdue_first_up_to_the_free_slots_and_skip_runn
         ("S.T2", Action.EXTRACTION),
     ]
     assert due_runs(schedules, T0, busy=set(), free=0) == []
+
+
+def verified(window: Window | None = None, every: float | None = None) -> TableConfig:
+    return replace(table(), verify=VerifySchedule(window, every, 300, None))
+
+
+def test_no_verify_without_a_schedule() -> None:
+    assert not TableSchedule.start(table(), LastRuns(), T0).due(Action.VERIFY, T0)
+
+
+def test_verify_starts_only_inside_its_window_once_per_opening() -> None:
+    window = Window(dt.time(2, 0), dt.time(4, 0))
+    schedule = TableSchedule.start(verified(window), LastRuns(), T0)
+    assert not schedule.due(Action.VERIFY, T0)  # 12:00, off-peak is 02:00-04:00
+    night = dt.datetime(2026, 11, 24, 2, 30)
+    assert schedule.due(Action.VERIFY, night)
+    schedule.verify_ran(night, completed=True)
+    assert not schedule.due(Action.VERIFY, night + seconds(3600))
+    assert schedule.due(Action.VERIFY, night + dt.timedelta(days=1))
+
+
+def test_verify_every_counts_from_the_last_verify_and_retries_after_a_lock() -> None:
+    schedule = TableSchedule.start(verified(every=3600), LastRuns(verified=T0 - seconds(600)), T0)
+    assert not schedule.due(Action.VERIFY, T0 + seconds(2999))
+    assert schedule.due(Action.VERIFY, T0 + seconds(3000))
+    schedule.verify_ran(T0 + seconds(3000), completed=False)  # locked: retry, not an hour
+    assert not schedule.due(Action.VERIFY, T0 + seconds(3299))
+    assert schedule.due(Action.VERIFY, T0 + seconds(3300))
+
+
+def test_a_verify_does_not_start_while_the_table_is_extracted() -> None:
+    [schedule] = [TableSchedule.start(verified(every=60), LastRuns(T0), T0)]
+    busy = {("S.T", Action.EXTRACTION)}
+    assert due_runs([schedule], T0, busy=busy, free=2) == []
+    assert [action for _, action in due_runs([schedule], T0, busy=set(), free=2)] == [Action.VERIFY]
+
+
+def test_an_extraction_and_a_verify_due_together_are_not_both_started() -> None:
+    schedule = TableSchedule.start(verified(every=60), LastRuns(), T0)
+    assert len(due_runs([schedule], T0, busy=set(), free=2)) == 1
+    assert due_runs([schedule], T0, busy={("S.T", Action.VERIFY)}, free=2) == []
