@@ -11,11 +11,12 @@ pass on each side.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
@@ -56,6 +57,28 @@ class Narrowed:
     """The buckets read whole, by their length in hex digits (a later look re-reads them)."""
 
 
+@dataclass
+class Checkpoint:
+    """Where a bisection stands after a level: what a rerun after a kill starts from."""
+
+    rows_compared: int
+    levels: int
+    parent_digits: int
+    parents: list[str]
+    """The differing buckets the next level splits."""
+    spread: int
+    leaves: dict[int, list[str]]
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Checkpoint:
+        data = json.loads(text)
+        data["leaves"] = {int(digits): buckets for digits, buckets in data["leaves"].items()}
+        return cls(**data)
+
+
 def both(on_source: Callable[[], T], on_lake: Callable[[], T]) -> tuple[T, T]:
     """Run the source's query in a thread while the lake's runs here: each engine works on
     its own side at the same time (a verify takes the longer of the two, not their sum)."""
@@ -78,21 +101,31 @@ def narrow(
     lake: Side,
     progress: Callable[[int, int], None] | None = None,
     recheck: dict[int, list[str]] | None = None,
+    start: Checkpoint | None = None,
+    checkpoint: Callable[[Checkpoint], None] | None = None,
 ) -> Narrowed:
     """Bisect until the differing buckets are small, and read their rows on both sides.
 
     ``recheck``: the buckets an earlier look read whole: only they are read again (a look
-    after an extraction confirms the differences found, it does not search again)."""
+    after an extraction confirms the differences found, it does not search again).
+    ``start``: the levels an earlier run finished (it was killed after them); ``checkpoint``
+    is called after each level that leaves buckets to split."""
     result = Narrowed()
     if recheck is not None:
         return _read_leaves(source, lake, recheck, result)
-    total = max(both(source.count, lake.count))
-    result.rows_compared = total
-    parents: list[str] = []
-    parent_digits = 0
-    spread = total  # the most rows a differing parent holds
-    target = FIRST_LEVEL_ROWS
-    leaves: dict[int, list[str]] = {}
+    if start is None:
+        total = max(both(source.count, lake.count))
+        start = Checkpoint(total, 0, 0, [], total, {})
+        target = FIRST_LEVEL_ROWS
+    else:
+        target = LEAF_ROWS
+        log.info("verify: resuming after level %d", start.levels)
+    result.rows_compared = start.rows_compared
+    result.levels = start.levels
+    parents = list(start.parents)
+    parent_digits = start.parent_digits
+    spread = start.spread  # the most rows a differing parent holds
+    leaves = {digits: list(buckets) for digits, buckets in start.leaves.items()}
     while True:
         digits = min(HASH_DIGITS, parent_digits + step_for(spread, target))
         target = LEAF_ROWS
@@ -113,6 +146,10 @@ def narrow(
             break
         spread = max(sizes[b] for b in parents)
         parent_digits = digits
+        if checkpoint is not None:
+            checkpoint(
+                Checkpoint(result.rows_compared, result.levels, digits, parents, spread, leaves)
+            )
         log.debug("verify: %d buckets of %d digits differ; splitting", len(parents), digits)
     return _read_leaves(source, lake, leaves, result)
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gluon.config import Settings
 from gluon.repo import OffloadedTable, Repository
-from gluon.verify.bisect import narrow
+from gluon.verify.bisect import Checkpoint, narrow
 from gluon.verify.checksums import Meter, SourceSide, lake_side, text_kind
 from gluon.verify.pace import Pace
 from gluon.verify.sides import Rows, Shape
@@ -37,6 +37,8 @@ def look(
     meter: Meter,
     progress: Callable[[int, int], None] | None = None,
     recheck: dict[int, list[str]] | None = None,
+    start: Checkpoint | None = None,
+    checkpoint: Callable[[Checkpoint], None] | None = None,
 ) -> Look:
     """Compare both sides by checksums; read whole only the rows of differing buckets."""
     kinds = [
@@ -44,8 +46,25 @@ def look(
         for index, column in enumerate(shape.columns)
     ]
     source = SourceSide.open(settings, repo, record, kinds, shape.key_positions, pace, meter)
+    compared_before = meter.buckets_compared
+
+    def level_done(level: int, differing: int) -> None:
+        # One line per level for -v and the log file; the bar (if any) moves by the level.
+        nonlocal compared_before
+        compared = meter.buckets_compared - compared_before
+        compared_before = meter.buckets_compared
+        log.info(
+            "%s: level %d: %d buckets compared, %d differ",
+            record.table_key,
+            level,
+            compared,
+            differing,
+        )
+        if progress is not None:
+            progress(level, differing)
+
     with lake_side(settings, repo, record, kinds, shape.key_positions, meter) as lake:
-        narrowed = narrow(source, lake, progress, recheck)
+        narrowed = narrow(source, lake, level_done, recheck, start, checkpoint)
     log.info(
         "%s: %d rows, %d buckets compared in %d levels, %d read whole; %d bytes moved from "
         "the source",

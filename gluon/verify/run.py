@@ -17,13 +17,16 @@ from dataclasses import dataclass, field
 from gluon.config import Settings
 from gluon.errors import ExitCode, LockHeldError, UsageError
 from gluon.extract.run import run_extraction
+from gluon.faults import fault_point
 from gluon.methods.base import get_method
 from gluon.naming import TableRef
+from gluon.progress import NullProgress, Progress, ProgressTask
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import ENABLED
 from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
+from gluon.verify.bisect import Checkpoint
 from gluon.verify.canonical import Canonical
 from gluon.verify.checksums import Meter
 from gluon.verify.compare import Differences, diff
@@ -59,6 +62,8 @@ class Verdict:
     """Keys only the lake holds where the method allows it (data patching): not errors."""
     locked: str | None = None
     """Why the table was not verified (another command holds its lock), for ``--all``."""
+    resumed_levels: int = 0
+    """Bisection levels a killed earlier run finished and this one did not redo."""
 
     @property
     def equal(self) -> bool:
@@ -89,9 +94,23 @@ def verify_table(
     record: OffloadedTable,
     max_rows_per_second: int | None = None,
     lock_wait_seconds: float = 0.0,
+    progress: Progress | None = None,
 ) -> Verdict:
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
-    recorded in the repository)."""
+    recorded in the repository). ``progress`` shows the checksum levels as they end (a bar at
+    a terminal)."""
+    with (progress or NullProgress()).task(f"verifying {record.table_key}", None) as task:
+        return _verify_table(settings, repo, record, max_rows_per_second, lock_wait_seconds, task)
+
+
+def _verify_table(
+    settings: Settings,
+    repo: Repository,
+    record: OffloadedTable,
+    max_rows_per_second: int | None,
+    lock_wait_seconds: float,
+    task: ProgressTask,
+) -> Verdict:
     state = repo.incremental.get_state(record.table_key)
     enabled = state is not None and state.status == ENABLED
     key_columns = state.key_columns if state is not None and enabled else record.primary_key
@@ -102,9 +121,32 @@ def verify_table(
     pace = Pace(max_rows_per_second)
     recheck: dict[int, list[str]] | None = None
     for _ in range(LOOKS):
+        start: Checkpoint | None = None
+        taken_at = ""
         if enabled:
             extract_waiting(settings, record.table_key, lock_wait_seconds)
-        seen = look(settings, repo, record, shape, pace, meter, recheck=recheck)
+            if recheck is None:
+                taken_at = lake_state(repo, record)
+                start = resume_point(repo, record.table_key, taken_at)
+                verdict.resumed_levels = start.levels if start is not None else 0
+
+        def save(point: Checkpoint, taken_at: str = taken_at) -> None:
+            if taken_at:  # only a captured table's lake state tells whether a resume is safe
+                repo.verify_progress.save(record.table_key, taken_at, point.to_json())
+            fault_point("verify.after_level")
+
+        seen = look(
+            settings,
+            repo,
+            record,
+            shape,
+            pace,
+            meter,
+            progress=lambda _level, _differing: task.advance(1),
+            recheck=recheck,
+            start=start,
+            checkpoint=save,
+        )
         recheck = seen.leaves  # later looks confirm these buckets, they do not search again
         found = diff(seen.source, seen.lake)
         verdict.looks += 1
@@ -134,6 +176,7 @@ def verify_table(
         verdict.differences = verdict.differences.only(kept)
     for key, sides in list(verdict.differences.evidence.items())[:5]:
         log.info("%s: key %s: %s", record.table_key, key, _detail(record, sides))
+    repo.verify_progress.clear(record.table_key)  # the search ended: nothing to resume
     repo.verify_runs.record(
         VerifyRun(
             table_key=record.table_key,
@@ -147,6 +190,38 @@ def verify_table(
         )
     )
     return verdict
+
+
+def lake_state(repo: Repository, record: OffloadedTable) -> str:
+    """What the lake holds of the table, as far as gluon changes it: the capture's enablement,
+    the last change shipped and the views' generation. A checkpoint saved at another state is
+    not resumed (something was extracted or compacted since, so the buckets may differ)."""
+    state = repo.incremental.get_state(record.table_key)
+    assert state is not None
+    return ":".join(
+        str(part)
+        for part in (
+            state.enablement_id,
+            state.shipped_seq,
+            state.last_scn,
+            state.view_generation,
+            state.active_partition,
+        )
+    )
+
+
+def resume_point(repo: Repository, table_key: str, taken_at: str) -> Checkpoint | None:
+    """The levels a killed verify finished at this lake state, or None (start again)."""
+    saved = repo.verify_progress.load(table_key, taken_at)
+    if saved is None:
+        return None
+    point = Checkpoint.from_json(saved)
+    log.info(
+        "%s: resuming a killed verify after its level %d (nothing was extracted since)",
+        table_key,
+        point.levels,
+    )
+    return point
 
 
 def extract_waiting(settings: Settings, table_key: str, wait_seconds: float) -> None:

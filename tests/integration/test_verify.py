@@ -313,6 +313,28 @@ def test_a_partially_offloaded_table_is_compared_on_its_offloaded_part(
     assert (code, verdict["rows_compared"]) == (0, 4)
 
 
+def test_verify_shows_no_bar_off_a_terminal_and_logs_one_line_per_level_with_v(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=10)
+    assert run_cli("offload", "-t", source.table, "-x").exit_code == 0
+    quiet = run_cli("gluon", "verify", "-t", source.table)
+    assert quiet.exit_code == 0, quiet.stderr
+    assert quiet.stderr == ""  # stderr is no terminal here: no bar, no escape codes
+    assert quiet.stdout.count("\n") == 1
+    loud = run_cli("gluon", "verify", "-t", source.table, "-v")
+    assert loud.exit_code == 0, loud.stderr
+    table = source.table.upper()
+    assert f"{table}: level 1: " in loud.stderr
+    assert "buckets compared, 0 differ" in loud.stderr
+    assert _log_says(f"{table}: level 1: ")
+
+
 def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
     tmp_path: Path,
     offload_home: Path,

@@ -7,16 +7,20 @@ composite key that starts with text)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable
-from support.incremental import Source, enable, extract
+from support.incremental import Source, enable, extract, sqlite_source
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.methods.base import SourceObject
 from gluon.repo import Repository
 
@@ -137,3 +141,65 @@ def test_a_null_key_value_is_a_bucket_like_any_other(
     [verdict] = json.loads(broken.stdout)
     assert (verdict["missing_in_lake"], verdict["extra_in_lake"]) == ([], [])
     assert verdict["different_values"] == [[None]]
+
+
+def _verify_process(source: Source, fault: str | None = None) -> subprocess.CompletedProcess[str]:
+    """``gluon verify -t TABLE --json`` in a child process (``fault``: where it is killed)."""
+    command = "from gluon.cli.app import main; main()"
+    return subprocess.run(
+        [sys.executable, "-c", command, "verify", "-t", source.table, "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **({"GLUON_FAULT": fault} if fault else {})},
+        timeout=300,
+        check=False,
+    )
+
+
+def test_a_verify_killed_between_levels_resumes_after_the_levels_it_finished(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    _create(source, "integer key")
+    enable(run_cli, source, "CHANGELOG")
+    extract(run_cli, source)
+    base, _ = _record(source)
+    DeltaTable(base).delete("id = 3")  # one differing bucket at every level: 3 levels
+
+    killed = _verify_process(source, "verify.after_level@1")
+    assert killed.returncode == FAULT_EXIT_CODE, killed.stderr
+    resumed = _verify_process(source)
+    assert resumed.returncode == 1, resumed.stderr
+    [after_kill] = json.loads(resumed.stdout)
+    again = _verify_process(source)  # the finished run left nothing to resume: a whole search
+    [whole] = json.loads(again.stdout)
+    assert after_kill["missing_in_lake"] == whole["missing_in_lake"] == [[3]]
+    assert (after_kill["resumed_levels"], whole["resumed_levels"]) == (1, 0)
+    assert after_kill["buckets_compared"] < whole["buckets_compared"], (after_kill, whole)
+
+
+def test_a_verify_killed_and_rerun_after_an_extraction_starts_again(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    _create(source, "integer key")
+    enable(run_cli, source, "CHANGELOG")
+    extract(run_cli, source)
+    base, _ = _record(source)
+    DeltaTable(base).delete("id = 3")
+    killed = _verify_process(source, "verify.after_level@1")
+    assert killed.returncode == FAULT_EXIT_CODE, killed.stderr
+    with source.engine.begin() as db:  # a change the rerun's extraction ships first
+        db.execute(sa.text(f"UPDATE {source.table} SET amount = -1 WHERE id = 9"))
+    rerun = run_cli("gluon", "verify", "-t", source.table, "--json")
+    [verdict] = json.loads(rerun.stdout)
+    assert (rerun.exit_code, verdict["resumed_levels"]) == (1, 0)
+    assert verdict["missing_in_lake"] == [[3]]
