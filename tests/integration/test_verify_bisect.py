@@ -178,8 +178,9 @@ def test_a_verify_killed_between_levels_resumes_after_the_levels_it_finished(
     again = _verify_process(source)  # the finished run left nothing to resume: a whole search
     [whole] = json.loads(again.stdout)
     assert after_kill["missing_in_lake"] == whole["missing_in_lake"] == [[3]]
-    assert (after_kill["resumed_levels"], whole["resumed_levels"]) == (1, 0)
+    # the rerun did not redo the first level's whole-table pass (16 buckets)
     assert after_kill["buckets_compared"] < whole["buckets_compared"], (after_kill, whole)
+    assert (after_kill["resumed_levels"], whole["resumed_levels"]) == (1, 0)
 
 
 def test_a_verify_killed_and_rerun_after_an_extraction_starts_again(
