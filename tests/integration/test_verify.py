@@ -401,7 +401,7 @@ def test_rows_only_the_lake_holds_through_an_updatable_method_are_lake_only_not_
     assert (verdict["lake_only"], verdict["extra_in_lake"]) == ([[100], [3]], [])
     text = run_cli("gluon", "verify", "-t", sales.table)
     assert text.stdout.strip() == (
-        "MAIN.SALES: equal, 5 rows compared; 2 rows only in the lake, as the method "
+        "MAIN.SALES: equal, 7 rows compared; 2 rows only in the lake, as the method "
         "UPDATABLE* allows (keys 100, 3)".replace("UPDATABLE*", method)
     )
     record = Repository(load_settings().repo_url).get_table("MAIN.SALES")
