@@ -30,6 +30,7 @@ from support.locking import PausedCommand
 from support.patching import SalesTable, sales_rows
 from support.shape_matrix import SourceDb, sqlite_url
 from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
+from support.terminal import Terminal
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -313,7 +314,7 @@ def test_a_partially_offloaded_table_is_compared_on_its_offloaded_part(
     assert (code, verdict["rows_compared"]) == (0, 4)
 
 
-def test_verify_shows_no_bar_off_a_terminal_and_logs_one_line_per_level_with_v(
+def test_verify_shows_a_bar_only_at_a_terminal_and_logs_one_line_per_level_with_v(
     tmp_path: Path,
     offload_home: Path,
     run_cli: Callable[..., Result],
@@ -333,6 +334,10 @@ def test_verify_shows_no_bar_off_a_terminal_and_logs_one_line_per_level_with_v(
     assert f"{table}: level 1: " in loud.stderr
     assert "buckets compared, 0 differ" in loud.stderr
     assert _log_says(f"{table}: level 1: ")
+    with Terminal.gluon(["verify", "-t", source.table]) as terminal:
+        terminal.expect(f"verifying {table}")  # the bar, at a terminal
+        terminal.expect(f"{table}: equal, 10 rows compared")
+        assert terminal.exit_code() == 0
 
 
 def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
