@@ -69,6 +69,8 @@ REPOSITORY_WRITES = (
     "discard_empty_extraction",
     "record_empty_checks",
     "record_verify",
+    "save_verify_progress",
+    "clear_verify_progress",
 )
 
 
@@ -125,6 +127,8 @@ FAULT_POINTS: tuple[str, ...] = (
     "schema.after_capture_objects",
     "schema.after_row_images",
     "schema.after_delta_evolution",
+    # gluon verify (gluon/verify/run.py): a bisection level done and its progress recorded
+    "verify.after_level",
     # every repository write (gluon/repo/*.py)
     *_around("repo", REPOSITORY_WRITES),
 )

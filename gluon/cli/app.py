@@ -15,7 +15,14 @@ from typing import Annotated
 
 import typer
 
-from gluon.cli.common import fail, quiet_broken_pipe, run_command, stderr, stdout
+from gluon.cli.common import (
+    fail,
+    progress_for,
+    quiet_broken_pipe,
+    run_command,
+    stderr,
+    stdout,
+)
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
 from gluon.errors import ExitCode, LockHeldError, UsageError
@@ -207,9 +214,10 @@ def verify(
             for record in records:
                 check_repairable(repo, record)  # before anything runs
         verdicts = []
+        bars = progress_for(quiet=json_output)  # a bar only at a terminal, never with --json
 
         def verify_one(record: OffloadedTable) -> Verdict:
-            verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait)
+            verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait, bars)
             if repair_keys and not verdict.equal:
                 if not json_output:
                     stdout.print(line(verdict), markup=False)
@@ -221,7 +229,7 @@ def verify(
                         "verifying again",
                         markup=False,
                     )
-                verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait)
+                verdict = verify_table(settings, repo, record, max_rows_per_second, lock_wait, bars)
             return verdict
 
         for record in records:

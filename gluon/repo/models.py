@@ -241,3 +241,14 @@ verify_runs = sa.Table(
     sa.Column("in_flight", sa.Integer, nullable=False),
 )
 """One ``gluon verify`` of a table (revision 0015): status shows the latest."""
+
+verify_progress = sa.Table(
+    "verify_progress",
+    metadata,
+    sa.Column("table_key", sa.String(300), primary_key=True),
+    sa.Column("taken_at", sa.String(300), nullable=False),
+    sa.Column("saved_at", sa.DateTime, nullable=False),
+    sa.Column("checkpoint", sa.Text, nullable=False),
+)
+"""The bisection levels a running ``gluon verify`` finished (revision 0022): a rerun after a
+kill resumes from them while ``taken_at`` (the lake's extraction state) is unchanged."""

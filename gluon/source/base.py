@@ -492,6 +492,10 @@ class SourceDialect:
             for column in spec.columns
         ]
 
+    def prepare_checksums(self) -> None:
+        """Make the functions gluon verify's checksum templates call available (default:
+        the database has them built in; templates/<dialect>/_verify_hash.sql.j2)."""
+
     def count_rows(self, spec: TableSpec) -> int:
         """Number of rows in the table."""
         rows = self.run_query("count_rows", schema=spec.schema, table=spec.name)

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import hashlib
+import math
 import re
 from pathlib import Path
 from typing import Any, ClassVar
@@ -151,6 +153,12 @@ class SQLiteSource(SourceDialect):
             primary_key=tuple(name for _, name in sorted(primary)),
         )
 
+    def prepare_checksums(self) -> None:
+        # SQLite has no MD5: gluon verify's templates call these, registered per connection.
+        if not sa.event.contains(self.engine, "connect", _register_checksum_functions):
+            sa.event.listen(self.engine, "connect", _register_checksum_functions)
+            self.engine.dispose()  # pooled connections opened before lack the functions
+
     def check_connection(self) -> None:
         database = self.engine.url.database
         if database and database != ":memory:" and not Path(database).is_file():
@@ -171,3 +179,30 @@ def _sqlite_value(value: Any) -> Any:
 
 
 __all__ = ["SQLiteSource"]
+
+
+def _register_checksum_functions(connection: Any, _record: Any) -> None:
+    connection.create_function("gluon_md5", 1, _md5_hex, deterministic=True)
+    connection.create_function("gluon_hex_int", 1, _hex_int, deterministic=True)
+    connection.create_function("gluon_float_text", 1, _float_text, deterministic=True)
+
+
+def _md5_hex(text: str | bytes | None) -> str | None:
+    if text is None:
+        return None
+    data = text if isinstance(text, bytes) else str(text).encode("utf-8")
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
+def _hex_int(text: str | None) -> int | None:
+    return None if text is None else int(text, 16)
+
+
+def _float_text(value: float | int | str | bytes | None) -> str | None:
+    """A REAL as its shortest exact text, written as the lake writes a double."""
+    if value is None or isinstance(value, str | bytes):
+        return None if value is None else str(value)
+    number = float(value)
+    if math.isinf(number):
+        return "Infinity" if number > 0 else "-Infinity"
+    return "NaN" if math.isnan(number) else repr(number)

@@ -63,7 +63,10 @@ def as_json(verdicts: list[Verdict]) -> str:
                 "equal": verdict.equal,
                 "rows_compared": verdict.rows_compared,
                 "looks": verdict.looks,
+                "bytes_moved": verdict.bytes_moved,
+                "buckets_compared": verdict.buckets_compared,
                 "in_flight": verdict.in_flight,
+                "resumed_levels": verdict.resumed_levels,
                 "locked": verdict.locked,
                 "lake_only": [_json_key(key) for key in verdict.lake_only],
                 **{

@@ -1,11 +1,11 @@
 """Verify one table at a consistent point.
 
 The lake is brought up to the source first: an extraction under the normal lock ships
-every change captured so far. The source is then read in one statement (one snapshot) and
-the lake after it; a change committed between the extraction and that snapshot shows as a
-difference, so differing keys are looked at again after another extraction and only the
-a differing key is reported once two looks in a row show it with the same rows on both
-sides (the extraction between them shipped whatever was in flight).
+every change captured so far. Then each engine's bucket checksums are compared and only
+differing buckets are read whole (``look``). A change committed after that extraction
+shows as a difference, so differing keys are looked at again after another extraction: a
+key is reported only once two looks in a row show it with the same rows on both sides
+(the extraction between them shipped whatever was in flight).
 """
 
 from __future__ import annotations
@@ -17,17 +17,22 @@ from dataclasses import dataclass, field
 from gluon.config import Settings
 from gluon.errors import ExitCode, LockHeldError, UsageError
 from gluon.extract.run import run_extraction
+from gluon.faults import fault_point
 from gluon.methods.base import get_method
 from gluon.naming import TableRef
+from gluon.progress import NullProgress, Progress, ProgressTask
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import ENABLED
 from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
+from gluon.verify.bisect import Checkpoint
 from gluon.verify.canonical import Canonical
+from gluon.verify.checksums import Meter
 from gluon.verify.compare import Differences, diff
+from gluon.verify.look import look
 from gluon.verify.pace import Pace
-from gluon.verify.sides import Shape, lake_rows, source_rows
+from gluon.verify.sides import Shape
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +50,9 @@ class Verdict:
     rows_compared: int = 0
     looks: int = 0
     differences: Differences = field(default_factory=Differences)
+    bytes_moved: int = 0
+    """Bytes read from the source into gluon: checksum rows and rows read whole."""
+    buckets_compared: int = 0
     in_flight: int = 0
     """Keys that differed with other rows at every look (a writer keeps changing them):
     not reported as differences, and counted so the user knows they were not settled."""
@@ -54,6 +62,8 @@ class Verdict:
     """Keys only the lake holds where the method allows it (data patching): not errors."""
     locked: str | None = None
     """Why the table was not verified (another command holds its lock), for ``--all``."""
+    resumed_levels: int = 0
+    """Bisection levels a killed earlier run finished and this one did not redo."""
 
     @property
     def equal(self) -> bool:
@@ -84,23 +94,65 @@ def verify_table(
     record: OffloadedTable,
     max_rows_per_second: int | None = None,
     lock_wait_seconds: float = 0.0,
+    progress: Progress | None = None,
 ) -> Verdict:
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
-    recorded in the repository)."""
+    recorded in the repository). ``progress`` shows the checksum levels as they end (a bar at
+    a terminal)."""
+    with (progress or NullProgress()).task(f"verifying {record.table_key}", None) as task:
+        return _verify_table(settings, repo, record, max_rows_per_second, lock_wait_seconds, task)
+
+
+def _verify_table(
+    settings: Settings,
+    repo: Repository,
+    record: OffloadedTable,
+    max_rows_per_second: int | None,
+    lock_wait_seconds: float,
+    task: ProgressTask,
+) -> Verdict:
     state = repo.incremental.get_state(record.table_key)
     enabled = state is not None and state.status == ENABLED
     key_columns = state.key_columns if state is not None and enabled else record.primary_key
     shape = Shape.of(record, key_columns)
     verdict = Verdict(record.table_key)
     previous: Differences | None = None
+    meter = Meter()
+    pace = Pace(max_rows_per_second)
+    recheck: dict[int, list[str]] | None = None
     for _ in range(LOOKS):
+        start: Checkpoint | None = None
+        taken_at = ""
         if enabled:
             extract_waiting(settings, record.table_key, lock_wait_seconds)
-        source = source_rows(settings, repo, record, shape, Pace(max_rows_per_second))
-        lake = lake_rows(settings, repo, record, shape)
-        found = diff(source, lake)
+            if recheck is None:
+                taken_at = lake_state(repo, record)
+                start = resume_point(repo, record.table_key, taken_at)
+                verdict.resumed_levels = start.levels if start is not None else 0
+
+        def save(point: Checkpoint, taken_at: str = taken_at) -> None:
+            if taken_at:  # only a captured table's lake state tells whether a resume is safe
+                repo.verify_progress.save(record.table_key, taken_at, point.to_json())
+            fault_point("verify.after_level")
+
+        seen = look(
+            settings,
+            repo,
+            record,
+            shape,
+            pace,
+            meter,
+            progress=lambda _level, _differing: task.advance(1),
+            recheck=recheck,
+            start=start,
+            checkpoint=save,
+        )
+        recheck = seen.leaves  # later looks confirm these buckets, they do not search again
+        found = diff(seen.source, seen.lake)
         verdict.looks += 1
-        verdict.rows_compared = sum(len(rows) for rows in source.values())
+        verdict.rows_compared = seen.rows_compared or verdict.rows_compared
+        verdict.bytes_moved = meter.source_bytes
+        verdict.buckets_compared = meter.buckets_compared
         if not enabled:
             verdict.differences = found  # nothing is captured, so nothing is in flight
             break
@@ -124,6 +176,7 @@ def verify_table(
         verdict.differences = verdict.differences.only(kept)
     for key, sides in list(verdict.differences.evidence.items())[:5]:
         log.info("%s: key %s: %s", record.table_key, key, _detail(record, sides))
+    repo.verify_progress.clear(record.table_key)  # the search ended: nothing to resume
     repo.verify_runs.record(
         VerifyRun(
             table_key=record.table_key,
@@ -137,6 +190,38 @@ def verify_table(
         )
     )
     return verdict
+
+
+def lake_state(repo: Repository, record: OffloadedTable) -> str:
+    """What the lake holds of the table, as far as gluon changes it: the capture's enablement,
+    the last change shipped and the views' generation. A checkpoint saved at another state is
+    not resumed (something was extracted or compacted since, so the buckets may differ)."""
+    state = repo.incremental.get_state(record.table_key)
+    assert state is not None
+    return ":".join(
+        str(part)
+        for part in (
+            state.enablement_id,
+            state.shipped_seq,
+            state.last_scn,
+            state.view_generation,
+            state.active_partition,
+        )
+    )
+
+
+def resume_point(repo: Repository, table_key: str, taken_at: str) -> Checkpoint | None:
+    """The levels a killed verify finished at this lake state, or None (start again)."""
+    saved = repo.verify_progress.load(table_key, taken_at)
+    if saved is None:
+        return None
+    point = Checkpoint.from_json(saved)
+    log.info(
+        "%s: resuming a killed verify after its level %d (nothing was extracted since)",
+        table_key,
+        point.levels,
+    )
+    return point
 
 
 def extract_waiting(settings: Settings, table_key: str, wait_seconds: float) -> None:

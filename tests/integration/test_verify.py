@@ -30,6 +30,7 @@ from support.locking import PausedCommand
 from support.patching import SalesTable, sales_rows
 from support.shape_matrix import SourceDb, sqlite_url
 from support.shapes import pg_type_shape, rounds_for, sqlite_type_shape
+from support.terminal import Terminal
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -236,6 +237,9 @@ def test_every_type_of_the_shape_matrix_compares_equal_when_it_is(
     assert verified.exit_code == 0, verified.stdout + verified.stderr
     [verdict] = json.loads(verified.stdout)
     assert verdict["rows_compared"] > 0
+    # Every type's canonical text hashes alike in both engines: only checksum rows moved,
+    # no bucket was read whole (that would be a type the checksums write differently).
+    assert verdict["bytes_moved"] < 1024, verdict["bytes_moved"]
 
 
 def test_verify_exits_3_while_an_extraction_holds_the_table(
@@ -310,6 +314,32 @@ def test_a_partially_offloaded_table_is_compared_on_its_offloaded_part(
     assert (code, verdict["rows_compared"]) == (0, 4)
 
 
+def test_verify_shows_a_bar_only_at_a_terminal_and_logs_one_line_per_level_with_v(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload_for(source, "CHANGELOG", SEED).create(rows=10)
+    assert run_cli("offload", "-t", source.table, "-x").exit_code == 0
+    quiet = run_cli("gluon", "verify", "-t", source.table)
+    assert quiet.exit_code == 0, quiet.stderr
+    assert quiet.stderr == ""  # stderr is no terminal here: no bar, no escape codes
+    assert quiet.stdout.count("\n") == 1
+    loud = run_cli("gluon", "verify", "-t", source.table, "-v")
+    assert loud.exit_code == 0, loud.stderr
+    table = source.table.upper()
+    assert f"{table}: level 1: " in loud.stderr
+    assert "buckets compared, 0 differ" in loud.stderr
+    assert _log_says(f"{table}: level 1: ")
+    with Terminal.gluon(["verify", "-t", source.table]) as terminal:
+        terminal.expect(f"verifying {table}")  # the bar, at a terminal
+        terminal.expect(f"{table}: equal, 10 rows compared")
+        assert terminal.exit_code() == 0
+
+
 def test_verify_all_goes_on_past_a_locked_table_and_reports_it(
     tmp_path: Path,
     offload_home: Path,
@@ -376,7 +406,7 @@ def test_rows_only_the_lake_holds_through_an_updatable_method_are_lake_only_not_
     assert (verdict["lake_only"], verdict["extra_in_lake"]) == ([[100], [3]], [])
     text = run_cli("gluon", "verify", "-t", sales.table)
     assert text.stdout.strip() == (
-        "MAIN.SALES: equal, 5 rows compared; 2 rows only in the lake, as the method "
+        "MAIN.SALES: equal, 7 rows compared; 2 rows only in the lake, as the method "
         "UPDATABLE* allows (keys 100, 3)".replace("UPDATABLE*", method)
     )
     record = Repository(load_settings().repo_url).get_table("MAIN.SALES")

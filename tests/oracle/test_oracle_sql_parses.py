@@ -47,6 +47,23 @@ SUFFIX = ".sql.j2"
 SELECTED = ["ORDER_ID", '"lower_case"', "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6))"]
 URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
 
+VERIFY_COLUMNS = [
+    {"expr": "ORDER_ID", "kind": "decimal", "digits": (10, 0)},
+    {"expr": "LINE_NO", "kind": "integer", "digits": (38, 0)},
+    {"expr": "AMOUNT", "kind": "decimal", "digits": (12, 2)},
+    {"expr": "NOTES", "kind": "text", "digits": (38, 0)},
+    {"expr": "PAYLOAD", "kind": "binary", "digits": (38, 0)},
+    {"expr": "ACTIVE", "kind": "boolean", "digits": (38, 0)},
+    {"expr": "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6))", "kind": "other", "digits": (38, 0)},
+]
+VERIFY_HASHED: dict[str, Any] = {
+    "schema": "APP",
+    "table": "ORDERS",
+    "columns": VERIFY_COLUMNS,
+    "keys": VERIFY_COLUMNS[:2],
+    "where": None,
+}
+
 # -- capture objects: one case per method that creates the object ----------------------------
 
 CAPTURED_TABLE = TableSpec(
@@ -252,6 +269,18 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             "sequence": {"schema": "APP_H", "name": "ORDERS_SEQ"},
         },
     },
+    # gluon verify's checksums (gluon.verify.checksums): one column of each text kind.
+    "verify_buckets": {
+        "first level": {**VERIFY_HASHED, "digits": 2, "parent_digits": 0, "buckets": []},
+        "within differing buckets": {
+            **VERIFY_HASHED,
+            "where": '"ORDER_ID" < :p0',
+            "digits": 4,
+            "parent_digits": 2,
+            "buckets": ["0a", "ff"],
+        },
+    },
+    "verify_key_filter": {"two buckets": {**VERIFY_HASHED, "digits": 3, "buckets": ["0a1", "ff0"]}},
     "verify_touch_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
     "verify_delete_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
     # Staging lake rows for patching (gluon.patching).
