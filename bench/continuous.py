@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BIN, ROOT
+from bench.harness import BIN, ROOT, save_json, service_home, settings_of
 from bench.service import _Writer, change_lags, create_tables
 
 MODES = ("DEFERRED", "IMMEDIATE")
@@ -175,31 +175,17 @@ def main() -> None:
     )
     arguments = parser.parse_args()
 
-    from support.postgres import PostgresServer
-
-    server = PostgresServer()
-    server.start()
-    work = Path(tempfile.mkdtemp(prefix="bench-continuous-"))
-    try:
-        url = server.create_database("bench_continuous")
-        home = work / "home"
-        (home / "conf").mkdir(parents=True)
-        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+    with service_home("bench_continuous") as (url, home):
         figures = []
         for mode in arguments.modes:
             figure = measure(url, home, mode, rate=arguments.rate, seconds=arguments.seconds)
             print(json.dumps(figure), flush=True)
             figures.append(figure)
-        arguments.out.mkdir(parents=True, exist_ok=True)
-        settings = {key: value for key, value in vars(arguments).items() if key != "out"}
-        (arguments.out / "continuous-bench.json").write_text(
-            json.dumps({"settings": settings, "figures": figures}, indent=2)
-        )
-    finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
+    save_json(
+        arguments.out,
+        "continuous-bench.json",
+        {"settings": settings_of(arguments), "figures": figures},
+    )
 
 
 if __name__ == "__main__":

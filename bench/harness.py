@@ -17,6 +17,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -249,3 +251,34 @@ class GluonHome:
     def discard(self) -> None:
         for path in self.path.parent.glob(f"{self.path.name}*"):
             shutil.rmtree(path, ignore_errors=True)
+
+
+@contextmanager
+def service_home(database: str) -> Iterator[tuple[str, Path]]:
+    """A throwaway PostgreSQL cluster with one empty ``database``, and an ``OFFLOAD_HOME``
+    whose env file points at it: ``(source URL, home)``; both are gone afterwards."""
+    from support.postgres import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    work = Path(tempfile.mkdtemp(prefix=f"{database}-"))
+    try:
+        url = server.create_database(database)
+        home = work / "home"
+        (home / "conf").mkdir(parents=True)
+        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+        yield url, home
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def save_json(out: Path, name: str, payload: Any) -> None:
+    """Write a bench's figures as ``out/name`` (the folder made if needed)."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / name).write_text(json.dumps(payload, indent=2))
+
+
+def settings_of(arguments: Any) -> dict[str, Any]:
+    """A bench's command-line settings, for its JSON (without the output folder)."""
+    return {key: value for key, value in vars(arguments).items() if key != "out"}

@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BIN, ROOT
+from bench.harness import BIN, ROOT, save_json, service_home, settings_of
 
 WRITE_BATCH = 10
 
@@ -260,16 +260,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-service")
     arguments = parser.parse_args()
 
-    from support.postgres import PostgresServer
-
-    server = PostgresServer()
-    server.start()
-    work = Path(tempfile.mkdtemp(prefix="bench-service-"))
-    try:
-        url = server.create_database("bench_service")
-        home = work / "home"
-        (home / "conf").mkdir(parents=True)
-        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+    with service_home("bench_service") as (url, home):
         figures = []
         for mode in ("service", "per-run"):
             names = [f"{mode[0]}{number:03d}" for number in range(arguments.tables)]
@@ -286,16 +277,11 @@ def main() -> None:
             )
             print(json.dumps(figure), flush=True)
             figures.append(figure)
-        arguments.out.mkdir(parents=True, exist_ok=True)
-        settings = {key: value for key, value in vars(arguments).items() if key != "out"}
-        (arguments.out / "service-bench.json").write_text(
-            json.dumps({"settings": settings, "figures": figures}, indent=2)
-        )
-    finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
+    save_json(
+        arguments.out,
+        "service-bench.json",
+        {"settings": settings_of(arguments), "figures": figures},
+    )
 
 
 if __name__ == "__main__":

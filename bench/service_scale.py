@@ -38,7 +38,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BIN, ROOT
+from bench.harness import BIN, ROOT, save_json, service_home
 from bench.service import change_lags, create_tables
 
 WRITE_BATCH = 5
@@ -329,29 +329,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-service")
     arguments = parser.parse_args()
 
-    from support.postgres import PostgresServer
-
-    server = PostgresServer()
-    server.start()
-    work = Path(tempfile.mkdtemp(prefix="bench-service-scale-"))
-    try:
-        url = server.create_database("bench_service_scale")
-        home = work / "home"
-        (home / "conf").mkdir(parents=True)
-        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+    with service_home("bench_service_scale") as (url, home):
         names = [f"s{number:03d}" for number in range(arguments.tables)]
         began = time.monotonic()
         _prepare(url, home, names)
         print(f"prepared {len(names)} tables in {time.monotonic() - began:.0f} s", flush=True)
         figure = measure(url, home, names, arguments)
-        print(json.dumps(figure), flush=True)
-        arguments.out.mkdir(parents=True, exist_ok=True)
-        (arguments.out / "service-scale.json").write_text(json.dumps(figure, indent=2))
-    finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(figure), flush=True)
+    save_json(arguments.out, "service-scale.json", figure)
 
 
 if __name__ == "__main__":

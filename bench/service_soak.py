@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import BIN
+from bench.harness import BIN, save_json, service_home
 from bench.service_scale import _env, _prepare, _rss_mb, _Writer
 
 SAMPLE_SECONDS = 1.0
@@ -110,27 +110,12 @@ def main() -> int:
     if arguments.warmup_minutes >= arguments.minutes:
         parser.error("--warmup-minutes must be shorter than --minutes")
 
-    from support.postgres import PostgresServer
-
-    server = PostgresServer()
-    server.start()
-    work = Path(tempfile.mkdtemp(prefix="bench-service-soak-"))
-    try:
-        url = server.create_database("bench_service_soak")
-        home = work / "home"
-        (home / "conf").mkdir(parents=True)
-        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+    with service_home("bench_service_soak") as (url, home):
         names = [f"s{number:03d}" for number in range(arguments.tables)]
         _prepare(url, home, names)
         figure = soak(url, home, names, arguments)
-    finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(figure), flush=True)
-    arguments.out.mkdir(parents=True, exist_ok=True)
-    (arguments.out / "service-soak.json").write_text(json.dumps(figure, indent=2))
+    save_json(arguments.out, "service-soak.json", figure)
     if figure["growth_mb"] is None or figure["growth_mb"] > arguments.max_growth_mb:
         print(
             f"FAILED: resident memory grew {figure['growth_mb']} MB after the warm-up "
