@@ -7,6 +7,7 @@ A reset copies the table anew; the reader holding the first path must read the n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,30 @@ def test_a_reset_killed_around_its_publish_leaves_the_reader_a_whole_copy(
     ]
     after = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
     assert after is not None and after.base_path == record.base_path
+
+
+def test_a_base_an_older_reset_moved_comes_back_to_the_first_path(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = sa.create_engine(url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
+        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    _cli(run_cli)
+    repo = Repository(load_settings().repo_url)
+    record = repo.get_table("MAIN.KEPT")
+    assert record is not None
+    first_path = Path(record.base_path)
+    moved = first_path.with_name(f"{first_path.name}_r20250101000000000000")
+    first_path.rename(moved)  # where an older gluon's reset left the base
+    repo.save_table(replace(record, base_path=str(moved)))
+    _cli(run_cli, "--reset-backend-table")
+    after = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
+    assert after is not None and after.base_path == str(first_path)
+    assert not moved.exists()
+    assert _rows(DeltaTable(str(first_path)).to_pyarrow_table().to_pylist()) == [
+        ("1", "a"),
+        ("2", "b"),
+    ]
