@@ -100,6 +100,10 @@ FAULT_POINTS: tuple[str, ...] = (
     # recorded, before the views switch
     "compact.before_publish",
     "compact.after_publish",
+    # offload --reset-backend-table (gluon/offload/copy.py): its staged copy published at the
+    # base's one path in one overwrite commit
+    "offload.before_reset_publish",
+    "offload.after_reset_publish",
     # merge mode IMMEDIATE: a compaction is one step, rewriting small files and vacuuming
     "compact.before_compact_files",
     # every Delta commit and table removal (gluon/lake/session.py, gluon/lake/storage.py)

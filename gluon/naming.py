@@ -277,9 +277,10 @@ class LakeNames:
         """The base table's first location."""
         return join(root, self.schema_dir(), f"{self.stem}_data")
 
-    def reset_base_path(self, root: str, stamp: str) -> str:
-        """A base table written by ``--reset-backend-table`` beside the old one."""
-        return join(root, self.schema_dir(), f"{self.stem}_data_r{stamp}")
+    def reset_stage_path(self, root: str, stamp: int) -> str:
+        """Where ``--reset-backend-table`` writes its new copy: a folder inside the base's
+        first location, published there in one overwrite commit (the path never moves)."""
+        return join(self.base_path(root), f"gluon_reset_r{stamp}")
 
     def compacted_base_path(self, root: str, run_id: int) -> str:
         """Where a full compaction (run ``run_id``) of an older gluon wrote a new base table

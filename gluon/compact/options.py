@@ -86,6 +86,27 @@ def chosen_method(
     return chosen[0] if chosen else None
 
 
+METHOD_FLAGS: dict[CompactionMethod, str] = {
+    CompactionMethod.FULL: "--incremental-full-compaction",
+    CompactionMethod.PARTITION_WISE_FULL: "--incremental-partition-wise-full-compaction",
+    CompactionMethod.IN_PLACE: "--incremental-in-place-compaction",
+}
+
+
+def refuse_method_for_merged_table(options: CompactionOptions) -> None:
+    """Merge mode IMMEDIATE has no delta table to merge (its compaction rewrites small
+    files): a compaction method would be ignored, so it is refused.
+
+    Raises:
+        UsageError: a method is given.
+    """
+    if options.method is not None:
+        raise UsageError(
+            f"{options.table.key} uses merge mode IMMEDIATE: its compaction only rewrites small "
+            f"files and takes no compaction method; leave out {METHOD_FLAGS[options.method]}"
+        )
+
+
 def check_count(option: str, value: int) -> None:
     """Refuse a count below 0 (``--incremental-delta-threshold``).
 

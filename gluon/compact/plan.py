@@ -5,7 +5,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gluon import locks
-from gluon.compact.options import CompactionMethod, CompactionOptions
+from gluon.compact.options import (
+    CompactionMethod,
+    CompactionOptions,
+    refuse_method_for_merged_table,
+)
 from gluon.compact.runner import recorded_options
 from gluon.compact.steps import STEPS
 from gluon.config import Settings
@@ -35,6 +39,7 @@ def compaction_plan(settings: Settings, options: CompactionOptions) -> list[tupl
     key = options.table.key
     record, state = repo.enabled_table(key, otherwise="nothing to compact")
     if state.merge_mode == MergeMode.IMMEDIATE:
+        refuse_method_for_merged_table(options)
         return [
             ("compact_files", f"rewrite the small files of {record.base_path} into bigger ones"),
             (

@@ -8,7 +8,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gluon.compact.context import CompactionContext, CompactionStopped
-from gluon.compact.options import CompactionMethod, CompactionOptions
+from gluon.compact.options import (
+    CompactionMethod,
+    CompactionOptions,
+    refuse_method_for_merged_table,
+)
 from gluon.compact.steps import STEPS, TERMINATED, retained_base_versions
 from gluon.config import Settings
 from gluon.errors import GluonError, StepFailedError
@@ -80,6 +84,7 @@ def run_compaction(
     key = options.table.key
     _, state = repo.enabled_table(key, otherwise="nothing to compact")
     if state.merge_mode == MergeMode.IMMEDIATE:
+        refuse_method_for_merged_table(options)
         return _compact_merged_table(settings, repo, options)
     method = options.method or default_compaction_method(repo, key)
     options = replace(options, method=method)

@@ -36,25 +36,35 @@ COMPACTION_APP = "gluon-compaction"
 
 STAGE_PREFIX = "gluon_compacted_r"
 
+RESET_APP = "gluon-reset"
+"""The application transaction id an ``offload --reset-backend-table`` publishes under."""
+
+_RUN_KEYS = {COMPACTION_APP: "gluon.compaction_run", RESET_APP: "gluon.reset_run"}
+"""The commit-info key naming the run that published a version."""
+
 
 def stage_location(base_path: str, run_id: int) -> str:
     """Where run ``run_id`` stages the compacted base table: a folder inside the base's."""
     return f"{base_path.rstrip('/')}/{STAGE_PREFIX}{run_id}"
 
 
-def published(base_path: str, run_id: int) -> bool:
-    """True once run ``run_id`` has published its staged table to ``base_path``."""
+def published(base_path: str, run_id: int, app: str = COMPACTION_APP) -> bool:
+    """True once run ``run_id`` (of application ``app``) has published its staged table to
+    ``base_path``."""
     from deltalake import DeltaTable
 
     if storage.delta_version(base_path) is None:
         return False
-    version = DeltaTable(base_path).transaction_version(COMPACTION_APP)
+    version = DeltaTable(base_path).transaction_version(app)
     return version is not None and int(version) >= run_id
 
 
-def publish(base_path: str, stage_path: str, run_id: int) -> int:
+def publish(base_path: str, stage_path: str, run_id: int, app: str = COMPACTION_APP) -> int:
     """Make the staged table at ``stage_path`` the current version of ``base_path``;
     return the base table's new version. Re-run after it committed: changes nothing.
+
+    ``app``: the application transaction the commit records ``run_id`` under (a reset's
+    run ids are not compaction run ids: :data:`RESET_APP`).
 
     ``stage_path`` must be a folder inside ``base_path`` (:func:`stage_location`). A base
     folder without a Delta table (an installation whose base moved to ``..._cNN``, coming
@@ -68,30 +78,33 @@ def publish(base_path: str, stage_path: str, run_id: int) -> int:
         create_table_with_add_actions,
     )
 
-    if published(base_path, run_id):
+    if published(base_path, run_id, app):
         return int(DeltaTable(base_path).version())
     prefix = _relative_prefix(base_path, stage_path)
     stage = DeltaTable(stage_path)
     partition_by = list(stage.metadata().partition_columns)
     actions = staged_add_actions(stage_path, prefix)
     commit = CommitProperties(
-        app_transactions=[Transaction(COMPACTION_APP, run_id)],
-        custom_metadata={"gluon.compaction_run": str(run_id)},
+        app_transactions=[Transaction(app, run_id)],
+        custom_metadata={_RUN_KEYS.get(app, f"{app}.run"): str(run_id)},
     )
     no_checkpoint = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
     fault_point("compact.before_publish")
-    if storage.delta_version(base_path) is None:
+    current = None if storage.delta_version(base_path) is None else DeltaTable(base_path)
+    if current is None or list(current.metadata().partition_columns) != partition_by:
+        # A new base, or a reset that changes the partitioning, which an overwrite commit
+        # cannot: one CREATE OR REPLACE commit (it removes every file of the version before).
         create_table_with_add_actions(
             base_path,
             stage.schema(),
             actions,
-            mode="error",
+            mode="error" if current is None else "overwrite",
             partition_by=partition_by or None,
             commit_properties=commit,
             post_commithook_properties=no_checkpoint,
         )
     else:
-        DeltaTable(base_path).create_write_transaction(
+        current.create_write_transaction(
             actions,
             "overwrite",
             stage.schema(),

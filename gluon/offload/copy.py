@@ -19,7 +19,8 @@ from gluon import source as sources
 from gluon.capture import ownership
 from gluon.config import Settings
 from gluon.errors import LakeError, StateError, UsageError
-from gluon.lake import sql, storage, tables
+from gluon.faults import fault_point
+from gluon.lake import publish, sql, storage, tables
 from gluon.lake.session import LakeSession, open_session
 from gluon.locks import lifecycle_lock
 from gluon.naming import TableRef, lake_names
@@ -97,6 +98,10 @@ class OffloadContext:
     """A later increment of a partially offloaded table (the lake table exists)."""
     replaces: OffloadedTable | None = None
     """The offload --reset-backend-table replaces: it stays queryable until the new one is done."""
+    stage_path: str | None = None
+    """Where a reset writes its copy before publishing it at the base's one path."""
+    reset_run: int = 0
+    """A reset's run id (its stage's stamp), recorded with the publishing commit."""
 
 
 def _refuse_during_compaction(repo: Repository, table_key: str) -> None:
@@ -184,13 +189,15 @@ def _refuse_foreign_base(repo: Repository, record: OffloadedTable) -> None:
 
 
 def _replacing(context: OffloadContext, replaces: OffloadedTable | None) -> OffloadContext:
-    """A reset writes a new Delta table beside the old one and switches to it when done."""
+    """A reset stages a new copy inside the base's first folder and publishes it there in one
+    overwrite commit when done: a reader holding the path reads the old copy or the new one."""
     if replaces is None:
         return context
-    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d%H%M%S%f")
+    stamp = int(dt.datetime.now(dt.UTC).timestamp() * 1_000_000)
     names = lake_names(context.options.table)
-    path = names.reset_base_path(context.settings.lake_root, stamp)
-    context.record = replace(context.record, base_path=path)
+    context.record = replace(context.record, base_path=names.base_path(context.settings.lake_root))
+    context.stage_path = names.reset_stage_path(context.settings.lake_root, stamp)
+    context.reset_run = stamp
     context.replaces = replaces
     context.appending = False
     return context
@@ -403,7 +410,7 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
         ):
             rows = tables.write_batches(
                 session,
-                record.base_path,
+                context.stage_path or record.base_path,
                 record.columns,
                 record.partitioning,
                 context.source.read_batches(
@@ -414,7 +421,9 @@ def execute_offload(context: OffloadContext, progress: Progress) -> int:
             )
             copying.detail = f"{rows} rows"
         with timed_step("verify_rows"):
-            _verify(session, record, rows, lake_filter)
+            _verify(session, record, rows, lake_filter, context.stage_path)
+            if context.stage_path is not None:
+                _publish_reset(context.stage_path, record.base_path, context.reset_run)
             ownership.mark_lake_table(
                 record.base_path, ownership.Marker(repo.installation_id, record.table_key)
             )
@@ -471,10 +480,23 @@ def _check_increment_is_new(
             )
 
 
+def _publish_reset(stage_path: str, base_path: str, run_id: int) -> None:
+    """Make a reset's verified copy the base table's next version, at its one path."""
+    fault_point("offload.before_reset_publish")
+    publish.publish(base_path, stage_path, run_id, publish.RESET_APP)
+    fault_point("offload.after_reset_publish")
+    # its files now belong to the base (vacuum removes them once no kept version uses them)
+    publish.remove_stage_log(stage_path)
+
+
 def _verify(
-    session: LakeSession, record: OffloadedTable, rows: int, lake_filter: str | None
+    session: LakeSession,
+    record: OffloadedTable,
+    rows: int,
+    lake_filter: str | None,
+    location: str | None = None,
 ) -> None:
-    frame = session.spark.read.format("delta").load(record.base_path)
+    frame = session.spark.read.format("delta").load(location or record.base_path)
     counted = (frame.where(lake_filter) if lake_filter else frame).count()
     if counted != rows:
         raise LakeError(

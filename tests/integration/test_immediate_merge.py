@@ -464,3 +464,38 @@ def test_an_immediate_compaction_keeps_the_files_of_retained_base_versions(
     assert compacted.exit_code == 0, compacted.stderr
     assert read_with_deltalake(path) == workload.expected
     assert read_with_deltalake(path, kept_version) == kept_rows
+
+
+@pytest.mark.parametrize(
+    ("flag", "execute"),
+    [
+        ("--incremental-full-compaction", True),
+        ("--incremental-partition-wise-full-compaction", True),
+        ("--incremental-in-place-compaction", False),
+    ],
+)
+def test_a_compaction_method_is_refused_on_an_immediate_table(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    flag: str,
+    execute: bool,
+) -> None:
+    """IMMEDIATE has no delta table to merge: a compaction method would be ignored."""
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create()
+    enable(run_cli, source, "CHANGELOG", IMMEDIATE)
+    workload.round(10)
+    extract(run_cli, source)
+    version = storage.delta_version(_base_path(source))
+    args = ("-x",) if execute else ()
+    refused = run_cli("offload", "-t", source.table, *args, "--incremental-run-compaction", flag)
+    assert refused.exit_code == 2, refused.stdout
+    lines = [line for line in refused.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "IMMEDIATE" in lines[0] and flag in lines[0], lines
+    assert "Traceback" not in refused.stderr
+    assert storage.delta_version(_base_path(source)) == version
+    assert read_with_deltalake(_base_path(source)) == workload.expected

@@ -517,9 +517,9 @@ def test_offloading_again_needs_reset_backend_table(
     )
     assert reset.exit_code == 0, reset.stderr
     assert "Offloaded SALES.ORDERS: 5 rows" in reset.stdout
-    # The reset wrote a new Delta table and switched to it; the old one is gone.
+    # The reset published its new copy, partitioned anew, at the same path in one commit.
     new_location = lake_table_dir(offload_home, "sales", "orders")
-    assert new_location != location and not location.exists()
+    assert new_location == location and delta_version(location) == version + 1
     assert_lake_matches("sales.orders", source_rows(source, "orders", ORDERS), ORDERS)
     assert {p["gl_part_sold_on"] for p in delta_partitions(new_location)} == {
         "2024-02",

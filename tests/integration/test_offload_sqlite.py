@@ -515,9 +515,9 @@ def test_offloading_again_needs_reset_backend_table(
     reset = run_cli("offload", "-t", "main.sales", "-x", "--reset-backend-table")
     assert reset.exit_code == 0, reset.stderr
     assert "Offloaded MAIN.SALES: 7 rows" in reset.stdout
-    # The reset wrote a new Delta table and switched to it; the old one is gone.
-    assert lake_table_dir(offload_home, "main", "sales") != location
-    assert not location.exists()
+    # The reset published its new copy at the same path, in one overwrite commit.
+    assert lake_table_dir(offload_home, "main", "sales") == location
+    assert delta_version(location) == version + 1
     assert_lake_matches("main.sales", source_rows(source, "sales"), SALES)
     after = repository().get_table("MAIN.SALES")
     assert after is not None and before is not None

@@ -38,11 +38,6 @@ def _cli(run_cli: RunCli, *args: str) -> None:
     assert result.exit_code == 0, result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect (qa28): in place over more than PARTITIONS_PER_COMMIT partitions "
-    "commits one batch at a time; remove this mark when it commits once",
-)
 def test_an_in_place_run_killed_between_commits_shows_outside_readers_a_committed_state(
     tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,14 +7,16 @@ A reset copies the table anew; the reader holding the first path must read the n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable
-from support.incremental import RunCli
+from support.incremental import RunCli, run_offload_process
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 
 TABLE = "main.kept"
@@ -29,11 +31,6 @@ def _cli(run_cli: RunCli, *args: str) -> None:
     assert result.exit_code == 0, result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known defect (qa28): a reset writes the base to <table>_data_r<stamp> and "
-    "removes the first folder; remove this mark when the reset keeps the path",
-)
 def test_a_reader_holding_the_first_path_reads_the_reset_copy(
     tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -52,5 +49,72 @@ def test_a_reader_holding_the_first_path_reads_the_reset_copy(
     _cli(run_cli, "--reset-backend-table")
     assert _rows(DeltaTable(first_path).to_pyarrow_table().to_pylist()) == [
         ("1", "changed"),
+        ("2", "b"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fault", "seen_after_kill"),
+    [("offload.before_reset_publish", "a"), ("offload.after_reset_publish", "changed")],
+)
+def test_a_reset_killed_around_its_publish_leaves_the_reader_a_whole_copy(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+    seen_after_kill: str,
+) -> None:
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = sa.create_engine(url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
+        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    _cli(run_cli)
+    record = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
+    assert record is not None
+    with engine.begin() as db:
+        db.execute(sa.text("UPDATE kept SET val = 'changed' WHERE id = 1"))
+    died = run_offload_process(
+        "-t", TABLE, "-x", "--reset-backend-table", env={"GLUON_FAULT": fault}
+    )
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    assert _rows(DeltaTable(record.base_path).to_pyarrow_table().to_pylist()) == [
+        ("1", seen_after_kill),
+        ("2", "b"),
+    ]
+    _cli(run_cli, "--reset-backend-table")
+    assert _rows(DeltaTable(record.base_path).to_pyarrow_table().to_pylist()) == [
+        ("1", "changed"),
+        ("2", "b"),
+    ]
+    after = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
+    assert after is not None and after.base_path == record.base_path
+
+
+def test_a_base_an_older_reset_moved_comes_back_to_the_first_path(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = sa.create_engine(url)
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
+        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    _cli(run_cli)
+    repo = Repository(load_settings().repo_url)
+    record = repo.get_table("MAIN.KEPT")
+    assert record is not None
+    first_path = Path(record.base_path)
+    moved = first_path.with_name(f"{first_path.name}_r20250101000000000000")
+    first_path.rename(moved)  # where an older gluon's reset left the base
+    repo.save_table(replace(record, base_path=str(moved)))
+    _cli(run_cli, "--reset-backend-table")
+    after = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
+    assert after is not None and after.base_path == str(first_path)
+    assert not moved.exists()
+    assert _rows(DeltaTable(str(first_path)).to_pyarrow_table().to_pylist()) == [
+        ("1", "a"),
         ("2", "b"),
     ]

@@ -155,8 +155,8 @@ def arrow_rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def lake_table_dir(home: Path, schema: str, table: str) -> Path:
-    """Where the base table of ``schema.table`` is now (the repository records it; a
-    --reset-backend-table writes a new one), else where a first offload puts it.
+    """Where the base table of ``schema.table`` is now (the repository records it; if
+    an older gluon moved it on reset or compaction), else where a first offload puts it.
 
     Reads the default repository under ``home`` directly, and only if it exists: no
     settings are loaded (a test may have broken them on purpose) and nothing is created.
