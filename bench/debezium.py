@@ -22,8 +22,8 @@ engine start included), the fastest of ``--rounds``; rounds interleave the sides
 **Streaming latency.** A writer inserts ``--rate`` rows a second for ``--seconds``; a
 row's latency is the time it became readable in the lake minus ``written_at`` (the
 source's clock): for Debezium, the end of the Delta append of its batch; for gluon,
-the finish of the extraction run that shipped it (``gluon service`` with
-``--interval``; its runs are whole extractions).
+the finish of the extraction run that shipped it, with ``gluon service`` on an
+``--interval`` and in continuous mode (``bench.continuous``).
 
 Needs ``pip install -e '.[debezium]'`` (Java 17 is on the machines). Prints a table and
 writes ``debezium-bench.json`` to ``--out``. Not part of the test command.
@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.continuous import measure as measure_continuous
 from bench.harness import GluonHome, Proc, Workspace, note, run_process
 from bench.service import change_lags, create_tables, measure
 
@@ -250,6 +251,17 @@ def stream(
     )  # fmt: skip
     lags = change_lags(home.path, ["gluon"])
     figures.append(_latency(f"gluon service, every {interval:g} s", lags, rate) | figure)
+    continuous = measure_continuous(url, home.path, "DEFERRED", rate=rate, seconds=seconds)
+    figures.append(
+        {
+            "side": "gluon service, continuous (DEFERRED)",
+            "rate": rate,
+            "changes": continuous["changes"],
+            "p50_s": continuous["latency_p50_s"],
+            "p95_s": continuous["latency_p95_s"],
+            "max_s": continuous["latency_max_s"],
+        }
+    )
     return figures
 
 
@@ -272,6 +284,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0, help="streaming inserts a second")
     parser.add_argument("--seconds", type=float, default=60.0, help="streaming duration")
     parser.add_argument("--interval", type=float, default=5.0, help="gluon service interval")
+    parser.add_argument(
+        "--parts", nargs="+", choices=("drain", "stream"), default=["drain", "stream"]
+    )
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-dbz")
     arguments = parser.parse_args()
     try:
@@ -282,12 +297,17 @@ def main() -> None:
         sys.exit("bench.debezium needs Java 17 or later on PATH (apt-get install openjdk-17-jre)")
 
     with Workspace(Path(tempfile.mkdtemp(prefix="bench-dbz-"))) as workspace:
-        drained = drain(workspace, arguments.rows, arguments.changes, arguments.rounds)
-        streamed = stream(workspace, arguments.rate, arguments.seconds, arguments.interval)
-    print(f"\nDraining {arguments.changes:,} committed changes ({arguments.rows:,}-row table):")
+        drained = streamed = []
+        if "drain" in arguments.parts:
+            drained = drain(workspace, arguments.rows, arguments.changes, arguments.rounds)
+        if "stream" in arguments.parts:
+            streamed = stream(workspace, arguments.rate, arguments.seconds, arguments.interval)
+    if drained:
+        print(f"\nDraining {arguments.changes:,} committed changes ({arguments.rows:,} rows):")
     for figure in drained:
         print(f"  {figure['side']:<40} {figure['best_s']:>7.2f} s  (runs {figure['runs_s']})")
-    print(f"\nStreaming {arguments.rate:g} inserts/s for {arguments.seconds:g} s, latency:")
+    if streamed:
+        print(f"\nStreaming {arguments.rate:g} inserts/s for {arguments.seconds:g} s, latency:")
     for figure in streamed:
         print(
             f"  {figure['side']:<40} p50 {figure['p50_s']:.2f} s  p95 {figure['p95_s']:.2f} s"
