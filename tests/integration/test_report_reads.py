@@ -27,13 +27,14 @@ def _report(out: Path, queries: collections.Counter[str]) -> dict[str, int | Non
     return {table["table"]: table["changelog_rows"] for table in tables}
 
 
-def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _app(url: str, schema: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> App:
+    """Two CHANGELOG tables with 2 and 3 changes waiting after one extraction each."""
     for name in GLUON_SETTINGS:
         monkeypatch.delenv(name, raising=False)
     if os.environ.get("GLUON_TEST_SPARK_REMOTE"):
         monkeypatch.setenv("SPARK_REMOTE", os.environ["GLUON_TEST_SPARK_REMOTE"])
-    monkeypatch.setenv("OFFLOAD_HOME", str(tmp_path / "home"))
-    app = App(f"sqlite:///{tmp_path / 'app.db'}", "main")
+    monkeypatch.setenv("OFFLOAD_HOME", str(home))
+    app = App(url, schema)
     monkeypatch.setenv("GLUON_SOURCE_URL", app.url)
     items, orders = app.create_table("items", 3), app.create_table("orders", 3)
     for table in (items, orders):
@@ -42,7 +43,11 @@ def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.Mon
         extract(run_cli, table)
     app.run(f"INSERT INTO {items} VALUES (200, 'a', 1), (201, 'b', 2)")
     app.run(f"INSERT INTO {orders} VALUES (200, 'a', 1), (201, 'b', 2), (202, 'c', 3)")
+    return app
 
+
+def _count_queries(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """The source's queries by template, counted from now on (they still run)."""
     queries: collections.Counter[str] = collections.Counter()
     run_query = SourceDialect.run_query
 
@@ -51,6 +56,12 @@ def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.Mon
         return run_query(self, template, *args, **kwargs)
 
     monkeypatch.setattr(SourceDialect, "run_query", counted)
+    return queries
+
+
+def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = _app(f"sqlite:///{tmp_path / 'app.db'}", "main", tmp_path / "home", monkeypatch)
+    queries = _count_queries(monkeypatch)
     out = tmp_path / "reports"
     assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": 3}
     assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
@@ -59,3 +70,12 @@ def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.Mon
     app.run("DROP TABLE main.main_h_orders_log")
     assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": None}
     assert queries["count_changes"] == 1
+
+
+def test_changelogs_counted_in_one_query_on_postgresql(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _app(pg_url, "public", tmp_path / "home", monkeypatch)
+    queries = _count_queries(monkeypatch)
+    assert _report(tmp_path / "reports", queries) == {"PUBLIC.ITEMS": 2, "PUBLIC.ORDERS": 3}
+    assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
