@@ -43,6 +43,20 @@ def count_changes(source: SourceDialect, objects: list[SourceObjectRef]) -> int:
     return int(rows[0][0])
 
 
+def count_changes_of(source: SourceDialect, changelogs: Sequence[SourceObjectRef]) -> list[int]:
+    """Rows waiting in each of ``changelogs``, in their order, from one query.
+
+    Raises:
+        SourceError: one of them cannot be read (count them one by one to find which).
+    """
+    if not changelogs:
+        return []
+    params = {f"n{number}": number for number in range(len(changelogs))}
+    rows = source.run_query("count_changes_of", params, changelogs=list(changelogs))
+    counts = {int(row[0]): int(row[1]) for row in rows}
+    return [counts[number] for number in range(len(changelogs))]
+
+
 @dataclass(frozen=True, slots=True)
 class OldestChange:
     """The oldest change waiting in a changelog, timed on the source's clock."""

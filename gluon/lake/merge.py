@@ -373,11 +373,14 @@ class MergeCommit:
 def recent_merges(base_path: str, limit: int = 5) -> list[MergeCommit]:
     """The newest ``limit`` commits of the base table written by extractions (newest first)."""
     from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
 
-    if storage.delta_version(base_path) is None:
+    try:  # opened once (status over many tables: each log read counts)
+        table = DeltaTable(base_path)
+    except TableNotFoundError:
         return []
     commits = []
-    for entry in DeltaTable(base_path).history(limit * 4):
+    for entry in table.history(limit * 4):
         run = entry.get(EXTRACTION_ID_KEY)
         if run is None:
             continue

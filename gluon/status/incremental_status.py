@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 from gluon import locks
 from gluon import source as sources
+from gluon.capture import changelog as capture_changelog
 from gluon.capture import objects as source_objects
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
@@ -84,6 +85,8 @@ class ChangelogCounter:
     timeouts: SourceTimeouts | None = None
     _source: SourceDialect | None = field(default=None, init=False)
     _failure: str | None = field(default=None, init=False)
+    _counted: dict[str, int] = field(default_factory=dict, init=False)
+    """Changelog rows per table key, counted ahead for many tables (``count_ahead``)."""
 
     def _dialect(self) -> SourceDialect:
         if self._failure:
@@ -100,6 +103,36 @@ class ChangelogCounter:
                 raise
         return self._source
 
+    def count_ahead(self, repo: Repository, records: list[OffloadedTable]) -> None:
+        """Count the changelogs of ``records`` in one query (a report over 200 tables made
+        200 round trips); ``backlog`` then uses these counts. Nothing is counted ahead when
+        the source cannot be read or one changelog cannot (each table then finds out)."""
+        tables: list[str] = []
+        changelogs: list[source_objects.SourceObjectRef] = []
+        for record in records:
+            state = repo.incremental.get_state(record.table_key)
+            if (
+                state is None
+                or not FEEDS[get_method(state.method).change_reader].counts_changelog_rows
+            ):
+                continue
+            changelog = source_objects.find_object(
+                capture_objects(state), SourceObject.CHANGELOG_TABLE
+            )
+            if changelog is not None:
+                tables.append(record.table_key)
+                changelogs.append(changelog)
+        if not changelogs:
+            return
+        try:
+            source = self._dialect()
+            if any(record.source_dialect != source.name for record in records):
+                return
+            counts = capture_changelog.count_changes_of(source, changelogs)
+        except GluonError:
+            return
+        self._counted.update(zip(tables, counts, strict=True))
+
     def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
         """The changes waiting in the source, as the table's feed counts them."""
         feed = FEEDS[get_method(state.method).change_reader]
@@ -115,7 +148,14 @@ class ChangelogCounter:
                     f"GLUON_SOURCE_URL is a {source.name} database; "
                     f"the table came from {record.source_dialect}",
                 )
-            pending = feed.pending_in(source, record, state, oldest=False, check_capture=True)
+            pending = feed.pending_in(
+                source,
+                record,
+                state,
+                counted=self._counted.get(record.table_key),
+                oldest=False,
+                check_capture=True,
+            )
         except GluonError as exc:
             return Backlog(name, None, str(exc))
         return Backlog(name, pending.count, pending.unknown_reason, pending.problems, pending.slot)

@@ -138,6 +138,7 @@ def generate_report(
         records = find_tables(repo, options)
     with _stage(announce, "Fetch Repository, Source And Lake Data"):
         counter = ChangelogCounter(settings.source_url, settings.source_timeouts)
+        counter.count_ahead(repo, records)
         statuses = _collect(repo, records, counter)
     with _stage(announce, "Process Report Data"):
         generated_at = now()

@@ -197,6 +197,18 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "count_schema_objects": {"count_schema_objects": {}},
     "count_changes": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
     "oldest_change": {"changelog": {"schema": "APP_H", "table": "ORDERS_LOG"}},
+    "count_changes_of": {
+        "changelogs": {
+            "changelogs": [
+                capture_objects.SourceObjectRef(
+                    SourceObject.CHANGELOG_TABLE, "APP_H", "ORDERS_LOG", "TABLE"
+                ),
+                capture_objects.SourceObjectRef(
+                    SourceObject.CHANGELOG_TABLE, "APP_H", "ITEMS_LOG", "TABLE"
+                ),
+            ]
+        }
+    },
     "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
     # Source schema changes carried to the capture objects (gluon.extract.schema_changes).
     # column_type: the changelog's wide type (gluon.extract.schema_changes._capture_column_type).

@@ -104,6 +104,9 @@ class ChangeFeed(Protocol):
     """What orders the changes it ships, in status's words (``sequence``, ``SCN``)."""
     counts_pending: ClassVar[bool]
     """Status can count the changes waiting (:meth:`pending_in`); False: it cannot tell."""
+    counts_changelog_rows: ClassVar[bool]
+    """The changes waiting are the rows of its changelog table: status may count many
+    tables' changelogs in one query and pass each count to :meth:`pending_in`."""
     exclusive_reads: ClassVar[bool]
     """Counting the changes waiting takes the source resource an extraction advances, which
     one session at a time may hold (a replication slot): a process that does both takes
@@ -209,6 +212,7 @@ class TableFeed:
     merges_batches: ClassVar[bool] = True
     position_kind: ClassVar[str] = "sequence"
     counts_pending: ClassVar[bool] = True
+    counts_changelog_rows: ClassVar[bool] = False
     exclusive_reads: ClassVar[bool] = False
 
     @classmethod

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 class ChangelogFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the changelog rows read are deleted"
     waits_in: ClassVar[str] = "the changelog"
+    counts_changelog_rows: ClassVar[bool] = True
     sequences_are_unique: bool = True
 
     @staticmethod

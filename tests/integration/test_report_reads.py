@@ -1,0 +1,81 @@
+"""``offload_status_report`` counts every changelog of a database in one query (issue 33
+item 4: the report over 200 tables made one round trip per table for it)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support.cli import GLUON_SETTINGS, run_cli
+from support.tables import App, enable, extract
+
+from gluon.source.base import SourceDialect
+
+
+def _report(out: Path, queries: collections.Counter[str]) -> dict[str, int | None]:
+    """Each table's changelog rows in a new JSON report; ``queries`` counts the source's."""
+    queries.clear()
+    for old in out.glob("*") if out.exists() else ():
+        old.unlink()
+    result = run_cli("offload_status_report", "--output-format=json", f"--output-dir={out}")
+    assert result.exit_code == 0, result.stderr
+    tables = json.loads(next(out.iterdir()).read_text())["tables"]
+    return {table["table"]: table["changelog_rows"] for table in tables}
+
+
+def _app(url: str, schema: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> App:
+    """Two CHANGELOG tables with 2 and 3 changes waiting after one extraction each."""
+    for name in GLUON_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    if os.environ.get("GLUON_TEST_SPARK_REMOTE"):
+        monkeypatch.setenv("SPARK_REMOTE", os.environ["GLUON_TEST_SPARK_REMOTE"])
+    monkeypatch.setenv("OFFLOAD_HOME", str(home))
+    app = App(url, schema)
+    monkeypatch.setenv("GLUON_SOURCE_URL", app.url)
+    items, orders = app.create_table("items", 3), app.create_table("orders", 3)
+    for table in (items, orders):
+        enable(run_cli, table)
+        app.change(table, first_key=100)
+        extract(run_cli, table)
+    app.run(f"INSERT INTO {items} VALUES (200, 'a', 1), (201, 'b', 2)")
+    app.run(f"INSERT INTO {orders} VALUES (200, 'a', 1), (201, 'b', 2), (202, 'c', 3)")
+    return app
+
+
+def _count_queries(monkeypatch: pytest.MonkeyPatch) -> collections.Counter[str]:
+    """The source's queries by template, counted from now on (they still run)."""
+    queries: collections.Counter[str] = collections.Counter()
+    run_query = SourceDialect.run_query
+
+    def counted(self: SourceDialect, template: str, *args: Any, **kwargs: Any) -> list[Any]:
+        queries[template] += 1
+        return run_query(self, template, *args, **kwargs)
+
+    monkeypatch.setattr(SourceDialect, "run_query", counted)
+    return queries
+
+
+def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = _app(f"sqlite:///{tmp_path / 'app.db'}", "main", tmp_path / "home", monkeypatch)
+    queries = _count_queries(monkeypatch)
+    out = tmp_path / "reports"
+    assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": 3}
+    assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
+
+    # One changelog gone: the one query fails, each table is counted alone (as before).
+    app.run("DROP TABLE main.main_h_orders_log")
+    assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": None}
+    assert queries["count_changes"] == 1
+
+
+def test_changelogs_counted_in_one_query_on_postgresql(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _app(pg_url, "public", tmp_path / "home", monkeypatch)
+    queries = _count_queries(monkeypatch)
+    assert _report(tmp_path / "reports", queries) == {"PUBLIC.ITEMS": 2, "PUBLIC.ORDERS": 3}
+    assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
