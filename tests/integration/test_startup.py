@@ -5,8 +5,9 @@
   predicate parser, nor rich (their lines are plain), nor pyarrow, numpy or pandas
   (about a third of the start-up before they were made lazy). Checked in a fresh
   process, from ``sys.modules`` after the command: the test process itself has
-  imported everything. An extraction with changes to ship does start the engine, so the
-  check can tell the two apart.
+  imported everything. An extraction with changes to ship loads Arrow (it writes its
+  batch with deltalake, still without the engine) and ``gluon query`` starts the engine,
+  so the checks can tell the cases apart.
 * ``gluon query`` registers only the tables its statement names, seen in the statements
   gluon sends to the engine (``GLUON_RECORD_SQL``).
 """
@@ -125,14 +126,15 @@ def test_a_no_op_extraction_and_status_start_no_engine(
     assert _loaded(modules, UNUSED_MODULES) == []
     assert _loaded(modules, ARROW_MODULES) == [], "status loaded Arrow"
 
-    # With a change to ship, the same probe sees the engine: the checks above can fail.
+    # The same probe sees Arrow when rows are shipped (an append is written with deltalake,
+    # no engine) and the engine when a query reads the lake: the checks above can fail.
     with engine.begin() as db:
         db.execute(sa.text("UPDATE items SET label = 'changed' WHERE id = 2"))
     code, modules, output = _run_fresh(*extract)
     assert code == 0, output
     assert "Extracted 1 changes" in output
-    assert _loaded(modules, ENGINE_MODULES) == list(ENGINE_MODULES)
     assert "pyarrow" in modules
+    _assert_a_query_starts_the_engine("main.items")
 
 
 @pytest.mark.usefixtures("offload_home")
@@ -166,8 +168,15 @@ def test_a_no_op_pg_logical_extraction_starts_no_engine(
     code, modules, output = _run_fresh(*extract)
     assert code == 0, output
     assert "Extracted 1 changes" in output
-    assert _loaded(modules, ENGINE_MODULES) == list(ENGINE_MODULES)
+    _assert_a_query_starts_the_engine("app.items")
     engine.dispose()
+
+
+def _assert_a_query_starts_the_engine(table: str) -> None:
+    """The probe's power: a command that reads the lake loads the engine's modules."""
+    code, modules, output = _run_fresh("gluon.cli.app", "query", f"SELECT COUNT(*) FROM {table}")
+    assert code == 0, output
+    assert _loaded(modules, ENGINE_MODULES) == list(ENGINE_MODULES)
 
 
 def _registered_since(recorded_sql_path: Path, already: int) -> str:
