@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gluon.service.config import TableConfig
+from gluon.service.config import TableConfig, Window
 
 
 class Action(StrEnum):
@@ -83,13 +83,7 @@ class TableSchedule:
             return False
         if schedule.window is not None and not schedule.window.contains(now):
             return False
-        last = self.last_verify
-        if last is None:
-            return True
-        if schedule.every_seconds is not None:
-            return now >= last + dt.timedelta(seconds=schedule.every_seconds)
-        assert schedule.window is not None  # the configuration has one of the two
-        return last < schedule.window.opened_at(now)
+        return _due_since(self.last_verify, schedule.window, schedule.every_seconds, now)
 
     def verify_ran(self, started: dt.datetime, *, completed: bool) -> None:
         """A verify attempt started at ``started`` ended; one that did not complete (lock,
@@ -117,13 +111,7 @@ class TableSchedule:
             return True
         if schedule.window is not None and not schedule.window.contains(now):
             return False
-        last = self.last_compaction
-        if last is None:
-            return True
-        if schedule.every_seconds is not None:
-            return now >= last + dt.timedelta(seconds=schedule.every_seconds)
-        assert schedule.window is not None  # the configuration has one of the two
-        return last < schedule.window.opened_at(now)
+        return _due_since(self.last_compaction, schedule.window, schedule.every_seconds, now)
 
     def overdue(self, action: Action, now: dt.datetime) -> dt.timedelta:
         """How long a due action has waited (the most overdue runs first)."""
@@ -193,3 +181,16 @@ _EXCLUSIVE = {
     Action.VERIFY: (Action.EXTRACTION,),
 }
 """Actions of one table that must not run at the same time."""
+
+
+def _due_since(
+    last: dt.datetime | None, window: Window | None, every_seconds: float | None, now: dt.datetime
+) -> bool:
+    """Due again after ``last`` (inside the window, checked by the caller): ``every`` after
+    it, or with a window and no ``every``, once per opening of the window."""
+    if last is None:
+        return True
+    if every_seconds is not None:
+        return now >= last + dt.timedelta(seconds=every_seconds)
+    assert window is not None  # the configuration has one of the two
+    return last < window.opened_at(now)
