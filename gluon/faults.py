@@ -113,6 +113,8 @@ FAULT_POINTS: tuple[str, ...] = (
     "lake.after_execute",
     "lake.before_remove_table",
     "lake.after_remove_table",
+    # a checkpoint of a delta or base table, after the commit it follows (gluon/lake/checkpoints.py)
+    "lake.checkpoint",
     # source capture objects, created by enable and dropped by disable (gluon/capture/objects.py)
     "capture.before_create_object",
     "capture.after_create_object",

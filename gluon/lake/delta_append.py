@@ -17,18 +17,13 @@ from typing import TYPE_CHECKING
 from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures
+from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 from gluon.lake.session import is_commit_conflict
 from gluon.lake.storage import delta_version
 from gluon.schema import arrow_int_scalar, arrow_repeat
 
 if TYPE_CHECKING:
     import pyarrow as pa
-
-
-CHECKPOINT_INTERVAL = 10
-"""A checkpoint every 10 commits, as the engine writes them to the tables it writes (Spark's
-default ``delta.checkpointInterval``; deltalake's own is 100): readers replay at most ten
-JSON commits of a delta table an extraction appends to every few minutes."""
 
 
 def with_change_columns(
@@ -62,7 +57,13 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
         return False
     fault_point("lake.before_write")
     try:
-        write_deltalake(table, rows.cast(schema), mode="append", partition_by=[partition_column])
+        write_deltalake(
+            table,
+            rows.cast(schema),
+            mode="append",
+            partition_by=[partition_column],
+            post_commithook_properties=no_post_commit_hooks(),
+        )
     except Exception as exc:
         if is_commit_conflict(exc) or not failures.is_delta_failure(exc):
             raise  # a lost race is the caller's to retry (gluon.lake.session.retry_commit)
@@ -70,7 +71,5 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
             f"writing the Delta table at {location} failed: {failures.describe(exc)}"
         ) from exc
     fault_point("lake.after_write")
-    version = delta_version(location)
-    if version is not None and version > 0 and version % CHECKPOINT_INTERVAL == 0:
-        DeltaTable(location).create_checkpoint()
+    checkpoint_if_due(location)  # as the engine checkpoints the tables it writes
     return True

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 from gluon.errors import LakeError
 from gluon.lake import failures, staging, storage
 from gluon.lake.changes import PARTITION_COLUMN, TRUNCATE, delta_columns
+from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote_part
 from gluon.lake.types import struct_type
@@ -311,14 +312,27 @@ def _merge_batch(
             BATCH_KEY: str(batch.version),
         },
     )
+    hooks = no_post_commit_hooks()  # checkpoints every ten commits, log entries kept
     if insert_only:
         appended = rows.select(names).cast(pa.schema(base.schema().to_arrow()))
         if truncated:
-            write_deltalake(base, appended, mode="overwrite", commit_properties=properties)
+            write_deltalake(
+                base,
+                appended,
+                mode="overwrite",
+                commit_properties=properties,
+                post_commithook_properties=hooks,
+            )
         else:
-            write_deltalake(base, appended, mode="append", commit_properties=properties)
+            write_deltalake(
+                base,
+                appended,
+                mode="append",
+                commit_properties=properties,
+                post_commithook_properties=hooks,
+            )
     elif truncated and rows.num_rows == 0:
-        base.delete(commit_properties=properties)
+        base.delete(commit_properties=properties, post_commithook_properties=hooks)
     else:
         source = rows.select([*names, "gl_op"])
         values = {quoted(name): f"gl_new.{quoted(name)}" for name in names}
@@ -330,6 +344,7 @@ def _merge_batch(
                 source_alias="gl_new",
                 target_alias="gl_base",
                 commit_properties=properties,
+                post_commithook_properties=hooks,
             )
             .when_matched_delete("gl_new.gl_op = 'D'")
             .when_matched_update(values, kept)
@@ -339,6 +354,7 @@ def _merge_batch(
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()
     version = int(DeltaTable(base_path).version())
+    checkpoint_if_due(base_path, version)
     log.info("merged staged batch %d into %s: version %d", batch.version, base_path, version)
     return version
 
@@ -404,8 +420,9 @@ def compact_and_vacuum(
     from deltalake import DeltaTable
 
     table: DeltaTable = DeltaTable(base_path)
-    metrics = table.optimize.compact()
+    metrics = table.optimize.compact(post_commithook_properties=no_post_commit_hooks())
     removed = storage.vacuum(
         base_path, retention_hours=retention_hours, keep_versions=keep_versions
     )
+    checkpoint_if_due(base_path)
     return int(metrics.get("numFilesRemoved", 0)), removed

@@ -9,8 +9,10 @@ sees either the version before the compaction or the compacted one, never a mixt
 
 The commit carries the application transaction ``gluon-compaction`` = run id, so a
 re-run after a crash knows whether it happened (it is written with the commit, atomically).
-Checkpoints are not written by this commit: the engine cannot time-travel past one, and
-the pre-compaction version stays readable with ``VERSION AS OF``.
+A checkpoint follows the commit when one is due (``gluon.lake.checkpoints``: every ten
+commits), as after every write of the base: the pre-compaction version stays readable by
+deltalake (log entries are kept); the engine cannot time-travel past a checkpoint
+(``gluon.lake.storage.version_readability`` says which reads a retained version).
 
 A local stage's add actions are read from its own log, exactly as written; on an object
 store deltalake lists them (:func:`snapshot_add_actions`).
@@ -28,6 +30,7 @@ from urllib.parse import unquote
 from gluon.errors import StateError
 from gluon.faults import fault_point
 from gluon.lake import storage
+from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,6 @@ def publish(base_path: str, stage_path: str, run_id: int, app: str = COMPACTION_
     from deltalake import DeltaTable
     from deltalake.transaction import (
         CommitProperties,
-        PostCommitHookProperties,
         Transaction,
         create_table_with_add_actions,
     )
@@ -88,7 +90,7 @@ def publish(base_path: str, stage_path: str, run_id: int, app: str = COMPACTION_
         app_transactions=[Transaction(app, run_id)],
         custom_metadata={_RUN_KEYS.get(app, f"{app}.run"): str(run_id)},
     )
-    no_checkpoint = PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+    no_checkpoint = no_post_commit_hooks()
     fault_point("compact.before_publish")
     current = None if storage.delta_version(base_path) is None else DeltaTable(base_path)
     if current is None or list(current.metadata().partition_columns) != partition_by:
@@ -113,6 +115,7 @@ def publish(base_path: str, stage_path: str, run_id: int, app: str = COMPACTION_
             post_commithook_properties=no_checkpoint,
         )
     version = int(DeltaTable(base_path).version())
+    checkpoint_if_due(base_path, version)
     log.info("published %d staged files to %s: version %d", len(actions), base_path, version)
     return version
 
@@ -132,7 +135,6 @@ def replace_partitions(base_path: str, stage_path: str, run_id: int, partitions:
     from deltalake import DeltaTable
     from deltalake.transaction import (
         CommitProperties,
-        PostCommitHookProperties,
         RemoveAction,
         Transaction,
     )
@@ -168,11 +170,10 @@ def replace_partitions(base_path: str, stage_path: str, run_id: int, partitions:
         base.schema(),
         partition_by=columns or None,
         commit_properties=commit,
-        post_commithook_properties=PostCommitHookProperties(
-            create_checkpoint=False, cleanup_expired_logs=False
-        ),
+        post_commithook_properties=no_post_commit_hooks(),
     )
     version = int(DeltaTable(base_path).version())
+    checkpoint_if_due(base_path, version)
     log.info(
         "replaced %d partitions of %s (%d files out, %d in): version %d",
         len(replaced),

@@ -255,12 +255,15 @@ def vacuum(location: str, *, retention_hours: float, keep_versions: Sequence[int
     """
     from deltalake import DeltaTable
 
+    from gluon.lake.checkpoints import no_post_commit_hooks  # it reads through this module
+
     hours = math.ceil(retention_hours)
     removed = DeltaTable(location).vacuum(
         retention_hours=hours,
         enforce_retention_duration=False,
         dry_run=False,
         keep_versions=list(keep_versions) or None,
+        post_commithook_properties=no_post_commit_hooks(),  # keeps retained versions' log
     )
     return len(removed)
 
