@@ -10,6 +10,11 @@ in merge mode IMMEDIATE, in the base): a second thread compacts the table when t
 batches added more than ``fold_files`` data files since the loop started or the last
 fold ended, while the loop goes on (compaction diverts new changes; the next batch
 acknowledges the diversion).
+
+A fold and the table's scheduled ``[compaction]`` take turns (:class:`CompactionTurns`):
+a fold is not started while a scheduled compaction runs (it is looked at again 5 s
+later), and a scheduled compaction due while a fold runs waits for it and then runs.
+Neither meets the other's lock (which reported ``skipped_locked``).
 """
 
 from __future__ import annotations
@@ -35,12 +40,46 @@ FOLD_WAIT_MINUTES = 1.0
 """How long a fold waits for queries on the replaced tables, when the table's file sets
 no compaction options of its own."""
 
+TURN_WAIT_SECONDS = 0.5
+"""How often a scheduled compaction waiting for a fold looks whether the service stops."""
+
 Extract = Callable[[TableConfig, threading.Event], bool]
 """One extraction attempt of a table; True when it shipped changes."""
 Waiting = Callable[[str], bool]
 """Whether the table's feed may have a change waiting (False: surely nothing)."""
 Fold = Callable[[CompactionOptions, threading.Event], None]
 Files = Callable[[str], int | None]
+
+
+class CompactionTurns:
+    """One compaction of a table at a time in this service: a continuous loop's fold or the
+    table's scheduled compaction."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._turns: dict[str, threading.Lock] = {}
+
+    def _turn(self, table_key: str) -> threading.Lock:
+        with self._guard:
+            return self._turns.setdefault(table_key, threading.Lock())
+
+    def busy(self, table_key: str) -> bool:
+        return self._turn(table_key).locked()
+
+    def try_take(self, table_key: str) -> bool:
+        """Take the table's turn if it is free (a fold: it does not wait)."""
+        return self._turn(table_key).acquire(blocking=False)
+
+    def take(self, table_key: str, stop: threading.Event) -> bool:
+        """Wait for the table's turn (a scheduled compaction); False: ``stop`` came first."""
+        turn = self._turn(table_key)
+        while not turn.acquire(timeout=TURN_WAIT_SECONDS):
+            if stop.is_set():
+                return False
+        return True
+
+    def give_back(self, table_key: str) -> None:
+        self._turn(table_key).release()
 
 
 def fold(settings: Settings, options: CompactionOptions, stop: threading.Event) -> None:
@@ -90,8 +129,10 @@ class ContinuousTable:
         fold: Fold,
         files: Files,
         stop: threading.Event,
+        turns: CompactionTurns | None = None,
     ) -> None:
         self.table = table
+        self._turns = turns or CompactionTurns()
         self._extract = extract
         self._waiting = waiting
         self._fold = fold
@@ -151,6 +192,9 @@ class ContinuousTable:
             self._baseline = files
         if files - self._baseline <= self.table.fold_files:
             return
+        if not self._turns.try_take(self.table.key):
+            log.debug("%s: a scheduled compaction is running: no fold now", self.table.key)
+            return
         log.info(
             "%s: %d files, %d more than after the last fold (fold_files %d): compacting",
             self.table.key,
@@ -173,3 +217,5 @@ class ContinuousTable:
             log.warning("%s: folding the small files failed: %s", self.table.key, exc)
         except Exception:
             log.exception("%s: folding the small files failed unexpectedly", self.table.key)
+        finally:
+            self._turns.give_back(self.table.key)

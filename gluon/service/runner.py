@@ -29,7 +29,7 @@ from gluon.repo.common import now as repository_now
 from gluon.reuse import kept_connections
 from gluon.service.checks import FLUSH_SECONDS, EmptyCheckCounter
 from gluon.service.config import ServiceConfig, TableConfig
-from gluon.service.continuous import ContinuousTable, batch_files, fold
+from gluon.service.continuous import CompactionTurns, ContinuousTable, batch_files, fold
 from gluon.service.lag import table_lag
 from gluon.service.metrics import ServiceMetrics
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
@@ -164,6 +164,8 @@ class Service:
         self.totals = ServiceTotals()
         self.checks = EmptyCheckCounter(settings.repo_url)
         self.slot_turns = SlotTurns()
+        self.compaction_turns = CompactionTurns()
+        """A continuous fold and the table's scheduled compaction take turns."""
         self._full_run_at: dict[str, float] = {}
         self._totals_lock = threading.Lock()
         """Continuous loops count their runs from their own threads."""
@@ -210,6 +212,11 @@ class Service:
                 now = self.clock()
                 busy = {(schedule.table.key, action) for schedule, action in running.values()}
                 busy |= continuous  # their own loops extract them
+                busy |= {  # a fold runs: the scheduled compaction waits for its end
+                    (table.key, Action.COMPACTION)
+                    for table in self.config.tables
+                    if table.continuous and self.compaction_turns.busy(table.key)
+                }
                 for schedule, action in due_runs(
                     schedules, now, busy, self.parallel - len(running)
                 ):
@@ -239,6 +246,7 @@ class Service:
                 fold=partial(fold, self.settings),
                 files=partial(batch_files, self.settings),
                 stop=stop,
+                turns=self.compaction_turns,
             )
             for table in self.config.tables
             if table.continuous
@@ -371,13 +379,20 @@ class Service:
 
         schedule = table.compaction
         assert schedule is not None
-        result = run_compaction(
-            self.settings,
-            schedule.options,
-            warn=lambda message: log.warning("%s: %s", table.key, message),
-            waiting=lambda message: log.info("%s", message),
-            stopping=stop.is_set,
-        )
+        # A fold started after this run was chosen: wait for it, then compact what is left.
+        if not self.compaction_turns.take(table.key, stop):
+            report.outcome, report.detail = Outcome.STOPPED, "stopped while a fold ran"
+            return
+        try:
+            result = run_compaction(
+                self.settings,
+                schedule.options,
+                warn=lambda message: log.warning("%s: %s", table.key, message),
+                waiting=lambda message: log.info("%s", message),
+                stopping=stop.is_set,
+            )
+        finally:
+            self.compaction_turns.give_back(table.key)
         report.compacted, report.run_id = result.changes, result.run_id
         report.shipped = result.changes_shipped  # by the extraction that acknowledged
         if result.nothing_to_do:
