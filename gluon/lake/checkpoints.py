@@ -12,7 +12,9 @@ checkpoint's parquet file first and ``_last_checkpoint`` (the hint readers start
 it; a process killed between the two leaves a table that reads as before (fault point
 ``lake.checkpoint``), and a failed checkpoint is logged, never the write's failure.
 
-Log entries are kept: the engine (Sail) cannot time-travel past a checkpoint, but deltalake
+Log entries are kept by these commits (only a vacuum removes those older than the table's
+``delta.logRetentionDuration``: deltalake 1.6.6's vacuum does, whatever its hook
+properties say): the engine (Sail) cannot time-travel past a checkpoint, but deltalake
 reads any version whose log entries and files exist, so a retained base version stays
 readable (``gluon.lake.storage.version_readability`` says how).
 """

@@ -263,7 +263,7 @@ def vacuum(location: str, *, retention_hours: float, keep_versions: Sequence[int
         enforce_retention_duration=False,
         dry_run=False,
         keep_versions=list(keep_versions) or None,
-        post_commithook_properties=no_post_commit_hooks(),  # keeps retained versions' log
+        post_commithook_properties=no_post_commit_hooks(),
     )
     return len(removed)
 
