@@ -3,9 +3,10 @@ and read whole only the rows of small differing buckets.
 
 The first level cuts the table into buckets of about :data:`FIRST_LEVEL_ROWS` rows (so its
 checksum rows are a small fraction of the table's bytes); each next level splits only the
-differing buckets, into 16 to 4096 (one to three more hex digits of the key's hash), until a
-bucket holds at most :data:`LEAF_ROWS` rows on both sides (or the whole hash is used): its
-rows are then read whole on both sides. An equal table costs one count and one checksum
+differing buckets, into 16 to 4096 (one to three more hex digits of the key's hash, or of an
+integer key: :mod:`gluon.verify.buckets`), until a bucket holds at most :data:`LEAF_ROWS`
+rows on both sides (or all the digits are used): its rows are then read whole on both
+sides. An equal table costs one count and one checksum
 pass on each side.
 """
 
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
+from gluon.verify.buckets import HASH_DIGITS
 from gluon.verify.checksums import Checksum
 
 log = logging.getLogger(__name__)
@@ -31,7 +33,6 @@ LEAF_ROWS = 64
 """A differing bucket of at most this many rows is read whole (rows, not checksums)."""
 MAX_STEP = 3
 """At most this many hex digits more per level (4096 buckets: the checksum rows stay small)."""
-HASH_DIGITS = 32
 
 
 class Side(Protocol):
@@ -103,13 +104,15 @@ def narrow(
     recheck: dict[int, list[str]] | None = None,
     start: Checkpoint | None = None,
     checkpoint: Callable[[Checkpoint], None] | None = None,
+    full_digits: int = HASH_DIGITS,
 ) -> Narrowed:
     """Bisect until the differing buckets are small, and read their rows on both sides.
 
     ``recheck``: the buckets an earlier look read whole: only they are read again (a look
     after an extraction confirms the differences found, it does not search again).
     ``start``: the levels an earlier run finished (it was killed after them); ``checkpoint``
-    is called after each level that leaves buckets to split."""
+    is called after each level that leaves buckets to split. ``full_digits``: the digits at
+    which a bucket holds one key (:func:`gluon.verify.buckets.full_digits`)."""
     result = Narrowed()
     if recheck is not None:
         return _read_leaves(source, lake, recheck, result)
@@ -127,7 +130,7 @@ def narrow(
     spread = start.spread  # the most rows a differing parent holds
     leaves = {digits: list(buckets) for digits, buckets in start.leaves.items()}
     while True:
-        digits = min(HASH_DIGITS, parent_digits + step_for(spread, target))
+        digits = min(full_digits, parent_digits + step_for(spread, target))
         target = LEAF_ROWS
         ours, theirs = both(
             partial(source.buckets, digits, parent_digits, parents),
@@ -138,7 +141,7 @@ def narrow(
         if progress is not None:
             progress(result.levels, len(differing))
         sizes = {b: max(ours.get(b, (0, 0, 0))[0], theirs.get(b, (0, 0, 0))[0]) for b in differing}
-        small = [b for b in differing if sizes[b] <= LEAF_ROWS or digits >= HASH_DIGITS]
+        small = [b for b in differing if sizes[b] <= LEAF_ROWS or digits >= full_digits]
         if small:
             leaves.setdefault(digits, []).extend(small)
         parents = [b for b in differing if b not in set(small)]
