@@ -6,8 +6,9 @@ checksum rows are a small fraction of the table's bytes); each next level splits
 differing buckets, into 16 to 4096 (one to three more hex digits of the key's hash, or of an
 integer key: :mod:`gluon.verify.buckets`), until a bucket holds at most :data:`LEAF_ROWS`
 rows on both sides (or all the digits are used): its rows are then read whole on both
-sides. An equal table costs one count and one checksum
-pass on each side.
+sides. An equal table costs one count on the source and one checksum pass on each side;
+the source's count and first pass can start before the lake's engine is up
+(:class:`HeadStart`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import json
 import logging
 import math
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, Protocol, TypeVar
@@ -97,6 +98,49 @@ def step_for(rows: int, target: int) -> int:
     return max(1, min(MAX_STEP, math.floor(math.log(rows / target, 16))))
 
 
+def first_digits(rows: int, full_digits: int) -> int:
+    """Hex digits of the first level's buckets for a table of ``rows`` rows."""
+    return min(full_digits, step_for(rows, FIRST_LEVEL_ROWS))
+
+
+class HeadStart:
+    """The source's count and first level over the whole table, started in a thread at once
+    (while the lake's engine starts), and handed to :func:`narrow` when it asks for them;
+    every other call goes to the source side itself."""
+
+    def __init__(self, side: Side, full_digits: int) -> None:
+        self.side = side
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="verify-head-start")
+        self._count = self._pool.submit(side.count)
+        self._first: Future[tuple[int, dict[str, Checksum]]] | None = self._pool.submit(
+            self._first_level, full_digits
+        )
+
+    def _first_level(self, full_digits: int) -> tuple[int, dict[str, Checksum]]:
+        digits = first_digits(self._count.result(), full_digits)
+        return digits, self.side.buckets(digits, 0, [])
+
+    def count(self) -> int:
+        return self._count.result()
+
+    def buckets(
+        self, digits: int, parent_digits: int, parents: Sequence[str]
+    ) -> dict[str, Checksum]:
+        first, self._first = self._first, None
+        if first is not None and not parents:
+            done_digits, found = first.result()
+            if done_digits == digits:
+                return found
+        return self.side.buckets(digits, parent_digits, parents)
+
+    def rows(self, digits: int, buckets: Sequence[str]) -> list[list[Any]]:
+        return self.side.rows(digits, buckets)
+
+    def close(self) -> None:
+        """Wait for the thread (a failed lake side leaves nothing else running)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
 def narrow(
     source: Side,
     lake: Side,
@@ -116,8 +160,9 @@ def narrow(
     result = Narrowed()
     if recheck is not None:
         return _read_leaves(source, lake, recheck, result)
+    whole_table = start is None  # the first level's counts are both sides' row counts
     if start is None:
-        total = max(both(source.count, lake.count))
+        total = source.count()  # the lake's is the sum of its first level's counts
         start = Checkpoint(total, 0, 0, [], total, {})
         target = FIRST_LEVEL_ROWS
     else:
@@ -137,6 +182,9 @@ def narrow(
             partial(lake.buckets, digits, parent_digits, parents),
         )
         result.levels += 1
+        if whole_table:
+            whole_table = False
+            result.rows_compared = max(_rows(ours), _rows(theirs))
         differing = sorted(b for b in ours.keys() | theirs.keys() if ours.get(b) != theirs.get(b))
         if progress is not None:
             progress(result.levels, len(differing))
@@ -155,6 +203,10 @@ def narrow(
             )
         log.debug("verify: %d buckets of %d digits differ; splitting", len(parents), digits)
     return _read_leaves(source, lake, leaves, result)
+
+
+def _rows(found: dict[str, Checksum]) -> int:
+    return sum(checksum[0] for checksum in found.values())
 
 
 def _read_leaves(

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from gluon.config import Settings
 from gluon.repo import OffloadedTable, Repository
-from gluon.verify.bisect import Checkpoint, narrow
+from gluon.verify.bisect import Checkpoint, HeadStart, Side, narrow
 from gluon.verify.buckets import full_digits, residue_key
 from gluon.verify.checksums import Meter, SourceSide, lake_side, text_kind
 from gluon.verify.pace import Pace
@@ -68,10 +68,16 @@ def look(
             progress(level, differing)
 
     keys = shape.key_positions
-    with lake_side(settings, repo, record, kinds, keys, meter, by_residue) as lake:
-        narrowed = narrow(
-            source, lake, level_done, recheck, start, checkpoint, full_digits(by_residue)
-        )
+    digits = full_digits(by_residue)
+    # A whole search: the source's first pass runs while the lake's engine starts.
+    head_start = HeadStart(source, digits) if recheck is None and start is None else None
+    source_side: Side = head_start or source
+    try:
+        with lake_side(settings, repo, record, kinds, keys, meter, by_residue) as lake:
+            narrowed = narrow(source_side, lake, level_done, recheck, start, checkpoint, digits)
+    finally:
+        if head_start is not None:
+            head_start.close()
     log.info(
         "%s: %d rows, %d buckets compared in %d levels, %d read whole; %d bytes moved from "
         "the source",
