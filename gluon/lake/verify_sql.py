@@ -2,8 +2,9 @@
 source's templates (templates/<dialect>/_verify_hash.sql.j2), so equal rows hash equal.
 
 A column is its text (NULL as ``N``, else its length, ``:`` and the text), columns joined
-by ``|``; a bucket is the first hex digits of the MD5 of the key columns' text, and its
-checksum two sums of 32 bits of each row's MD5 (no sum overflows a BIGINT).
+by ``|``; a bucket is the first hex digits of the MD5 of the key columns' text, or the low
+hex digits of a single integer key (``key & mask``, :mod:`gluon.verify.buckets`), and its
+checksum the sum of the first 60 bits of each row's MD5 (as a DECIMAL: no sum overflows).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ HashedColumn = tuple[str, str]
 """A column's name in the relation read and its text kind (gluon.verify.checksums)."""
 
 _BUCKET = re.compile(r"^[0-9a-f]*$")
+_RESIDUE_DIGITS = 16
+_HASH_SUM_DIGITS = 15
 
 
 def _text_of(name: str, kind: str) -> str:
@@ -55,9 +58,38 @@ def _in_buckets(expression: str, buckets: Sequence[str]) -> str:
     return f"{expression} IN (" + ", ".join(string_literal(b) for b in buckets) + ")"
 
 
-def key_filter(keys: Sequence[HashedColumn], digits: int, buckets: Sequence[str]) -> str:
-    """The rows whose key's hash starts with one of ``buckets`` (each ``digits`` long)."""
-    return _in_buckets(f"substr(md5({row_text(keys)}), 1, {digits})", buckets)
+def _mask(digits: int) -> str:
+    # The key's low `digits` hex digits (16: all 64 bits), as gluon.verify.buckets.mask.
+    return "(-1)" if digits >= _RESIDUE_DIGITS else str(16**digits - 1)
+
+
+def _key_value(keys: Sequence[HashedColumn], by_residue: bool) -> str:
+    return quote_part(keys[0][0]) if by_residue else f"md5({row_text(keys)})"
+
+
+def _bucket_of(value: str, digits: int, by_residue: bool) -> str:
+    return f"({value} & {_mask(digits)})" if by_residue else f"substr({value}, 1, {digits})"
+
+
+def _in_residues(expression: str, residues: Sequence[int]) -> str:
+    return f"{expression} IN (" + ", ".join(str(int(residue)) for residue in residues) + ")"
+
+
+def _in(expression: str, buckets: Sequence[str] | Sequence[int], by_residue: bool) -> str:
+    if by_residue:
+        return _in_residues(expression, [int(bucket) for bucket in buckets])
+    return _in_buckets(expression, [str(bucket) for bucket in buckets])
+
+
+def key_filter(
+    keys: Sequence[HashedColumn],
+    digits: int,
+    buckets: Sequence[str] | Sequence[int],
+    by_residue: bool = False,
+) -> str:
+    """The rows whose key is in one of ``buckets`` (``digits`` long hash prefixes, or the
+    residues of a single integer key)."""
+    return _in(_bucket_of(_key_value(keys, by_residue), digits, by_residue), buckets, by_residue)
 
 
 def bucket_checksums(
@@ -67,20 +99,20 @@ def bucket_checksums(
     *,
     digits: int,
     parent_digits: int,
-    parents: Sequence[str],
+    parents: Sequence[str] | Sequence[int],
+    by_residue: bool = False,
 ) -> str:
-    """Per bucket of ``digits`` hex digits within ``parents``: count and two hash sums
+    """Per bucket of ``digits`` hex digits within ``parents``: count and hash sum
     (``relation`` already rendered)."""
     inner = (
-        f"SELECT md5({row_text(keys)}) AS key_hash, md5({row_text(columns)}) AS row_hash "
-        f"FROM {relation}"
+        f"SELECT {_key_value(keys, by_residue)} AS key_value, "
+        f"md5({row_text(columns)}) AS row_hash FROM {relation}"
     )
-    where = (
-        f" WHERE {_in_buckets(f'substr(key_hash, 1, {parent_digits})', parents)}" if parents else ""
-    )
+    parent = _bucket_of("key_value", parent_digits, by_residue)
+    where = f" WHERE {_in(parent, parents, by_residue)}" if parents else ""
+    bucket = _bucket_of("key_value", digits, by_residue)
     return (
-        f"SELECT substr(key_hash, 1, {digits}) AS bucket, count(*) AS row_count, "
-        f"sum(cast(conv(substr(row_hash, 1, 8), 16, 10) AS bigint)) AS high_sum, "
-        f"sum(cast(conv(substr(row_hash, 9, 8), 16, 10) AS bigint)) AS low_sum "
-        f"FROM ({inner}) hashed{where} GROUP BY substr(key_hash, 1, {digits})"
+        f"SELECT {bucket} AS bucket, count(*) AS row_count, "
+        f"sum(cast(conv(substr(row_hash, 1, {_HASH_SUM_DIGITS}), 16, 10) AS decimal(38,0))) "
+        f"AS hash_sum FROM ({inner}) hashed{where} GROUP BY {bucket}"
     )

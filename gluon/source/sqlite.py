@@ -181,9 +181,13 @@ def _sqlite_value(value: Any) -> Any:
 __all__ = ["SQLiteSource"]
 
 
+_HASH_SUM_DIGITS = 15
+"""Hex digits of each row's MD5 that verify's checksum adds (as _verify_hash.sql.j2's)."""
+
+
 def _register_checksum_functions(connection: Any, _record: Any) -> None:
     connection.create_function("gluon_md5", 1, _md5_hex, deterministic=True)
-    connection.create_function("gluon_hex_int", 1, _hex_int, deterministic=True)
+    connection.create_aggregate("gluon_hash_sum", 1, _HashSum)
     connection.create_function("gluon_float_text", 1, _float_text, deterministic=True)
 
 
@@ -194,8 +198,19 @@ def _md5_hex(text: str | bytes | None) -> str | None:
     return hashlib.md5(data, usedforsecurity=False).hexdigest()
 
 
-def _hex_int(text: str | None) -> int | None:
-    return None if text is None else int(text, 16)
+class _HashSum:
+    """The sum of the first 15 hex digits (60 bits) of MD5s, as text: the sum of a big
+    table's would overflow SQLite's 64-bit integers."""
+
+    def __init__(self) -> None:
+        self.total = 0
+
+    def step(self, hexdigest: str | None) -> None:
+        if hexdigest is not None:
+            self.total += int(hexdigest[:_HASH_SUM_DIGITS], 16)
+
+    def finalize(self) -> str:
+        return str(self.total)
 
 
 def _float_text(value: float | int | str | bytes | None) -> str | None:

@@ -1,10 +1,11 @@
-"""Both sides' checksums per bucket of the key's hash, computed inside each engine.
+"""Both sides' checksums per bucket of the key, computed inside each engine.
 
 A bucket is the set of rows whose key's MD5 (of its canonical text) starts with the same
-hex digits: it needs no order on the key, so text keys, composite keys and keys that
-collate differently in the two engines split alike. Each side returns per bucket the row
-count and two sums of 32-bit slices of each row's MD5; only buckets that differ are split
-further or read whole (:mod:`gluon.verify.bisect`).
+hex digits, or whose integer key has the same low hex digits (:mod:`gluon.verify.buckets`):
+it needs no order on the key, so text keys, composite keys and keys that collate
+differently in the two engines split alike. Each side returns per bucket the row count and
+the sum of the first 60 bits of each row's MD5; only buckets that differ are split further
+or read whole (:mod:`gluon.verify.bisect`).
 
 A type whose text the two engines write differently (floats' exponents, zoned timestamps)
 makes its rows' buckets differ: they are then read whole and compared by
@@ -29,10 +30,11 @@ from gluon.read.catalog import lake_session
 from gluon.repo import OffloadedTable, Repository
 from gluon.schema import Column
 from gluon.source.base import SourceDialect
+from gluon.verify.buckets import mask, residue_name, residue_of
 from gluon.verify.pace import Pace
 
-Checksum = tuple[int, int, int]
-"""A bucket's row count and its two hash sums."""
+Checksum = tuple[int, int]
+"""A bucket's row count and its hash sum."""
 BIND_CHUNK = 500
 """Buckets per statement (Oracle takes at most 1000 values in an IN list)."""
 
@@ -80,8 +82,17 @@ class Meter:
 
 
 def _checksum_bytes(rows: Sequence[Sequence[Any]]) -> int:
-    # A bucket's prefix and three 8-byte numbers.
+    # A bucket's name and two numbers (a count and a sum of up to 16 bytes).
     return sum(len(str(row[0])) + 24 for row in rows)
+
+
+def _bucket_values(buckets: Sequence[str], by_residue: bool) -> list[Any]:
+    """Buckets as the engines' SQL compares them: residues, or hash prefixes as they are."""
+    return [residue_of(bucket) for bucket in buckets] if by_residue else list(buckets)
+
+
+def _bucket_name(value: Any, digits: int, by_residue: bool) -> str:
+    return residue_name(int(value), digits) if by_residue else str(value)
 
 
 def _chunks(buckets: Sequence[str]) -> Iterator[list[str]]:
@@ -99,6 +110,7 @@ class SourceSide:
     key_positions: Sequence[int]
     pace: Pace
     meter: Meter
+    by_residue: bool = False
     where: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
 
@@ -112,10 +124,11 @@ class SourceSide:
         key_positions: Sequence[int],
         pace: Pace,
         meter: Meter,
+        by_residue: bool = False,
     ) -> SourceSide:
         source = sources.connect_configured(settings)
         source.prepare_checksums()
-        side = cls(source, record, kinds, key_positions, pace, meter)
+        side = cls(source, record, kinds, key_positions, pace, meter, by_residue)
         offloaded = previous_predicate(repo.increments.increments(record.table_key))
         if offloaded is not None:
             side.where, side.params = offloaded.to_source_sql(record.spec().columns, source.quote)
@@ -133,6 +146,7 @@ class SourceSide:
             "table": spec.name,
             "columns": columns,
             "keys": [columns[i] for i in self.key_positions],
+            "residue_key": self.by_residue,
         }
 
     def count(self) -> int:
@@ -146,19 +160,23 @@ class SourceSide:
     ) -> dict[str, Checksum]:
         found: dict[str, Checksum] = {}
         for chunk in _chunks(parents) if parents else [[]]:
-            binds = {f"vb{i}": bucket for i, bucket in enumerate(chunk)}
+            values = _bucket_values(chunk, self.by_residue)
+            binds = {f"vb{i}": bucket for i, bucket in enumerate(values)}
             rows = self.source.run_query(
                 "verify_buckets",
                 self.source.adapt_params({**self.params, **binds}),
                 **self._context(),
                 where=self.where,
                 digits=digits,
+                mask=mask(digits),
                 parent_digits=parent_digits,
+                parent_mask=mask(parent_digits),
                 buckets=chunk,
             )
             self.meter.source_bytes += _checksum_bytes(rows)
-            for bucket, count, high, low in rows:
-                found[str(bucket)] = (int(count), int(high or 0), int(low or 0))
+            for bucket, count, total in rows:
+                name = _bucket_name(bucket, digits, self.by_residue)
+                found[name] = (int(count), int(total or 0))
                 self.pace.read(int(count))
         self.meter.buckets_compared += len(found)
         return found
@@ -167,9 +185,14 @@ class SourceSide:
         spec = self.record.spec()
         rows: list[list[Any]] = []
         for chunk in _chunks(buckets):
-            binds = {f"vb{i}": bucket for i, bucket in enumerate(chunk)}
+            values = _bucket_values(chunk, self.by_residue)
+            binds = {f"vb{i}": bucket for i, bucket in enumerate(values)}
             condition = self.source.render(
-                "verify_key_filter", **self._context(), digits=digits, buckets=chunk
+                "verify_key_filter",
+                **self._context(),
+                digits=digits,
+                mask=mask(digits),
+                buckets=chunk,
             ).strip()
             where = f"({self.where}) AND ({condition})" if self.where else condition
             for batch in self.source.read_batches(
@@ -194,6 +217,7 @@ class LakeSide:
     columns: Sequence[tuple[str, str]]
     key_positions: Sequence[int]
     meter: Meter
+    by_residue: bool = False
 
     @property
     def keys(self) -> list[tuple[str, str]]:
@@ -223,24 +247,23 @@ class LakeSide:
                 self.keys,
                 digits=digits,
                 parent_digits=parent_digits,
-                parents=chunk,
+                parents=_bucket_values(chunk, self.by_residue),
+                by_residue=self.by_residue,
             )
             rows = self._run(statement)
             self.meter.lake_bytes += _checksum_bytes([[row["bucket"]] for row in rows])
             for row in rows:
-                found[str(row["bucket"])] = (
-                    int(row["row_count"]),
-                    int(row["high_sum"] or 0),
-                    int(row["low_sum"] or 0),
-                )
+                name = _bucket_name(row["bucket"], digits, self.by_residue)
+                found[name] = (int(row["row_count"]), int(row["hash_sum"] or 0))
         return found
 
     def rows(self, digits: int, buckets: Sequence[str]) -> list[list[Any]]:
         rows: list[list[Any]] = []
         for chunk in _chunks(buckets):
-            statement = sql.select_all(
-                self.relation, verify_sql.key_filter(self.keys, digits, chunk)
+            condition = verify_sql.key_filter(
+                self.keys, digits, _bucket_values(chunk, self.by_residue), self.by_residue
             )
+            statement = sql.select_all(self.relation, condition)
             try:
                 table = self.session.sql(statement).toArrow()
             except Exception as exc:
@@ -259,6 +282,7 @@ def lake_side(
     kinds: Sequence[str],
     key_positions: Sequence[int],
     meter: Meter,
+    by_residue: bool = False,
 ) -> Iterator[LakeSide]:
     """The lake's side, its session open for the whole bisection."""
     relation = record.user_view
@@ -272,6 +296,5 @@ def lake_side(
             if name is None:
                 raise LakeError(f"{relation} has no column {column.view_name}")
             names.append(name)
-        yield LakeSide(
-            session, relation, list(zip(names, kinds, strict=True)), key_positions, meter
-        )
+        columns = list(zip(names, kinds, strict=True))
+        yield LakeSide(session, relation, columns, key_positions, meter, by_residue)

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from gluon.config import Settings
 from gluon.repo import OffloadedTable, Repository
-from gluon.verify.bisect import Checkpoint, narrow
+from gluon.verify.bisect import Checkpoint, HeadStart, Side, narrow
+from gluon.verify.buckets import full_digits, residue_key
 from gluon.verify.checksums import Meter, SourceSide, lake_side, text_kind
 from gluon.verify.pace import Pace
 from gluon.verify.sides import Rows, Shape
@@ -45,7 +46,10 @@ def look(
         text_kind(column, index in shape.json_positions)
         for index, column in enumerate(shape.columns)
     ]
-    source = SourceSide.open(settings, repo, record, kinds, shape.key_positions, pace, meter)
+    by_residue = residue_key(shape.columns, kinds, shape.key_positions)
+    source = SourceSide.open(
+        settings, repo, record, kinds, shape.key_positions, pace, meter, by_residue
+    )
     compared_before = meter.buckets_compared
 
     def level_done(level: int, differing: int) -> None:
@@ -63,8 +67,17 @@ def look(
         if progress is not None:
             progress(level, differing)
 
-    with lake_side(settings, repo, record, kinds, shape.key_positions, meter) as lake:
-        narrowed = narrow(source, lake, level_done, recheck, start, checkpoint)
+    keys = shape.key_positions
+    digits = full_digits(by_residue)
+    # A whole search: the source's first pass runs while the lake's engine starts.
+    head_start = HeadStart(source, digits) if recheck is None and start is None else None
+    source_side: Side = head_start or source
+    try:
+        with lake_side(settings, repo, record, kinds, keys, meter, by_residue) as lake:
+            narrowed = narrow(source_side, lake, level_done, recheck, start, checkpoint, digits)
+    finally:
+        if head_start is not None:
+            head_start.close()
     log.info(
         "%s: %d rows, %d buckets compared in %d levels, %d read whole; %d bytes moved from "
         "the source",

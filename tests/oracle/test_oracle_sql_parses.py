@@ -62,6 +62,14 @@ VERIFY_HASHED: dict[str, Any] = {
     "columns": VERIFY_COLUMNS,
     "keys": VERIFY_COLUMNS[:2],
     "where": None,
+    "residue_key": False,
+    "mask": "255",
+    "parent_mask": "15",
+}
+VERIFY_BY_RESIDUE: dict[str, Any] = {
+    **VERIFY_HASHED,
+    "keys": [VERIFY_COLUMNS[1]],  # one integer key: bucketed by its low hex digits
+    "residue_key": True,
 }
 
 # -- capture objects: one case per method that creates the object ----------------------------
@@ -291,8 +299,19 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             "parent_digits": 2,
             "buckets": ["0a", "ff"],
         },
+        "integer key, all 16 digits within differing buckets": {
+            **VERIFY_BY_RESIDUE,
+            "digits": 16,
+            "mask": "(-1)",
+            "parent_digits": 13,
+            "parent_mask": "4503599627370495",
+            "buckets": [10, -3],
+        },
     },
-    "verify_key_filter": {"two buckets": {**VERIFY_HASHED, "digits": 3, "buckets": ["0a1", "ff0"]}},
+    "verify_key_filter": {
+        "two buckets": {**VERIFY_HASHED, "digits": 3, "mask": "4095", "buckets": ["0a1", "ff0"]},
+        "integer key": {**VERIFY_BY_RESIDUE, "digits": 3, "mask": "4095", "buckets": [10, 4095]},
+    },
     "verify_touch_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
     "verify_delete_row": {"one key": {"schema": "APP", "table": "ORDERS", "keys": ["ORDER_ID"]}},
     # Staging lake rows for patching (gluon.patching).
