@@ -43,7 +43,8 @@ from gluon.capture import objects
 from gluon.schema import Column, TableSpec
 from gluon.source.logical_values import PrintedChanges
 
-spec = TableSpec("s", "t", (Column("id", "integer", "int", False), Column("note", "text", "string")))
+columns = (Column("id", "integer", "int", False), Column("note", "text", "string"))
+spec = TableSpec("s", "t", columns)
 changes = PrintedChanges()
 changes.extend([("INSERT", "1", "'it''s'"), ("DELETE", "2", None)], [10, 11], ["I", "D"])
 typed = changes.as_arrow(spec, pa.schema([*spec.arrow_schema, *objects.change_fields()]))
