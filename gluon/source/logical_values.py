@@ -15,15 +15,17 @@ Columns read as text from the table (json, uuid, interval, ...) are the same tex
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from gluon.errors import SourceError
-from gluon.schema import TableSpec
+from gluon.schema import TableSpec, arrow_string_scalar
 from gluon.source.arrow import conform
 from gluon.source.logical import unquote
 
@@ -67,7 +69,9 @@ def _unquoted(printed: pa.Array) -> pa.Array:
     """Printed values (``gluon.source.logical.plain_printed``) as text, one column at once:
     ``'it''s'`` is ``it's``, a bare ``null`` and a value not logged are NULL."""
     quoted = pc.starts_with(printed, "'")
-    bare = pc.if_else(pc.equal(printed, "null"), pa.scalar(None, pa.string()), printed)
+    # Scalars built from bytes: a Python literal here would make pyarrow import pandas.
+    null = pa.nulls(1, pa.string())[0]
+    bare = pc.if_else(pc.equal(printed, arrow_string_scalar("null")), null, printed)
     if not pc.any(quoted).as_py():
         return bare
     inner = pc.replace_substring(pc.utf8_slice_codeunits(printed, 1, -1), "''", "'")
@@ -142,15 +146,43 @@ class PrintedChanges:
         """
         if not self.seqs:
             return schema.empty_table()
-        # Rows to columns in Arrow: one list array, flattened, taken every ``width``-th
-        # value (a Python transpose of 100k rows costs several times more).
+        # Rows to columns in Arrow, without pa.array on Python values (it makes pyarrow
+        # import pandas: a second of a 100k-change extraction, issue 33): every value in one
+        # buffer, cut by offsets numpy finds, then every ``width``-th value taken per column.
         width = len(spec.columns) + 1
-        flat = pa.array(self.printed, type=pa.list_(pa.string())).flatten()
+        flat = _strings(itertools.chain.from_iterable(self.printed))
         if len(flat) != width * len(self.printed):
             raise ValueError("printed rows of unequal width")  # a bug, never the data
         texts = [
-            _unquoted(flat.take(pa.array(range(column, len(flat), width), type=pa.int64())))
+            _unquoted(pc.cast(flat.take(_int64s(np.arange(column, len(flat), width))), pa.string()))
             for column in range(1, width)
         ]
-        seqs = pa.array(self.seqs, type=pa.int64())
-        return _typed(texts, seqs, pa.array(self.ops, type=pa.string()), spec, schema)
+        seqs = _int64s(np.fromiter(self.seqs, dtype=np.int64, count=len(self.seqs)))
+        return _typed(texts, seqs, _strings(self.ops), spec, schema)
+
+
+_SEPARATOR = "\x00"
+"""Between values in :func:`_strings`: no PostgreSQL text holds a NUL."""
+
+
+def _strings(values: Iterable[str | None]) -> pa.Array:
+    """``values`` (printed text; None, a value not logged, as ``null``) as an Arrow string
+    array, built from buffers (no pandas)."""
+    texts = ["null" if value is None else value for value in values]
+    encoded = "".join([_SEPARATOR.join(texts), _SEPARATOR if texts else ""]).encode()
+    # Each value ends at a separator; dropping the separators moves the i-th end i bytes.
+    ends = np.flatnonzero(np.frombuffer(encoded, dtype=np.uint8) == 0)
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends - np.arange(len(ends))])
+    data = pa.py_buffer(encoded.replace(_SEPARATOR.encode(), b""))
+    if len(data) >= 1 << 31:  # more than int32 offsets reach: cast per column later
+        return pa.Array.from_buffers(
+            pa.large_string(), len(ends), [None, pa.py_buffer(offsets), data]
+        )
+    offsets32 = pa.py_buffer(offsets.astype(np.int32))
+    return pa.Array.from_buffers(pa.string(), len(ends), [None, offsets32, data])
+
+
+def _int64s(values: np.ndarray) -> pa.Array:
+    """An int64 numpy array as Arrow, sharing its buffer (no pandas)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])

@@ -34,3 +34,29 @@ def test_immediate_arrow_work_imports_no_pandas_polars_or_dataset() -> None:
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "[]"
+
+
+PG_LOGICAL_PROBE = """
+import sys
+import pyarrow as pa
+from gluon.capture import objects
+from gluon.schema import Column, TableSpec
+from gluon.source.logical_values import PrintedChanges
+
+columns = (Column("id", "integer", "int", False), Column("note", "text", "string"))
+spec = TableSpec("s", "t", columns)
+changes = PrintedChanges()
+changes.extend([("INSERT", "1", "'it''s'"), ("DELETE", "2", None)], [10, 11], ["I", "D"])
+typed = changes.as_arrow(spec, pa.schema([*spec.arrow_schema, *objects.change_fields()]))
+assert typed.column("note").to_pylist() == ["it's", None], typed
+print(sorted(name for name in ("pandas", "polars") if name in sys.modules))
+"""
+
+
+def test_pg_logical_batch_typing_imports_no_pandas() -> None:
+    """A PG_LOGICAL batch becomes Arrow without pyarrow loading pandas (a second of a
+    100k-change extraction's child; issue 33)."""
+    out = subprocess.run(
+        [sys.executable, "-c", PG_LOGICAL_PROBE], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "[]"
