@@ -102,22 +102,8 @@ def _merge(
         app_transactions=[Transaction(publish.COMPACTION_APP, run_id)],
         custom_metadata={"gluon.compaction_run": str(run_id)},
     )
-    values = {merge.quoted(name): f"gl_new.{merge.quoted(name)}" for name in schema.names}
-    kept = "gl_new.gl_op <> 'D'"
     fault_point("compact.before_partition")
-    metrics = (
-        base.merge(
-            source,
-            merge.same_key(keys),
-            source_alias="gl_new",
-            target_alias="gl_base",
-            commit_properties=properties,
-        )
-        .when_matched_delete("gl_new.gl_op = 'D'")
-        .when_matched_update(values, kept)
-        .when_not_matched_insert(values, kept)
-        .execute()
-    )
+    metrics = merge.latest_change_merge(base, source, schema.names, keys, properties).execute()
     fault_point("compact.after_partition")
     log.info("merged %d compacted changes into %s: %s", source.num_rows, base_path, metrics)
     return (
