@@ -325,7 +325,8 @@ def _merge_batch(
         if truncated:  # every row no change after the TRUNCATE matches is gone
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()
-    version = int(DeltaTable(base_path).version())
+    # The table object follows its own commits (merge, write, delete): no second log read.
+    version = int(base.version())
     log.info("merged staged batch %d into %s: version %d", batch.version, base_path, version)
     return version
 
