@@ -20,7 +20,10 @@ processes (what a cron job pays, start-up included):
 Figures are the median day; ratios are gluon's cost over the alternative's (above 1:
 gluon is slower). After the last day the row counts of every table are compared with
 the source: ``phantom rows`` are keys a table holds that the source deleted.
-One run per figure (no repeats): ratios under ~20% apart are noise on a shared machine.
+One run per figure (no repeats): ratios under ~20% apart are noise on a shared machine. Each
+day is a round (every contender back to back), so the run also prints, for the IMMEDIATE
+sync against the hand merge and the one-command extraction + compaction against the
+reload, each day's ratio and their median.
 """
 
 from __future__ import annotations
@@ -212,6 +215,20 @@ def _reads(lake: ItemsLake) -> dict[str, dict[str, float]]:
     return timings
 
 
+ROUND_RATIOS = (
+    ("gluon IMMEDIATE sync", "hand deltalake merge"),
+    ("gluon extraction + compaction", "full reload"),
+)
+"""The goals of issue 28 (items 4-5), read as rounds: each day runs both sides back to back."""
+
+
+def round_ratios(times: dict[str, list[float]], gluon_name: str, other: str) -> list[float]:
+    """Each day's ratio of ``gluon_name`` over ``other`` (days both ran): on a shared machine
+    the median of these is steadier than the ratio of the two medians."""
+    pairs = zip(times[gluon_name], times[other], strict=False)
+    return [mine / theirs for mine, theirs in pairs]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.alternatives", description=__doc__)
     parser.add_argument("--scale", choices=sorted(SIZES), default="small")
@@ -239,6 +256,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{figure.baseline_name:22} {fmt(figure.baseline):>7} s  {ratio:>6}"
         )
     for fraction, data in outcome.items():
+        for gluon_name, other in ROUND_RATIOS:
+            ratios = round_ratios(data["times"], gluon_name, other)
+            print(
+                f"{float(fraction) * 100:g}%: {gluon_name} / {other}, day by day: "
+                + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
+                + f"; median {statistics.median(ratios):.2f}x"
+            )
         truth = data["counts"]["source"]
         for name, rows in data["phantoms"].items():
             print(

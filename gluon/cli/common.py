@@ -49,7 +49,26 @@ class LazyConsole:
 
     @property
     def is_terminal(self) -> bool:
+        # Not a terminal and nothing forcing one (rich's own rules, TTY_COMPATIBLE and
+        # FORCE_COLOR): answered without importing rich, which costs a cron-run extraction
+        # about 0.1 s of start-up (issue 28).
+        if self._console is None and not _may_be_terminal(
+            sys.stderr if self._stderr else sys.stdout
+        ):
+            return False
         return self.console.is_terminal
+
+
+def _may_be_terminal(stream: Any) -> bool:
+    """Whether rich could call ``stream`` a terminal: it is a tty, or the environment says
+    to treat it as one (or as not one: rich decides then)."""
+    if "TTY_COMPATIBLE" in os.environ or "FORCE_COLOR" in os.environ:
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except ValueError:  # a closed stream
+        return False
 
 
 stdout = LazyConsole(stderr=False)

@@ -26,6 +26,7 @@ from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures, merge, publish, staging
 from gluon.lake.changes import PARTITION_COLUMN
+from gluon.lake.checkpoints import checkpoint_if_due
 from gluon.schema import Column, PartitionColumn
 
 if TYPE_CHECKING:
@@ -102,23 +103,10 @@ def _merge(
         app_transactions=[Transaction(publish.COMPACTION_APP, run_id)],
         custom_metadata={"gluon.compaction_run": str(run_id)},
     )
-    values = {merge.quoted(name): f"gl_new.{merge.quoted(name)}" for name in schema.names}
-    kept = "gl_new.gl_op <> 'D'"
     fault_point("compact.before_partition")
-    metrics = (
-        base.merge(
-            source,
-            merge.same_key(keys),
-            source_alias="gl_new",
-            target_alias="gl_base",
-            commit_properties=properties,
-        )
-        .when_matched_delete("gl_new.gl_op = 'D'")
-        .when_matched_update(values, kept)
-        .when_not_matched_insert(values, kept)
-        .execute()
-    )
+    metrics = merge.latest_change_merge(base, source, schema.names, keys, properties).execute()
     fault_point("compact.after_partition")
+    checkpoint_if_due(base_path, int(base.version()))
     log.info("merged %d compacted changes into %s: %s", source.num_rows, base_path, metrics)
     return (
         f"{source.num_rows} changed keys merged in one commit, "

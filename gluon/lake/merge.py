@@ -54,7 +54,8 @@ from gluon.schema import (
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from deltalake import DeltaTable
+    from deltalake import CommitProperties, DeltaTable
+    from deltalake.table import TableMerger
 
 log = logging.getLogger(__name__)
 
@@ -334,29 +335,46 @@ def _merge_batch(
     elif truncated and rows.num_rows == 0:
         base.delete(commit_properties=properties, post_commithook_properties=hooks)
     else:
-        source = rows.select([*names, "gl_op"])
-        values = {quoted(name): f"gl_new.{quoted(name)}" for name in names}
-        kept = "gl_new.gl_op <> 'D'"
-        merger = (
-            base.merge(
-                source,
-                same_key(keys),
-                source_alias="gl_new",
-                target_alias="gl_base",
-                commit_properties=properties,
-                post_commithook_properties=hooks,
-            )
-            .when_matched_delete("gl_new.gl_op = 'D'")
-            .when_matched_update(values, kept)
-            .when_not_matched_insert(values, kept)
-        )
+        merger = latest_change_merge(base, rows.select([*names, "gl_op"]), names, keys, properties)
         if truncated:  # every row no change after the TRUNCATE matches is gone
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()
-    version = int(DeltaTable(base_path).version())
+    # The table object follows its own commits (merge, write, delete): no second log read.
+    version = int(base.version())
     checkpoint_if_due(base_path, version)
     log.info("merged staged batch %d into %s: version %d", batch.version, base_path, version)
     return version
+
+
+def latest_change_merge(
+    base: DeltaTable,
+    source: pa.Table,
+    names: Sequence[str],
+    keys: Sequence[str],
+    properties: CommitProperties,
+) -> TableMerger:
+    """The deltalake merge of ``source`` (one change per key: columns ``names`` and ``gl_op``)
+    into ``base`` in one commit carrying ``properties``: a delete (``gl_op = 'D'``) deletes
+    the key's row, any other change replaces or adds it with every column in ``names``.
+
+    Shared by IMMEDIATE extraction and in-place compaction; not executed yet (a caller may
+    add clauses).
+    """
+    values = {quoted(name): f"gl_new.{quoted(name)}" for name in names}
+    kept = "gl_new.gl_op <> 'D'"
+    return (
+        base.merge(
+            source,
+            same_key(keys),
+            source_alias="gl_new",
+            target_alias="gl_base",
+            commit_properties=properties,
+            post_commithook_properties=no_post_commit_hooks(),  # callers checkpoint
+        )
+        .when_matched_delete("gl_new.gl_op = 'D'")
+        .when_matched_update(values, kept)
+        .when_not_matched_insert(values, kept)
+    )
 
 
 def quoted(name: str) -> str:

@@ -134,6 +134,8 @@ def test_a_no_op_extraction_and_status_start_no_engine(
     assert code == 0, output
     assert "Extracted 1 changes" in output
     assert "pyarrow" in modules
+    # Its progress bar asks whether stderr is a terminal: not one, so rich stays unloaded.
+    assert "rich" not in modules, "an extraction with changes loaded rich off a terminal"
     _assert_a_query_starts_the_engine("main.items")
 
 
