@@ -107,4 +107,16 @@ def measure(
                 },
             )
         )
+        # The engine's CPU time (it runs in the child): steadier than wall time under load.
+        results.add(
+            Figure(
+                "reads CPU",
+                f"{label}, delta {fraction:.1%} of base{where}",
+                "s CPU",
+                timing["view_cpu"],
+                timing["base_cpu"],
+                "base table alone",
+                params={"query": query, "fraction": fraction, "layout": layout},
+            )
+        )
     return proc.result["plans"]
