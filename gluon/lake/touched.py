@@ -93,11 +93,13 @@ def touched_partitions(
             return None  # a literal that may not compare equal (time zone, rounding)
         every.add(values)
     touched = _touched(files, columns, key, lows, highs)
-    if touched and pending_rows <= EXACT_KEYS_LIMIT:
+    if touched == every and pending_rows <= EXACT_KEYS_LIMIT:
         # A delta file's range can span keys far apart (an old row's update and new keys'
-        # inserts in one batch): test the changed keys themselves against the files touched.
+        # inserts in one batch): test the changed keys themselves against the base files.
+        # Only where the ranges touch everything: reading the keys costs ~13 ms of CPU
+        # per 50k changes, wasted where the ranges already split.
         changed = _changed_keys(delta_path, delta_version, key, min_partition)
-        touched = _touched(files, columns, key, changed, changed)
+        touched = _touched_by_keys(files, columns, key, changed)
     if touched == every:
         return None
     return TouchedPartitions(
@@ -125,9 +127,29 @@ def _touched(
     return touched
 
 
-def _changed_keys(delta_path: str, version: int, key: str, min_partition: int) -> list[Any]:
+def _touched_by_keys(
+    files: list[dict[str, Any]], columns: tuple[str, ...], key: str, changed: Any
+) -> set[tuple[Any, ...]]:
+    """The partitions of the base ``files`` whose key range holds one of the ``changed``
+    keys (a sorted numpy array; a file without a statistic counts as touched)."""
+    import numpy as np
+
+    touched: set[tuple[Any, ...]] = set()
+    for file in files:
+        low, high = file.get(f"min.{key}"), file.get(f"max.{key}")
+        if low is not None and high is not None:
+            bounds = np.array([low, high], dtype=changed.dtype)
+            index = int(np.searchsorted(changed, bounds[0]))  # first key >= low
+            if index == len(changed) or changed[index] > bounds[1]:
+                continue
+        touched.add(tuple(file[f"partition.{column}"] for column in columns))
+    return touched
+
+
+def _changed_keys(delta_path: str, version: int, key: str, min_partition: int) -> Any:
     """The distinct values of ``key`` among the changes in control partitions
-    ``>= min_partition`` at ``version`` of the delta table, sorted (each is an interval)."""
+    ``>= min_partition`` at ``version`` of the delta table: a sorted numpy array."""
+    import numpy as np
     import pyarrow.compute as pc
     import pyarrow.dataset as ds
 
@@ -135,8 +157,10 @@ def _changed_keys(delta_path: str, version: int, key: str, min_partition: int) -
     column = dataset.to_table(
         columns=[key], filter=ds.field(CONTROL_PARTITION) >= min_partition
     ).column(key)
-    values = pc.unique(column.combine_chunks())
-    return values.take(pc.array_sort_indices(values)).to_pylist()  # type: ignore[no-any-return]
+    # Arrow's hash unique, then a sort of the distinct keys: np.unique sorted all 500k keys
+    # first (2.6 s against 0.07-0.12 s here, loaded).
+    distinct = pc.unique(column.combine_chunks()).to_numpy(zero_copy_only=False)
+    return np.sort(distinct)
 
 
 def _bounded_key(base: Any, keys: tuple[str, ...]) -> str | None:
