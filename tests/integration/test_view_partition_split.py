@@ -140,3 +140,33 @@ def test_a_batch_of_old_and_new_keys_touches_only_the_old_keys_partitions(
         rows = [tuple(row.values()) for row in session.sql(query).toArrow().to_pylist()]
         assert len(rows) == len({row[:2] for row in rows}), "the user view shows a key twice"
         assert set(rows) == expected
+
+
+@pytest.mark.usefixtures("offload_home")
+def test_an_unpartitioned_base_passes_through_while_only_new_keys_are_pending(
+    tmp_path: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No base file can hold a new key: the whole base passes (touched is empty)."""
+    db = tmp_path / "app.db"
+    source = sqlite_source(db)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    _change(
+        db,
+        "CREATE TABLE items (id INTEGER PRIMARY KEY, region TEXT NOT NULL, amount INTEGER)",
+        "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 99) "
+        "INSERT INTO items SELECT i, 'r' || (i / 50), i FROM n",
+    )
+    enable(run_cli, source, "CHANGELOG")
+    settings = load_settings()
+    if settings.engine != EngineKind.SAIL:
+        pytest.skip("the split view is registered by the embedded engine's sessions only")
+    _change(db, "INSERT INTO items VALUES (500, 'r9', 5), (501, 'r9', 6)")
+    extract(run_cli, source)
+    with lake_session(settings) as session:
+        assert VIEW in session.pinned, "only new keys pending: the base passes through"
+        assert _view_rows(session) == _source_rows(db)
+        _change(db, "UPDATE items SET amount = -1 WHERE id IN (3, 500)")
+        extract(run_cli, source)
+        refresh_pending(session, ALL)
+        assert VIEW not in session.pinned, "an old key changed: the general view"
+        assert _view_rows(session) == _source_rows(db)
