@@ -147,9 +147,15 @@ def _reads(figures: list[dict[str, Any]], path: Path, title: str) -> bool:
     fig, axes = plt.subplots(1, len(queries), figsize=(4 * len(queries), 3.6), squeeze=False)
     for ax, query in zip(axes[0], queries, strict=True):
         mine = [row for row in rows if row["params"]["query"] == query]
-        fractions = [row["params"]["fraction"] * 100 for row in mine]
-        ax.plot(fractions, [row["gluon"] for row in mine], "o-", color=GLUON, label="user view")
-        ax.plot(fractions, [row["baseline"] for row in mine], "s--", color=RAW, label="base alone")
+        # one line per layout (changes spread over every partition, or clustered in a few)
+        layouts = dict.fromkeys(row["params"].get("layout", "spread") for row in mine)
+        for layout, style in zip(layouts, ("o-", "^-", "v-"), strict=False):
+            steps = [row for row in mine if row["params"].get("layout", "spread") == layout]
+            fractions = [row["params"]["fraction"] * 100 for row in steps]
+            gluon = [row["gluon"] for row in steps]
+            ax.plot(fractions, gluon, style, color=GLUON, label=f"user view, {layout}")
+            base = [row["baseline"] for row in steps]
+            ax.plot(fractions, base, "s--", color=RAW, label=f"base alone, {layout}")
         ax.set_xscale("log")
         ax.set_xlabel("delta, % of the base")
         ax.set_ylabel("seconds (median)")

@@ -34,6 +34,7 @@ GROUP_ORDER = (
     "compaction",
     "compaction memory",
     "reads",
+    "reads CPU",
     "scale curve",
     "scale curve memory",
     "immediate",

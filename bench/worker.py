@@ -265,15 +265,26 @@ def job_reads(args: argparse.Namespace) -> None:
             for kind, relation in relations.items():
                 sql = template.format(rel=relation)
                 session.sql(sql).collect()  # warm-up: metadata, file listing
-                samples = []
+                samples, cpus = [], []
                 for _ in range(args.repeats):
-                    begun = time.perf_counter()
+                    begun, cpu = time.perf_counter(), cpu_seconds()
                     session.sql(sql).collect()
                     samples.append(time.perf_counter() - begun)
+                    cpus.append(cpu_seconds() - cpu)
                 timings.setdefault(query, {})[kind] = statistics.median(samples)
+                timings[query][f"{kind}_cpu"] = statistics.median(cpus)
                 if args.explain and kind == "view":
                     plans[query] = explain(session.spark, sql)
     report(timings=timings, plans=plans)
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process, the embedded engine's threads included (Sail runs in it):
+    steadier than wall time on a loaded machine."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
 
 
 def job_count(args: argparse.Namespace) -> None:

@@ -28,13 +28,16 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
-from gluon.lake import sql
+from gluon.lake import sql, storage
 from gluon.lake.changes import view_sql
 from gluon.lake.sql import CONTROL_PARTITION
 from gluon.schema import Column
 
 EXACT_BOUND_TYPES = ("byte", "short", "integer", "long", "date")
 """Delta primitive types whose file statistics are exact bounds (not truncated)."""
+EXACT_KEYS_LIMIT = 4 * 1024 * 1024
+"""Up to this many pending changes, the changed keys themselves (read from the delta table,
+one column) decide which base files they can touch; past it, the delta files' key ranges."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +57,10 @@ def touched_partitions(
 ) -> TouchedPartitions | None:
     """The base partitions the changes in control partitions ``>= min_partition`` may touch.
 
-    None where splitting cannot help or the statistics cannot say: an unpartitioned base,
-    no key column with exact bounds, a pending NULL key or missing statistic, or every
-    partition touched.
+    None where splitting cannot help or the statistics cannot say: no key column with exact
+    bounds, a pending NULL key or missing statistic, or every partition touched. An
+    unpartitioned base is one partition: split only where no base file can hold a changed
+    key (``touched`` empty: new keys only).
     """
     import pyarrow as pa
     from deltalake import DeltaTable
@@ -64,11 +68,13 @@ def touched_partitions(
     base = DeltaTable(base_path)
     columns = tuple(base.metadata().partition_columns)
     key = _bounded_key(base, keys)
-    if not columns or key is None:
+    if key is None:
         return None
     delta = DeltaTable(delta_path)
+    delta_version = int(delta.version())
     changes = pa.table(delta.get_add_actions(flatten=True)).to_pylist()
     intervals = []
+    pending_rows = 0
     for change in changes:
         if int(change[f"partition.{CONTROL_PARTITION}"]) < min_partition:
             continue
@@ -77,25 +83,84 @@ def touched_partitions(
         if nulls is None or nulls > 0 or low is None or high is None:
             return None
         intervals.append((low, high))
+        pending_rows += int(change["num_records"])
     lows, highs = _merged(intervals)
+    files = pa.table(base.get_add_actions(flatten=True)).to_pylist()
     every: set[tuple[Any, ...]] = set()
-    touched: set[tuple[Any, ...]] = set()
-    for file in pa.table(base.get_add_actions(flatten=True)).to_pylist():
+    for file in files:
         values = tuple(file[f"partition.{column}"] for column in columns)
         if any(isinstance(value, dt.datetime | float) for value in values):
             return None  # a literal that may not compare equal (time zone, rounding)
         every.add(values)
-        low, high = file.get(f"min.{key}"), file.get(f"max.{key}")
-        if low is None or high is None or _overlaps(lows, highs, low, high):
-            touched.add(values)
+    touched = _touched(files, columns, key, lows, highs)
+    if touched == every and pending_rows <= EXACT_KEYS_LIMIT:
+        # A delta file's range can span keys far apart (an old row's update and new keys'
+        # inserts in one batch): test the changed keys themselves against the base files.
+        # Only where the ranges touch everything: reading the keys costs ~13 ms of CPU
+        # per 50k changes, wasted where the ranges already split.
+        changed = _changed_keys(delta_path, delta_version, key, min_partition)
+        touched = _touched_by_keys(files, columns, key, changed)
     if touched == every:
         return None
     return TouchedPartitions(
         base_version=int(base.version()),
-        delta_version=int(delta.version()),
+        delta_version=delta_version,
         columns=columns,
         touched=tuple(sorted(touched, key=repr)),
     )
+
+
+def _touched(
+    files: list[dict[str, Any]],
+    columns: tuple[str, ...],
+    key: str,
+    lows: list[Any],
+    highs: list[Any],
+) -> set[tuple[Any, ...]]:
+    """The partitions of the base ``files`` whose key range meets one of the disjoint sorted
+    intervals (a file without a statistic counts as touched)."""
+    touched: set[tuple[Any, ...]] = set()
+    for file in files:
+        low, high = file.get(f"min.{key}"), file.get(f"max.{key}")
+        if low is None or high is None or _overlaps(lows, highs, low, high):
+            touched.add(tuple(file[f"partition.{column}"] for column in columns))
+    return touched
+
+
+def _touched_by_keys(
+    files: list[dict[str, Any]], columns: tuple[str, ...], key: str, changed: Any
+) -> set[tuple[Any, ...]]:
+    """The partitions of the base ``files`` whose key range holds one of the ``changed``
+    keys (a sorted numpy array; a file without a statistic counts as touched)."""
+    import numpy as np
+
+    touched: set[tuple[Any, ...]] = set()
+    for file in files:
+        low, high = file.get(f"min.{key}"), file.get(f"max.{key}")
+        if low is not None and high is not None:
+            bounds = np.array([low, high], dtype=changed.dtype)
+            index = int(np.searchsorted(changed, bounds[0]))  # first key >= low
+            if index == len(changed) or changed[index] > bounds[1]:
+                continue
+        touched.add(tuple(file[f"partition.{column}"] for column in columns))
+    return touched
+
+
+def _changed_keys(delta_path: str, version: int, key: str, min_partition: int) -> Any:
+    """The distinct values of ``key`` among the changes in control partitions
+    ``>= min_partition`` at ``version`` of the delta table: a sorted numpy array."""
+    import numpy as np
+    import pyarrow.compute as pc
+    import pyarrow.dataset as ds
+
+    dataset = storage.delta_dataset(delta_path, version)
+    column = dataset.to_table(
+        columns=[key], filter=ds.field(CONTROL_PARTITION) >= min_partition
+    ).column(key)
+    # Arrow's hash unique, then a sort of the distinct keys: np.unique sorted all 500k keys
+    # first (2.6 s against 0.07-0.12 s here, loaded).
+    distinct = pc.unique(column.combine_chunks()).to_numpy(zero_copy_only=False)
+    return np.sort(distinct)
 
 
 def _bounded_key(base: Any, keys: tuple[str, ...]) -> str | None:

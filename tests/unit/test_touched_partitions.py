@@ -53,6 +53,21 @@ def test_only_partitions_whose_key_range_meets_a_change_are_touched(tmp_path: Pa
     assert later is not None and later.touched == (("r2",),)
 
 
+def test_partitions_are_touched_by_the_changed_keys_not_by_a_file_range(tmp_path: Path) -> None:
+    """One delta file whose keys are far apart (an update of an old row and inserts of new
+    keys, shipped in one batch) spans every base file's range; its keys meet two."""
+    base = _base(tmp_path / "base")
+    delta = _delta(tmp_path / "delta", [3, 38, 1000, 1001])
+    found = touched_partitions(base, delta, ("id",), min_partition=1)
+    assert found is not None
+    assert found.touched == (("r0",), ("r3",))
+    # inserts of new keys only: no base file can hold them
+    inserts = touched_partitions(
+        base, _delta(tmp_path / "d2", [-5, 1000]), ("id",), min_partition=1
+    )
+    assert inserts is not None and inserts.touched == ()
+
+
 def test_a_composite_key_is_bounded_by_its_integer_column(tmp_path: Path) -> None:
     base = _base(tmp_path / "base")
     delta = _delta(tmp_path / "delta", [12])
@@ -63,9 +78,8 @@ def test_a_composite_key_is_bounded_by_its_integer_column(tmp_path: Path) -> Non
 def test_the_general_view_is_kept_where_statistics_cannot_say(tmp_path: Path) -> None:
     base = _base(tmp_path / "base")
     # every partition touched
-    assert (
-        touched_partitions(base, _delta(tmp_path / "d1", [1, 39]), ("id",), min_partition=1) is None
-    )
+    every = _delta(tmp_path / "d1", [1, 15, 25, 39])
+    assert touched_partitions(base, every, ("id",), min_partition=1) is None
     # a NULL key pending: NULL base keys are not in min/max
     assert (
         touched_partitions(base, _delta(tmp_path / "d2", [3, None]), ("id",), min_partition=1)
@@ -78,3 +92,11 @@ def test_the_general_view_is_kept_where_statistics_cannot_say(tmp_path: Path) ->
     # an unpartitioned base
     flat = _base(tmp_path / "flat", partitioned=False)
     assert touched_partitions(flat, _delta(tmp_path / "d4", [3]), ("id",), min_partition=1) is None
+
+
+def test_an_unpartitioned_base_passes_through_when_only_new_keys_are_pending(
+    tmp_path: Path,
+) -> None:
+    flat = _base(tmp_path / "flat", partitioned=False)
+    found = touched_partitions(flat, _delta(tmp_path / "d", [40, 41]), ("id",), min_partition=1)
+    assert found is not None and found.columns == () and found.touched == ()
