@@ -29,6 +29,8 @@ def line(verdict: Verdict) -> str:
     )
     if verdict.locked is not None:
         return f"{verdict.table}: not verified: {verdict.locked}"
+    if verdict.failed is not None:
+        return f"{verdict.table}: not verified: {verdict.failed}"
     if verdict.lake_only:
         first = ", ".join(_key_text(key) for key in verdict.lake_only[:FIRST_KEYS])
         more = ", ..." if len(verdict.lake_only) > FIRST_KEYS else ""
@@ -68,6 +70,7 @@ def as_json(verdicts: list[Verdict]) -> str:
                 "in_flight": verdict.in_flight,
                 "resumed_levels": verdict.resumed_levels,
                 "locked": verdict.locked,
+                "failed": verdict.failed,
                 "lake_only": [_json_key(key) for key in verdict.lake_only],
                 **{
                     attribute: [_json_key(key) for key in getattr(verdict.differences, attribute)]

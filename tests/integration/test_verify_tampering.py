@@ -88,3 +88,46 @@ def test_a_zero_whose_sign_differs_is_a_difference_and_a_negative_zero_kept_is_e
     assert (code, verdict["different_values"]) == (1, [["k02", 2]]), verdict
     repaired = run_cli("gluon", "verify", "-t", "app.order", "--repair")
     assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+
+
+def test_a_lake_data_file_gone_is_one_line_and_verify_all_goes_on_past_it(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A base data file deleted from disk (the Delta log still names it): the table's line
+    names the file and the way out; --all still verifies and reports the other tables."""
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = _create_orders(url, "main")
+    with engine.begin() as db:
+        db.execute(sa.text("CREATE TABLE zebra (id INTEGER PRIMARY KEY, name TEXT)"))
+        db.execute(sa.text("INSERT INTO zebra VALUES (1, 'a'), (2, 'b')"))
+    base = _enable(run_cli, "main.order", "IMMEDIATE")
+    assert run_cli("offload", "-t", "main.zebra", "-x").exit_code == 0
+    [uri] = DeltaTable(base).file_uris()
+    gone = Path(uri.removeprefix("file://"))
+    gone.rename(tmp_path / "aside.parquet")
+
+    one = run_cli("gluon", "verify", "-t", "main.order")
+    assert one.exit_code == 1
+    [message] = one.stderr.strip().splitlines()
+    assert message.startswith(
+        f"gluon: error: MAIN.ORDER: the lake's Delta table at {base} names 1 data file that "
+        f"is gone ({gone.name}): restore it from a backup, or rebuild the lake copy"
+    ), message
+
+    every = run_cli("gluon", "verify", "--all", "--json")
+    assert every.exit_code == 1, every.stdout + every.stderr
+    verdicts = {verdict["table"]: verdict for verdict in json.loads(every.stdout)}
+    assert verdicts["MAIN.ZEBRA"]["equal"] is True
+    assert verdicts["MAIN.ORDER"]["equal"] is False
+    assert gone.name in verdicts["MAIN.ORDER"]["failed"]
+    text = run_cli("gluon", "verify", "--all")
+    assert text.exit_code == 1
+    assert sorted(text.stdout.strip().splitlines())[1] == "MAIN.ZEBRA: equal, 2 rows compared"
+    assert text.stdout.startswith("MAIN.ORDER: not verified: MAIN.ORDER: the lake's Delta")
+
+    (tmp_path / "aside.parquet").rename(gone)
+    assert _verify(run_cli, "main.order")[0] == 0
