@@ -29,7 +29,7 @@ from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
 from gluon.verify.bisect import Checkpoint
 from gluon.verify.canonical import Canonical
-from gluon.verify.checksums import Meter
+from gluon.verify.checksums import Meter, rebuild_hint
 from gluon.verify.compare import Differences, diff
 from gluon.verify.look import look
 from gluon.verify.pace import Pace
@@ -237,9 +237,8 @@ def lake_files_gone(repo: Repository, record: OffloadedTable) -> LakeError | Non
             return LakeError(
                 f"{record.table_key}: the lake's Delta table at {location} names {len(gone)} "
                 f"{files} gone ({first}{', ...' if len(gone) > 1 else ''}): restore "
-                f"{'it' if len(gone) == 1 else 'them'} from a backup, or rebuild the lake "
-                f"copy (offload -t {record.table_key} -x --incremental-updates-disabled, then "
-                "offload again with --reset-backend-table and enable incremental update again)"
+                f"{'it' if len(gone) == 1 else 'them'} from a backup, or "
+                + rebuild_hint(record.table_key)
             )
     return None
 

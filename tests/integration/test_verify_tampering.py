@@ -131,3 +131,29 @@ def test_a_lake_data_file_gone_is_one_line_and_verify_all_goes_on_past_it(
 
     (tmp_path / "aside.parquet").rename(gone)
     assert _verify(run_cli, "main.order")[0] == 0
+
+
+def test_a_column_dropped_from_the_lake_only_is_one_line_with_the_way_out(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The base table rewritten without a column: verify says which and how to rebuild;
+    a column added in the lake only is not compared (verify compares what gluon offloaded)."""
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    _create_orders(url, "main")
+    base = _enable(run_cli, "main.order", "IMMEDIATE")
+    rows = DeltaTable(base).to_pyarrow_table()
+    extra = rows.append_column("added", pa.array(["x"] * rows.num_rows))
+    write_deltalake(base, extra, mode="overwrite", schema_mode="overwrite")
+    assert _verify(run_cli, "main.order")[0] == 0
+    write_deltalake(base, rows.drop_columns(["price"]), mode="overwrite", schema_mode="overwrite")
+    dropped = run_cli("gluon", "verify", "-t", "main.order")
+    assert dropped.exit_code == 1
+    assert dropped.stderr.strip().splitlines() == [
+        "gluon: error: MAIN.ORDER: the lake's table main.order has no column price: rebuild "
+        "the lake copy (offload -t MAIN.ORDER -x --incremental-updates-disabled, then offload "
+        "again with --reset-backend-table and enable incremental update again)"
+    ]
