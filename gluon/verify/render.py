@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 from gluon.verify.canonical import Canonical
@@ -16,8 +17,24 @@ KINDS = (
 )
 
 
+def _value_text(value: object) -> str:
+    """A key value as the line shows it: text that would print like other text (empty, a
+    space at either end, a character not in Unicode's composed form NFC, one that does not
+    print) is quoted with escapes, so a key missing in the lake and its look-alike extra one
+    differ."""
+    if isinstance(value, str) and (
+        not value
+        or value != value.strip()
+        or unicodedata.normalize("NFC", value) != value
+        or not value.isprintable()
+    ):
+        return ascii(value)
+    return str(value)
+
+
 def _key_text(key: Canonical) -> str:
-    return str(key[0]) if len(key) == 1 else "(" + ", ".join(map(str, key)) + ")"
+    texts = [_value_text(value) for value in key]
+    return texts[0] if len(key) == 1 else "(" + ", ".join(texts) + ")"
 
 
 def line(verdict: Verdict) -> str:

@@ -157,3 +157,39 @@ def test_a_column_dropped_from_the_lake_only_is_one_line_with_the_way_out(
         "the lake copy (offload -t MAIN.ORDER -x --incremental-updates-disabled, then offload "
         "again with --reset-backend-table and enable incremental update again)"
     ]
+
+
+def test_keys_that_differ_only_in_trailing_space_or_unicode_form_are_told_apart_in_the_line(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A text key rewritten in the lake with a trailing space, or decomposed (NFD): the key
+    is missing in the lake and another is extra, and the line shows them apart (they would
+    print alike)."""
+    url = f"sqlite:///{tmp_path / 'app.db'}"
+    monkeypatch.setenv("GLUON_SOURCE_URL", url)
+    engine = _create_orders(url, "main", rows=3)
+    with engine.begin() as db:
+        db.execute(sa.text("""INSERT INTO "order" VALUES ('café', 1, 'x', 1.0)"""))
+    base = _enable(run_cli, "main.order", "IMMEDIATE")
+    rows = DeltaTable(base).to_pyarrow_table()
+    renamed = rows.filter(pc.is_in(rows["select"], pa.array(["k02", "café"])))
+    renamed = renamed.set_column(
+        0,
+        "select",
+        pc.replace_substring(
+            pc.replace_substring(renamed["select"], "k02", "k02 "), "é", "e\u0301"
+        ),
+    )
+    DeltaTable(base).delete("`select` IN ('k02', 'café')")
+    write_deltalake(base, renamed, mode="append")
+    text = run_cli("gluon", "verify", "-t", "main.order")
+    assert text.exit_code == 1
+    assert text.stdout.strip() == (
+        "MAIN.ORDER: 4 differences in 4 rows compared: 2 missing in the lake (keys (café, 1), "
+        "(k02, 2)); 2 extra in the lake (keys ('cafe\\u0301', 1), ('k02 ', 2))"
+    ), text.stdout
+    repaired = run_cli("gluon", "verify", "-t", "main.order", "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
