@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gluon.repo.verify_runs import VerifyRun
 from gluon.states import MergeMode
 from gluon.status.compaction_text import compaction_label
 from gluon.status.formatting import count, duration, failure_line, size, when
@@ -85,6 +86,7 @@ def render_report(report: Report) -> str:
                 "Last extraction",
                 "Last compaction",
                 "Ongoing compaction",
+                "Verified",
                 "Attention",
             ),
             [_summary(table) for table in report.tables],
@@ -124,8 +126,17 @@ def _summary(table: TableReport) -> tuple[str, ...]:
         if compaction and compaction.last_completed
         else ("never" if compaction else "-"),
         ongoing_compaction(table) or "-",
+        verified_short(status.verified),
         str(len(table.findings)),
     )
+
+
+def verified_short(run: VerifyRun | None) -> str:
+    """The latest ``gluon verify`` in a summary cell: when, and equal or how many differ."""
+    if run is None:
+        return "never"
+    found = "equal" if run.differences == 0 else f"{count(run.differences)} differences"
+    return f"{when(run.verified_at)}, {found}"
 
 
 def pending_age(lag: TableLag | None) -> str:

@@ -4,6 +4,8 @@ in ways that differ only subtly, a lake file gone. Real PostgreSQL, SQLite, Sail
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -68,6 +70,14 @@ def _set_in_lake(base: str, key: str, column: str, value: object) -> None:
     write_deltalake(base, row, mode="append")
 
 
+def _report(run_cli: Callable[..., Result], output_format: str) -> str:
+    """The summary report in ``output_format``, as the file offload_status_report saved."""
+    result = run_cli("offload_status_report", "--output-format", output_format)
+    assert result.exit_code == 0, result.stderr
+    [saved] = [line for line in result.stdout.splitlines() if line.startswith("Report saved to ")]
+    return Path(saved.removeprefix("Report saved to ")).read_text()
+
+
 def test_a_zero_whose_sign_differs_is_a_difference_and_a_negative_zero_kept_is_equal(
     pg_url: str,
     offload_home: Path,
@@ -86,6 +96,15 @@ def test_a_zero_whose_sign_differs_is_a_difference_and_a_negative_zero_kept_is_e
     _set_in_lake(base, "k02", "price", -0.0)
     code, verdict = _verify(run_cli, "app.order")
     assert (code, verdict["different_values"]) == (1, [["k02", 2]]), verdict
+    # The report's summary (what a user runs first) shows the latest verify, in every format.
+    text = _report(run_cli, "text")
+    [row] = [line for line in text.splitlines() if line.strip().startswith("APP.ORDER ")]
+    assert "Verified" in text and ", 1 differences" in row, text
+    assert "<th>Verified</th>" in _report(run_cli, "html")
+    csv_rows = list(csv.DictReader(io.StringIO(_report(run_cli, "csv"))))
+    assert csv_rows[0]["verified"].endswith(
+        "0 extra in the lake, 1 different values; run gluon verify -t APP.ORDER)"
+    )
     repaired = run_cli("gluon", "verify", "-t", "app.order", "--repair")
     assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
 
