@@ -86,8 +86,8 @@ def render_report(report: Report) -> str:
                 "Last extraction",
                 "Last compaction",
                 "Ongoing compaction",
-                "Verified",
                 "Attention",
+                "Verified",
             ),
             [_summary(table) for table in report.tables],
         )
@@ -126,8 +126,8 @@ def _summary(table: TableReport) -> tuple[str, ...]:
         if compaction and compaction.last_completed
         else ("never" if compaction else "-"),
         ongoing_compaction(table) or "-",
-        verified_short(status.verified),
         str(len(table.findings)),
+        verified_short(status.verified),
     )
 
 
