@@ -212,3 +212,41 @@ def test_keys_that_differ_only_in_trailing_space_or_unicode_form_are_told_apart_
     ), text.stdout
     repaired = run_cli("gluon", "verify", "-t", "main.order", "--repair")
     assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+
+
+@pytest.mark.parametrize("method", ["CHANGELOG", "PG_LOGICAL"])
+def test_source_changes_made_with_the_capture_bypassed_are_found_and_repaired(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    method: str,
+) -> None:
+    """session_replication_role = replica silences the changelog trigger: the UPDATE,
+    DELETE and INSERT are found as exactly those keys, and --repair fixes them. Logical
+    decoding reads the WAL, which carries them anyway: nothing differs."""
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    engine = _create_orders(pg_url, "app")
+    enabled = run_cli(
+        "offload", "-t", "app.order", "-x", "--incremental-updates-enabled",
+        f"--incremental-extraction-method={method}",
+    )  # fmt: skip
+    assert enabled.exit_code == 0, enabled.stderr
+    with engine.begin() as db:
+        db.execute(sa.text("SET LOCAL session_replication_role = replica"))
+        db.execute(sa.text("""UPDATE app."order" SET "from" = 'quiet' WHERE "select" = 'k01'"""))
+        db.execute(sa.text("""DELETE FROM app."order" WHERE "select" = 'k02'"""))
+        db.execute(sa.text("""INSERT INTO app."order" VALUES ('k99', 0, 'new', 2.5)"""))
+    code, verdict = _verify(run_cli, "app.order")
+    if method == "PG_LOGICAL":
+        assert code == 0, verdict
+        return
+    assert code == 1
+    assert (
+        verdict["different_values"],
+        verdict["extra_in_lake"],
+        verdict["missing_in_lake"],
+    ) == ([["k01", 1]], [["k02", 2]], [["k99", 0]])
+    repaired = run_cli("gluon", "verify", "-t", "app.order", "--repair")
+    assert repaired.exit_code == 0, repaired.stdout + repaired.stderr
+    assert _verify(run_cli, "app.order")[0] == 0
