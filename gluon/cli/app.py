@@ -25,7 +25,7 @@ from gluon.cli.common import (
 )
 from gluon.cli.options import DebugOption, JsonOption, TableOption, VerboseOption
 from gluon.config import Settings
-from gluon.errors import ExitCode, LockHeldError, UsageError
+from gluon.errors import ExitCode, LakeError, LockHeldError, SourceError, UsageError
 from gluon.locks import unlock as unlock_table
 from gluon.logs import redact
 from gluon.naming import TableRef
@@ -241,6 +241,13 @@ def verify(
                 # --all goes on: one busy table must not hide the others' results.
                 logging.getLogger("gluon.verify").warning("%s", exc)
                 verdict = Verdict(record.table_key, locked=str(exc))
+            except (LakeError, SourceError) as exc:
+                if not every:
+                    raise
+                # --all goes on past a table it cannot read (a lake file gone, a source
+                # table dropped): the others' results still count.
+                logging.getLogger("gluon.verify").error("%s", exc)
+                verdict = Verdict(record.table_key, failed=str(exc))
             if not json_output:
                 stdout.print(line(verdict), markup=False)
             verdicts.append(verdict)

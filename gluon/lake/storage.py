@@ -336,3 +336,23 @@ def missing_delta_table_error(table_key: str, location: str) -> StateError | Non
         "missing from the lake: restore it from a backup, or disable and enable incremental "
         "update again"
     )
+
+
+def missing_data_files(location: str) -> list[str]:
+    """The data files the current version of the Delta table at ``location`` names but the
+    storage no longer holds (deleted by hand, or lost): one existence check per file."""
+    from deltalake import DeltaTable
+    from pyarrow.fs import FileType
+
+    uris = DeltaTable(location).file_uris()
+    if is_local(location):
+        root = local_path(location)
+        paths = [local_path(uri) for uri in uris]
+        return [
+            uri
+            for uri, path in zip(uris, paths, strict=True)
+            if not (path if path.is_absolute() else root / path).exists()
+        ]
+    prefix = location.rstrip("/") + "/"
+    infos = _object_store(location).get_file_info([uri.removeprefix(prefix) for uri in uris])
+    return [uri for uri, info in zip(uris, infos, strict=True) if info.type == FileType.NotFound]

@@ -112,6 +112,8 @@ COLUMNS: dict[str, Getter] = {
         else None
     ),
     "compaction_in_progress": report_text.ongoing_compaction,
+    # The latest gluon verify: a summary column, since it is what the report is read for.
+    "verified": lambda t: verified_text(t.status.verified) if t.status.verified else "never",
     "attention": lambda t: len(t.findings),
     # detail only from here
     "offloaded_at": lambda t: iso(t.status.offload.offloaded_at),
@@ -132,7 +134,6 @@ COLUMNS: dict[str, Getter] = {
     "snapshot": _snapshot,
     "retained_objects": lambda t: len(t.status.compaction.retained) if t.status.compaction else 0,
     "changes_set_aside": lambda t: t.status.set_aside.count if t.status.set_aside else 0,
-    "verified": lambda t: verified_text(t.status.verified) if t.status.verified else "never",
     "attention_messages": lambda t: ";".join(
         f"{finding.severity}: {finding.message}" for finding in t.findings
     ),
@@ -246,6 +247,7 @@ def _html_row(table: TableReport) -> dict[str, Any]:
         else count(status.changelog.rows, "unknown"),
         "pending_text": report_text.pending_age(status.lag),
         "latency_text": duration(status.lag.last_latency_seconds) if status.lag else "-",
+        "verified_text": report_text.verified_short(status.verified),
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gluon.repo.verify_runs import VerifyRun
 from gluon.states import MergeMode
 from gluon.status.compaction_text import compaction_label
 from gluon.status.formatting import count, duration, failure_line, size, when
@@ -86,6 +87,7 @@ def render_report(report: Report) -> str:
                 "Last compaction",
                 "Ongoing compaction",
                 "Attention",
+                "Verified",
             ),
             [_summary(table) for table in report.tables],
         )
@@ -125,7 +127,16 @@ def _summary(table: TableReport) -> tuple[str, ...]:
         else ("never" if compaction else "-"),
         ongoing_compaction(table) or "-",
         str(len(table.findings)),
+        verified_short(status.verified),
     )
+
+
+def verified_short(run: VerifyRun | None) -> str:
+    """The latest ``gluon verify`` in a summary cell: when, and equal or how many differ."""
+    if run is None:
+        return "never"
+    found = "equal" if run.differences == 0 else f"{count(run.differences)} differences"
+    return f"{when(run.verified_at)}, {found}"
 
 
 def pending_age(lag: TableLag | None) -> str:

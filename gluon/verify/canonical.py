@@ -2,7 +2,8 @@
 
 Both sides are read into the lake's Arrow types first (the source through the same
 conversion the offload uses), so what is left is what Arrow and Python do not settle:
-NaN is not equal to itself, a timestamp's zone, a decimal's trailing zeros, JSON key order.
+NaN is not equal to itself, -0.0 is equal to 0.0, a timestamp's zone, a decimal's trailing
+zeros, JSON key order.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ def canonical_value(value: Any) -> object:
     if isinstance(value, float):
         if math.isnan(value):
             return "NaN"  # NaN != NaN, but the lake holds what the source held
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            return "-0.0"  # -0.0 == 0.0, but the sign is data (PostgreSQL prints -0)
         return value
     if isinstance(value, decimal.Decimal):
         return "NaN" if value.is_nan() else value.normalize()

@@ -274,6 +274,14 @@ class LakeSide:
         return rows
 
 
+def rebuild_hint(table_key: str) -> str:
+    """What to do when the lake lost something --repair cannot re-ship (a file, a column)."""
+    return (
+        f"rebuild the lake copy (offload -t {table_key} -x --incremental-updates-disabled, "
+        "then offload again with --reset-backend-table and enable incremental update again)"
+    )
+
+
 @contextmanager
 def lake_side(
     settings: Settings,
@@ -294,7 +302,10 @@ def lake_side(
         for column in record.columns:
             name = by_name.get(column.view_name, by_name.get(column.lake_name.lower()))
             if name is None:
-                raise LakeError(f"{relation} has no column {column.view_name}")
+                raise LakeError(
+                    f"{record.table_key}: the lake's table {relation} has no column "
+                    f"{column.view_name}: {rebuild_hint(record.table_key)}"
+                )
             names.append(name)
         columns = list(zip(names, kinds, strict=True))
         yield LakeSide(session, relation, columns, key_positions, meter, by_residue)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 from gluon.verify.canonical import Canonical
@@ -16,8 +17,24 @@ KINDS = (
 )
 
 
+def _value_text(value: object) -> str:
+    """A key value as the line shows it: text that would print like other text (empty, a
+    space at either end, a character not in Unicode's composed form NFC, one that does not
+    print) is quoted with escapes, so a key missing in the lake and its look-alike extra one
+    differ."""
+    if isinstance(value, str) and (
+        not value
+        or value != value.strip()
+        or unicodedata.normalize("NFC", value) != value
+        or not value.isprintable()
+    ):
+        return ascii(value)
+    return str(value)
+
+
 def _key_text(key: Canonical) -> str:
-    return str(key[0]) if len(key) == 1 else "(" + ", ".join(map(str, key)) + ")"
+    texts = [_value_text(value) for value in key]
+    return texts[0] if len(key) == 1 else "(" + ", ".join(texts) + ")"
 
 
 def line(verdict: Verdict) -> str:
@@ -29,6 +46,8 @@ def line(verdict: Verdict) -> str:
     )
     if verdict.locked is not None:
         return f"{verdict.table}: not verified: {verdict.locked}"
+    if verdict.failed is not None:
+        return f"{verdict.table}: not verified: {verdict.failed}"
     if verdict.lake_only:
         first = ", ".join(_key_text(key) for key in verdict.lake_only[:FIRST_KEYS])
         more = ", ..." if len(verdict.lake_only) > FIRST_KEYS else ""
@@ -68,6 +87,7 @@ def as_json(verdicts: list[Verdict]) -> str:
                 "in_flight": verdict.in_flight,
                 "resumed_levels": verdict.resumed_levels,
                 "locked": verdict.locked,
+                "failed": verdict.failed,
                 "lake_only": [_json_key(key) for key in verdict.lake_only],
                 **{
                     attribute: [_json_key(key) for key in getattr(verdict.differences, attribute)]

@@ -15,9 +15,10 @@ import time
 from dataclasses import dataclass, field
 
 from gluon.config import Settings
-from gluon.errors import ExitCode, LockHeldError, UsageError
+from gluon.errors import ExitCode, LakeError, LockHeldError, UsageError
 from gluon.extract.run import run_extraction
 from gluon.faults import fault_point
+from gluon.lake.storage import missing_data_files
 from gluon.methods.base import get_method
 from gluon.naming import TableRef
 from gluon.progress import NullProgress, Progress, ProgressTask
@@ -28,7 +29,7 @@ from gluon.repo.verify_runs import DIFFERENT, EQUAL, VerifyRun
 from gluon.states import TableStatus
 from gluon.verify.bisect import Checkpoint
 from gluon.verify.canonical import Canonical
-from gluon.verify.checksums import Meter
+from gluon.verify.checksums import Meter, rebuild_hint
 from gluon.verify.compare import Differences, diff
 from gluon.verify.look import look
 from gluon.verify.pace import Pace
@@ -62,12 +63,15 @@ class Verdict:
     """Keys only the lake holds where the method allows it (data patching): not errors."""
     locked: str | None = None
     """Why the table was not verified (another command holds its lock), for ``--all``."""
+    failed: str | None = None
+    """Why the table could not be verified (an error reading a side), for ``--all``: the
+    other tables are still verified and reported."""
     resumed_levels: int = 0
     """Bisection levels a killed earlier run finished and this one did not redo."""
 
     @property
     def equal(self) -> bool:
-        return self.locked is None and self.differences.count == 0
+        return self.locked is None and self.failed is None and self.differences.count == 0
 
 
 def check_selection(table: str | None, every: bool) -> None:
@@ -135,18 +139,24 @@ def _verify_table(
                 repo.verify_progress.save(record.table_key, taken_at, point.to_json())
             fault_point("verify.after_level")
 
-        seen = look(
-            settings,
-            repo,
-            record,
-            shape,
-            pace,
-            meter,
-            progress=lambda _level, _differing: task.advance(1),
-            recheck=recheck,
-            start=start,
-            checkpoint=save,
-        )
+        try:
+            seen = look(
+                settings,
+                repo,
+                record,
+                shape,
+                pace,
+                meter,
+                progress=lambda _level, _differing: task.advance(1),
+                recheck=recheck,
+                start=start,
+                checkpoint=save,
+            )
+        except LakeError as exc:
+            gone = lake_files_gone(repo, record)
+            if gone is None:
+                raise
+            raise gone from exc
         recheck = seen.leaves  # later looks confirm these buckets, they do not search again
         found = diff(seen.source, seen.lake)
         verdict.looks += 1
@@ -210,6 +220,29 @@ def lake_state(repo: Repository, record: OffloadedTable) -> str:
     )
 
 
+def lake_files_gone(repo: Repository, record: OffloadedTable) -> LakeError | None:
+    """When reading the lake failed because its Delta tables name data files the storage no
+    longer holds (deleted by hand, lost in a restore), the error that says so and what to do;
+    None when every file is there (the failure was something else)."""
+    state = repo.incremental.get_state(record.table_key)
+    locations = [record.base_path] + ([state.delta_path] if state and state.delta_path else [])
+    for location in locations:
+        try:
+            gone = missing_data_files(location)
+        except Exception:  # the diagnosis must not hide the first error
+            continue
+        if gone:
+            files = "data file that is" if len(gone) == 1 else "data files that are"
+            first = gone[0].rsplit("/", 1)[-1]
+            return LakeError(
+                f"{record.table_key}: the lake's Delta table at {location} names {len(gone)} "
+                f"{files} gone ({first}{', ...' if len(gone) > 1 else ''}): restore "
+                f"{'it' if len(gone) == 1 else 'them'} from a backup, or "
+                + rebuild_hint(record.table_key)
+            )
+    return None
+
+
 def resume_point(repo: Repository, table_key: str, taken_at: str) -> Checkpoint | None:
     """The levels a killed verify finished at this lake state, or None (start again)."""
     saved = repo.verify_progress.load(table_key, taken_at)
@@ -244,7 +277,8 @@ def extract_waiting(settings: Settings, table_key: str, wait_seconds: float) -> 
 
 
 def exit_code(verdicts: list[Verdict]) -> ExitCode:
-    """Differences outrank a locked table (1 > 3 > 0): a difference found is the news."""
+    """Differences (or a table that failed) outrank a locked table (1 > 3 > 0): a difference
+    found is the news."""
     if any(verdict.locked is None and not verdict.equal for verdict in verdicts):
         return ExitCode.ERROR
     if any(verdict.locked is not None for verdict in verdicts):
