@@ -61,6 +61,7 @@ def main() -> None:
         began = time.monotonic()
         _prepare(url, home, names)
         enabled = time.monotonic() - began
+        print(f"enabled {len(names)} tables in {enabled:.0f} s", flush=True)
         writer = _Writer(url, names, arguments.rate)
         writer.start()
         try:
@@ -71,7 +72,7 @@ def main() -> None:
         if writer.failure is not None:
             raise writer.failure
         loaded = time.monotonic() - began - enabled
-        print(f"enabled {len(names)} tables in {enabled:.0f} s, loaded {loaded:.0f} s", flush=True)
+        print(f"loaded {loaded:.0f} s ({runs} extraction runs)", flush=True)
         seconds, code = time_report(home, None, arguments.py_spy)
         print(
             json.dumps(
