@@ -67,6 +67,7 @@ REPOSITORY_WRITES = (
     "clear",
     "record_set_aside",
     "discard_empty_extraction",
+    "count_batch",
     "record_empty_checks",
     "record_verify",
     "save_verify_progress",

@@ -32,6 +32,7 @@ from gluon import source as sources
 from gluon.capture import changelog, existing
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UsageError
+from gluon.extract.counting import BatchCounter
 from gluon.extract.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
 from gluon.extract.insert_only import Screen
 from gluon.extract.schema_changes import carry_changes
@@ -110,12 +111,13 @@ class ExtractionResult:
     recorded: bool = True
     """False: the run shipped nothing and left no row in the repository (the service)."""
 
-    def took(self, changes: pa.Table, written: int) -> None:
+    def took(self, changes: pa.Table, written: int, *, counted_before: int = 0) -> None:
         """Count ``changes`` as taken from the source by this run, ``written`` of them into
-        the lake, and widen the run's ``gl_seq`` range."""
+        the lake, and widen the run's ``gl_seq`` range; ``counted_before`` of them a killed run
+        counted already (``gluon.extract.counting``)."""
         import pyarrow.compute as pc
 
-        self.rows_read += changes.num_rows
+        self.rows_read += changes.num_rows - counted_before
         self.rows_written += written
         seqs = changes.column("gl_seq")
         low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
@@ -344,8 +346,9 @@ def _ship(
                     tables.register_table(session, state.delta_table, state.delta_path)
             return session
 
+        counter = BatchCounter(feed.repo, result, feed.sequences_are_unique, feed.batches_in_order)
         shipping = (
-            _MergeImmediately(lake, feed, record, state, result)
+            _MergeImmediately(lake, feed, record, state, result, counter)
             if state.merge_mode == MergeMode.IMMEDIATE
             else _AppendToDeltaTable(lake, feed, record, state, result)
         )
@@ -363,9 +366,9 @@ def _ship(
                 fresh = shipping.ship(changes)
                 writing.detail = f"{fresh} changes"
             fault_point("extract.after_delta_commit")
+            counter.count(changes, fresh)  # before the source lets go of them
             with timed_step("done"):
                 feed.done(changes)
-            result.took(changes, fresh)
             task.advance(changes.num_rows)
             log.info(
                 "shipped %d changes (%d %s) to %s",
@@ -448,6 +451,7 @@ class _MergeImmediately:
     record: OffloadedTable
     state: IncrementalState
     result: ExtractionResult
+    counter: BatchCounter
 
     left_out = "superseded in the batch or refused"
 
@@ -476,9 +480,10 @@ class _MergeImmediately:
         merged = self._apply(staged)
         if staged.extraction_id not in unconfirmed:
             return
+        # This run's changes, unless the dead run counted them (status and the metric count
+        # them); counted before they leave the source.
+        self.counter.count(staged.rows, merged)
         self.feed.done(staged.rows)
-        # They left the source now: this run's changes (status and the metric count them).
-        self.result.took(staged.rows, merged)
         log.debug("staged batch %d is in the base table and out of the changelog", staged.version)
 
     def ship(self, changes: pa.Table) -> int:

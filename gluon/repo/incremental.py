@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -364,6 +365,57 @@ class IncrementalRepository:
                 connection.execute(
                     table.update().where(table.c.table_key == check.table_key).values(**values)
                 )
+
+    @repository_write("count_batch")
+    def count_batch(
+        self,
+        run_id: int,
+        *,
+        rows_read: int,
+        rows_written: int,
+        min_seq: int | None,
+        max_seq: int | None,
+        counted_seqs: list[tuple[int, int]] | None,
+    ) -> None:
+        """Record the run's counts so far and the ``gl_seq`` ranges of the batch it just
+        counted (``gluon.extract.counting``), in one statement, before the source lets go of
+        the batch: a run killed later keeps them."""
+        table = models.extraction_runs
+        ranges = None if counted_seqs is None else json.dumps([list(r) for r in counted_seqs])
+        with self.engine.begin() as connection:
+            connection.execute(
+                table.update()
+                .where(table.c.id == run_id)
+                .values(
+                    rows_read=rows_read,
+                    rows_written=rows_written,
+                    min_seq=min_seq,
+                    max_seq=max_seq,
+                    counted_seqs=ranges,
+                )
+            )
+
+    def counted_unconfirmed(self, table_key: str, run_id: int) -> list[tuple[int, int]]:
+        """The ``gl_seq`` ranges the last batch of each run after the last success (other
+        than ``run_id``) counted, ascending: those changes may still wait in the source
+        (``unconfirmed_extractions``), and a run reading them again must not count them."""
+        table = models.extraction_runs
+        with self.engine.connect() as connection:
+            last_success = connection.execute(
+                sa.select(sa.func.max(table.c.id)).where(
+                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
+                )
+            ).scalar()
+            texts = connection.execute(
+                sa.select(table.c.counted_seqs).where(
+                    table.c.table_key == table_key,
+                    table.c.id > (last_success or 0),
+                    table.c.id != run_id,
+                    table.c.counted_seqs.is_not(None),
+                )
+            ).scalars()
+            ranges = [(int(low), int(high)) for text in texts for low, high in json.loads(text)]
+        return sorted(ranges)
 
     def unconfirmed_extractions(self, table_key: str) -> set[int]:
         """Runs whose shipped changes may still be in the changelog.

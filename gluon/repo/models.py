@@ -85,6 +85,10 @@ extraction_runs = sa.Table(
     # the lake can show, counted at the run's end (gluon.extract.truncation).
     sa.Column("source_rows", sa.BigInteger),
     sa.Column("lake_rows", sa.BigInteger),
+    # Revision 0025: the gl_seq ranges of the last batch the run counted, as JSON
+    # [[first, last], ...] (gluon.extract.counting): until a later run succeeds, a run
+    # re-reading one of them leaves it out of its count.
+    sa.Column("counted_seqs", sa.Text),
 )
 
 compaction_runs = sa.Table(

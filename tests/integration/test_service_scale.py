@@ -40,7 +40,7 @@ QUIET = TABLES[-1]
 """Never written to: only checked, so its most recent extraction is the service's last check."""
 WRITTEN = TABLES[:-1]
 ROWS = 10
-PARALLEL = 2
+PARALLEL = 4
 CONNECTION_BOUND = 3 * (PARALLEL + 1)
 """docs/operations.md, "Connections": three a worker thread and three for the lag reader."""
 TEST_APPLICATION = "gluon-test-observer"

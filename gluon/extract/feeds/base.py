@@ -97,6 +97,10 @@ class ChangeFeed(Protocol):
     oldest_change_at: dt.datetime | None
     """When the oldest change read so far was captured, on this host's clock, if reading
     tells (a slot's COMMIT does); None: the extraction asks the capture objects."""
+    batches_in_order: ClassVar[bool]
+    """Every change it reads after a batch has a higher ``gl_seq`` than each of the batch's
+    (a slot's stream, in commit order; not a changelog, where a transaction that took a lower
+    sequence value may commit later): a batch is recorded as its lowest and highest."""
     merges_batches: ClassVar[bool]
     """Its changes come in numbered batches that merge mode IMMEDIATE merges once each (not
     a feed that re-reads row images)."""
@@ -210,6 +214,7 @@ class TableFeed:
     oldest_change_at: dt.datetime | None = None
     """See :attr:`ChangeFeed.oldest_change_at` (None until a read tells)."""
     merges_batches: ClassVar[bool] = True
+    batches_in_order: ClassVar[bool] = False
     position_kind: ClassVar[str] = "sequence"
     counts_pending: ClassVar[bool] = True
     counts_changelog_rows: ClassVar[bool] = False

@@ -110,6 +110,7 @@ class PgLogicalFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the replication slot is advanced past the transactions read"
     waits_in: ClassVar[str] = "the replication slot"
     exclusive_reads: ClassVar[bool] = True
+    batches_in_order: ClassVar[bool] = True
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
