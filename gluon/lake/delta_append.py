@@ -18,7 +18,6 @@ from gluon.errors import LakeError
 from gluon.faults import fault_point
 from gluon.lake import failures
 from gluon.lake.session import is_commit_conflict
-from gluon.lake.storage import delta_version
 from gluon.schema import arrow_int_scalar, arrow_repeat
 
 if TYPE_CHECKING:
@@ -49,10 +48,14 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
     (nothing written) when there is no table there or its schema is not ``rows``'."""
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
+    from deltalake.exceptions import TableNotFoundError
 
-    if delta_version(location) is None:
+    # One open of the log for the check, the write and the checkpoint (each open replays
+    # the log from its last checkpoint: three of them were a tenth of a loaded service run).
+    try:
+        table = DeltaTable(location)
+    except TableNotFoundError:
         return False
-    table = DeltaTable(location)
     schema = pa.schema(table.schema().to_arrow())
     if list(table.metadata().partition_columns) != [partition_column]:
         return False
@@ -70,7 +73,7 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
             f"writing the Delta table at {location} failed: {failures.describe(exc)}"
         ) from exc
     fault_point("lake.after_write")
-    version = delta_version(location)
-    if version is not None and version > 0 and version % CHECKPOINT_INTERVAL == 0:
-        DeltaTable(location).create_checkpoint()
+    version = table.version()  # the write moved this table object to its own commit
+    if version > 0 and version % CHECKPOINT_INTERVAL == 0:
+        table.create_checkpoint()
     return True
