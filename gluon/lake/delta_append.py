@@ -19,7 +19,6 @@ from gluon.faults import fault_point
 from gluon.lake import failures
 from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 from gluon.lake.session import is_commit_conflict
-from gluon.lake.storage import delta_version
 from gluon.schema import arrow_int_scalar, arrow_repeat
 
 if TYPE_CHECKING:
@@ -44,10 +43,14 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
     (nothing written) when there is no table there or its schema is not ``rows``'."""
     import pyarrow as pa
     from deltalake import DeltaTable, write_deltalake
+    from deltalake.exceptions import TableNotFoundError
 
-    if delta_version(location) is None:
+    # One open of the log for the check, the write and the checkpoint (each open replays
+    # the log from its last checkpoint: three of them were a tenth of a loaded service run).
+    try:
+        table = DeltaTable(location)
+    except TableNotFoundError:
         return False
-    table = DeltaTable(location)
     schema = pa.schema(table.schema().to_arrow())
     if list(table.metadata().partition_columns) != [partition_column]:
         return False
@@ -71,5 +74,6 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
             f"writing the Delta table at {location} failed: {failures.describe(exc)}"
         ) from exc
     fault_point("lake.after_write")
-    checkpoint_if_due(location)  # as the engine checkpoints the tables it writes
+    # The write moved this table object to its own commit: no second log read.
+    checkpoint_if_due(location, table.version())  # as the engine checkpoints its tables
     return True

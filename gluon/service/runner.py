@@ -49,7 +49,8 @@ SLOT_TURN_SECONDS = 30.0
 value of a slot table's gauges."""
 FULL_RUN_SECONDS = 300.0
 """A table whose feed counts nothing waiting is still given a full extraction run this
-often (which compares the source's columns and checks the capture objects)."""
+often (which compares the source's columns and checks the capture objects); a busy table's
+runs check its capture objects this often too, not every run."""
 
 
 class Outcome:
@@ -167,6 +168,9 @@ class Service:
         self.compaction_turns = CompactionTurns()
         """A continuous fold and the table's scheduled compaction take turns."""
         self._full_run_at: dict[str, float] = {}
+        self._shipped_last: set[str] = set()
+        """Tables whose last extraction shipped changes: under load more are waiting, so the
+        next run skips the count that would only say so (``nothing_waiting``)."""
         self._totals_lock = threading.Lock()
         """Continuous loops count their runs from their own threads."""
 
@@ -351,7 +355,8 @@ class Service:
         state = Repository(self.settings.repo_url).incremental.get_state(table.key)
         enablement = None if state is None else state.enablement_id
         full_run_due = time.monotonic() >= self._full_run_at.get(table.key, 0.0)
-        if not full_run_due and nothing_waiting(self.settings, table.key):
+        known_busy = table.key in self._shipped_last
+        if not full_run_due and not known_busy and nothing_waiting(self.settings, table.key):
             report.outcome, report.detail = Outcome.NOTHING_TO_DO, "nothing waiting"
             self.checks.checked(table.key, enablement, self.clock())
             return
@@ -363,8 +368,14 @@ class Service:
                 batch_size=table.batch_size,
                 stopping=stop.is_set,
                 record_empty=False,
+                check_capture=full_run_due,
             )
-        self._full_run_at[table.key] = time.monotonic() + FULL_RUN_SECONDS
+        if full_run_due:
+            self._full_run_at[table.key] = time.monotonic() + FULL_RUN_SECONDS
+        if result.rows_read:
+            self._shipped_last.add(table.key)
+        else:
+            self._shipped_last.discard(table.key)
         report.shipped, report.written = result.rows_read, result.rows_written
         report.run_id = result.run_id if result.recorded else None
         if result.recorded:
