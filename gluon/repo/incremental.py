@@ -323,11 +323,7 @@ class IncrementalRepository:
         """
         table = models.extraction_runs
         with self.engine.begin() as connection:
-            last_success = connection.execute(
-                sa.select(sa.func.max(table.c.id)).where(
-                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
-                )
-            ).scalar()
+            last_success = _last_success(connection, table_key)
             others = connection.execute(
                 sa.select(sa.func.count()).where(
                     table.c.table_key == table_key,
@@ -401,11 +397,7 @@ class IncrementalRepository:
         (``unconfirmed_extractions``), and a run reading them again must not count them."""
         table = models.extraction_runs
         with self.engine.connect() as connection:
-            last_success = connection.execute(
-                sa.select(sa.func.max(table.c.id)).where(
-                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
-                )
-            ).scalar()
+            last_success = _last_success(connection, table_key)
             texts = connection.execute(
                 sa.select(table.c.counted_seqs).where(
                     table.c.table_key == table_key,
@@ -428,11 +420,7 @@ class IncrementalRepository:
         """
         table = models.extraction_runs
         with self.engine.connect() as connection:
-            last_success = connection.execute(
-                sa.select(sa.func.max(table.c.id)).where(
-                    table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
-                )
-            ).scalar()
+            last_success = _last_success(connection, table_key)
             rows = connection.execute(
                 sa.select(table.c.id).where(
                     table.c.table_key == table_key, table.c.id > (last_success or 0)
@@ -513,3 +501,14 @@ class IncrementalRepository:
             last_success_at=last_success,
             first_started_at=row[7],
         )
+
+
+def _last_success(connection: sa.Connection, table_key: str) -> int | None:
+    """The id of the table's last successful extraction run (None: none yet)."""
+    table = models.extraction_runs
+    last: int | None = connection.execute(
+        sa.select(sa.func.max(table.c.id)).where(
+            table.c.table_key == table_key, table.c.status == ExtractionStatus.SUCCESS
+        )
+    ).scalar()
+    return last
