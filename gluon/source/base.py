@@ -11,7 +11,7 @@ dialect may override, documented where it is declared.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -213,6 +213,27 @@ class SourceDialect:
             with self.engine.connect() as connection:
                 # fetchall: the driver's rows at once (a slot's peek: 100k rows), not one by one.
                 return list(connection.execute(sa.text(sql), params or {}).fetchall())
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+
+    def stream_query(
+        self, template: str, params: dict[str, Any], *, rows: int
+    ) -> Generator[list[Any]]:
+        """:meth:`run_query`, its rows ``rows`` at a time from a server-side cursor: memory
+        bounded by ``rows`` however many the query returns. The connection stays open until
+        the rows end or the iterator is closed (dropped).
+
+        Raises:
+            SourceError: the query failed (at the first rows, or later).
+        """
+        sql = self.render(template)
+        try:
+            with self.engine.connect() as connection:
+                result = connection.execution_options(
+                    stream_results=True, max_row_buffer=rows
+                ).execute(sa.text(sql), params)
+                while chunk := result.fetchmany(rows):
+                    yield list(chunk)
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
 
