@@ -10,6 +10,7 @@ dialect may override, documented where it is declared.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
@@ -227,15 +228,20 @@ class SourceDialect:
             SourceError: the query failed (at the first rows, or later).
         """
         sql = self.render(template)
+        connection = self.engine.connect()
         try:
-            with self.engine.connect() as connection:
-                result = connection.execution_options(
-                    stream_results=True, max_row_buffer=rows
-                ).execute(sa.text(sql), params)
-                while chunk := result.fetchmany(rows):
-                    yield list(chunk)
+            result = connection.execution_options(stream_results=True, max_row_buffer=rows).execute(
+                sa.text(sql), params
+            )
+            while chunk := result.fetchmany(rows):
+                yield list(chunk)
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+        finally:
+            # A stream dropped unfinished is closed when collected, maybe after its server
+            # went away: nothing was written, so a failed rollback has nothing to report.
+            with contextlib.suppress(sa.exc.DBAPIError):
+                connection.close()
 
     def split_script(self, script: str) -> list[str]:
         """The statements of a rendered script, split on :attr:`statement_separator` lines."""
