@@ -10,8 +10,9 @@ dialect may override, documented where it is declared.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -215,6 +216,32 @@ class SourceDialect:
                 return list(connection.execute(sa.text(sql), params or {}).fetchall())
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+
+    def stream_query(
+        self, template: str, params: dict[str, Any], *, rows: int
+    ) -> Generator[list[Any]]:
+        """:meth:`run_query`, its rows ``rows`` at a time from a server-side cursor: memory
+        bounded by ``rows`` however many the query returns. The connection stays open until
+        the rows end or the iterator is closed (dropped).
+
+        Raises:
+            SourceError: the query failed (at the first rows, or later).
+        """
+        sql = self.render(template)
+        connection = self.engine.connect()
+        try:
+            result = connection.execution_options(stream_results=True, max_row_buffer=rows).execute(
+                sa.text(sql), params
+            )
+            while chunk := result.fetchmany(rows):
+                yield list(chunk)
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+        finally:
+            # A stream dropped unfinished is closed when collected, maybe after its server
+            # went away: nothing was written, so a failed rollback has nothing to report.
+            with contextlib.suppress(sa.exc.DBAPIError):
+                connection.close()
 
     def split_script(self, script: str) -> list[str]:
         """The statements of a rendered script, split on :attr:`statement_separator` lines."""

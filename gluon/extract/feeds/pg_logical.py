@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -96,6 +96,43 @@ def peek_slot(
         time.sleep(0.2)
 
 
+STREAM_FETCH_ROWS = 10_000
+"""Slot rows fetched from the extraction's cursor at a time (``stream_slot``)."""
+
+
+def stream_slot(
+    source: SourceDialect,
+    slot: str,
+    upto: int,
+    rows: int = STREAM_FETCH_ROWS,
+    wait_seconds: float = SLOT_BUSY_WAIT_SECONDS,
+) -> Generator[list[Any]]:
+    """The slot's rows of every transaction committed up to ``upto`` (``stream_slot_changes``:
+    one decoding), ``rows`` at a time, waiting while another process reads the slot.
+
+    Raises:
+        SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
+    """
+    deadline = time.monotonic() + wait_seconds
+    params = {"slot": slot, "upto": format_lsn(upto)}
+    while True:
+        stream = source.stream_query("stream_slot_changes", params, rows=rows)
+        try:
+            first = next(stream, None)  # the server decodes here, holding the slot
+        except SourceError as exc:
+            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+            continue
+        try:
+            if first is not None:
+                yield first
+                yield from stream
+            return
+        finally:
+            stream.close()
+
+
 def _slot_of(state: IncrementalState) -> objects.SourceObjectRef:
     found = next(
         (o for o in capture_objects(state) if o.kind is SourceObject.REPLICATION_SLOT), None
@@ -114,6 +151,15 @@ class PgLogicalFeed(TableFeed):
     sequences_are_unique: bool = True
     _confirm: int | None = None
     """The commit LSN the last read ended at: ``done`` advances the slot to it."""
+    _stream: Generator[list[Any]] | None = field(default=None, init=False)
+    """The extraction's one decoding of the slot (``stream_slot``), up to ``_horizon``, read
+    batch after batch; None before the first read and after the rows ended. Dropped with the
+    feed (a run that stops early), which closes its cursor."""
+    _horizon: int = field(default=0, init=False)
+    """The WAL flush position read when ``_stream`` was opened (0: not yet): every transaction
+    committed before it is in the stream, and the extraction reads nothing past it."""
+    _carried: list[Any] = field(default_factory=list, init=False)
+    """Rows fetched past the last batch's end (its last whole transaction): the next batch's."""
     _set_aside: set[int] | None = field(default=None, init=False)
     """The ``gl_seq`` of the changes set aside (``gluon.extract.set_aside``), read once: the slot
     still holds them until an extraction confirms past them, and every read skips them."""
@@ -187,32 +233,67 @@ class PgLogicalFeed(TableFeed):
         schema = pa.schema([*spec.arrow_schema, *objects.change_fields()])
         labels = self._labels()
         self._check_keys_logged(labels)
-        slot = self.slot.name
-        # The slot's rows count BEGIN, COMMIT and other tables' changes too: peek further
-        # (from the slot's position again) until the batch holds ``limit`` changes of the
-        # table or the stream ends, so a short batch means nothing is left.
-        horizon = self._flushed()
-        wanted = limit
+        # One decoding per extraction: the slot's peek up to the WAL flushed now, read in
+        # batches from one cursor. A peek per batch decoded again from the slot's restart
+        # point, which stays where a burst began (no running-transactions record in it), so
+        # N batches decoded O(N^2) WAL (issue 33; bench/README.md, PG_LOGICAL's figures).
+        if self._stream is None:
+            if self._horizon:
+                # The stream ended: what committed since ships at the next extraction (a
+                # further peek would decode from the restart point again for it).
+                return schema.empty_table()
+            self._horizon = self._flushed()
+            self._stream = stream_slot(self.source, self.slot.name, self._horizon)
+        out: PrintedChanges | None = None
+        confirm: int | None = None
         while True:
-            rows = peek_slot(self.source, slot, wanted)
+            rows, ended = self._next_transactions(limit - (len(out) if out else 0))
             changes, last_commit = self._decode(rows, labels)
-            ended = len(rows) < wanted
             if ended:
-                # Every transaction committed before the horizon was in this peek: the slot
+                # Every transaction committed before the horizon was in the stream: the slot
                 # may skip the WAL up to it (other databases' WAL, which no peek shows and
                 # every later peek would decode again).
-                last_commit = max(last_commit or 0, horizon)
-            if len(changes) >= limit or (changes and ended):
-                self._confirm = last_commit
-                return self._checked(changes, schema)
-            if not changes:
+                last_commit = max(last_commit or 0, self._horizon)
+            if last_commit:
+                confirm = max(confirm or 0, last_commit)
+            if out is None:
+                out = changes
+            else:
+                out.extend(changes.printed, changes.seqs, changes.ops)
+            if len(out) >= limit or (out and ended):
+                self._confirm = confirm
+                return self._checked(out, schema)
+            if not out:
                 # Only other tables' transactions: confirm them now, nothing of ours is in them.
-                if last_commit:
-                    self._advance(last_commit)
+                if confirm:
+                    self._advance(confirm)
+                    confirm = None
                 if ended:
                     return schema.empty_table()
-                continue
-            wanted *= 2
+
+    def _next_transactions(self, wanted: int) -> tuple[list[Any], bool]:
+        """The stream's next rows: whole transactions, at least ``wanted`` rows (a row per
+        change, of every table, and a BEGIN and a COMMIT per transaction) unless the stream
+        ends; and whether it ended (then closed: the extraction reads no more).
+        """
+        assert self._stream is not None
+        rows, self._carried = self._carried, []
+        looked = max(wanted, 1) - 1  # the rows before it are not looked at for a COMMIT
+        while True:
+            # Cut after the first COMMIT from the wanted-th row on: whole transactions.
+            cut = next(
+                (at + 1 for at in range(looked, len(rows)) if rows[at][2].startswith("COMMIT")),
+                None,
+            )
+            if cut is not None:
+                self._carried = rows[cut:]
+                return rows[:cut], False
+            looked = max(looked, len(rows))
+            fetched = next(self._stream, None)
+            if fetched is None:
+                self._stream = None
+                return rows, True
+            rows += fetched
 
     def _labels(self) -> logical.RelationLabels:
         """How the slot names the table's changes now (its partitions read now, so one
