@@ -78,11 +78,14 @@ def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.Mon
     out = tmp_path / "reports"
     assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": 3}
     assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
+    # The count read every changelog: none is looked up in the catalog again.
+    assert queries["object_exists"] == 0
 
     # One changelog gone: the one query fails, each table is counted alone (as before).
     app.run("DROP TABLE main.main_h_orders_log")
     assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": None}
     assert queries["count_changes"] == 1
+    assert queries["object_exists"] == 2  # each table looks its changelog up (one is gone)
 
 
 def test_changelogs_counted_in_one_query_on_postgresql(
@@ -92,6 +95,7 @@ def test_changelogs_counted_in_one_query_on_postgresql(
     queries = _count_queries(monkeypatch)
     assert _report(tmp_path / "reports", queries) == {"PUBLIC.ITEMS": 2, "PUBLIC.ORDERS": 3}
     assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
+    assert queries["object_exists"] == 0
 
 
 def test_oldest_changes_read_in_one_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
