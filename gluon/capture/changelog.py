@@ -97,6 +97,24 @@ def oldest_change(source: SourceDialect, objects: list[SourceObjectRef]) -> Olde
     return OldestChange(_utc(rows[0][0]), _utc(rows[0][1]), _utc(dt.datetime.now(dt.UTC)))
 
 
+def oldest_changes_of(
+    source: SourceDialect, changelogs: Sequence[SourceObjectRef]
+) -> list[OldestChange | None]:
+    """The oldest change waiting in each of ``changelogs``, in their order, from one query
+    (None: nothing pending there).
+
+    Raises:
+        SourceError: one of them cannot be read (read them one by one to find which).
+    """
+    if not changelogs:
+        return []
+    params = {f"n{number}": number for number in range(len(changelogs))}
+    rows = source.run_query("oldest_changes_of", params, changelogs=list(changelogs))
+    read_at = _utc(dt.datetime.now(dt.UTC))
+    found = {int(row[0]): OldestChange(_utc(row[1]), _utc(row[2]), read_at) for row in rows}
+    return [found.get(number) for number in range(len(changelogs))]
+
+
 def _utc(value: dt.datetime | str) -> dt.datetime:
     """A naive UTC time from a driver's value (SQLite returns the text its default wrote)."""
     if isinstance(value, str):

@@ -163,6 +163,7 @@ def capture_problems(
     objects: Sequence[SourceObjectRef],
     *,
     truncate: bool = True,
+    changelog_read: bool = False,
 ) -> list[str]:
     """What stops changes to ``table`` from being captured now: a capture trigger that is
     disabled or gone, a changelog that is gone (each one line, with the way out); with
@@ -172,6 +173,9 @@ def capture_problems(
 
     Changes the application made meanwhile were never recorded: only a new
     offload brings the lake back in step.
+
+    ``changelog_read``: the caller has just read the changelog (a report counts every
+    changelog of a database in one query), so it exists and is not looked up again.
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -186,7 +190,7 @@ def capture_problems(
         f"--incremental-recreate-capture-objects), {resync}"
     )
     changelog = find_object(objects, SourceObject.CHANGELOG_TABLE)
-    if changelog is not None and not object_exists(source, changelog):
+    if changelog is not None and not changelog_read and not object_exists(source, changelog):
         problems.append(
             f"changelog table {changelog.schema}.{changelog.name} of {table.schema}.{table.name} "
             "is missing: " + recreate

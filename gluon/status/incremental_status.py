@@ -20,7 +20,7 @@ from gluon.capture import objects as source_objects
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError
-from gluon.extract.feeds import FEEDS, capture_objects
+from gluon.extract.feeds import FEEDS, Pending, capture_objects
 from gluon.extract.insert_only import status_notes
 from gluon.extract.schema_changes import source_changes
 from gluon.extract.truncation import truncation_note
@@ -87,6 +87,10 @@ class ChangelogCounter:
     _failure: str | None = field(default=None, init=False)
     _counted: dict[str, int] = field(default_factory=dict, init=False)
     """Changelog rows per table key, counted ahead for many tables (``count_ahead``)."""
+    _oldest: dict[str, capture_changelog.OldestChange | None] = field(
+        default_factory=dict, init=False
+    )
+    """The oldest pending change per table key, read ahead with the counts (None: none)."""
 
     def _dialect(self) -> SourceDialect:
         if self._failure:
@@ -132,6 +136,11 @@ class ChangelogCounter:
         except GluonError:
             return
         self._counted.update(zip(tables, counts, strict=True))
+        try:
+            oldest = capture_changelog.oldest_changes_of(source, changelogs)
+        except GluonError:
+            return  # each table reads its own oldest change (and finds out which fails)
+        self._oldest.update(zip(tables, oldest, strict=True))
 
     def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
         """The changes waiting in the source, as the table's feed counts them."""
@@ -166,6 +175,9 @@ class ChangelogCounter:
             return measure_lag(repo, state, None, slot=backlog.slot)
         if backlog.rows is None:
             return measure_lag(repo, state, None, failure=backlog.reason)
+        if state.table_key in self._oldest:
+            known = Pending(backlog.rows, self._oldest[state.table_key])
+            return measure_lag(repo, state, self._source, known=known)
         return measure_lag(repo, state, self._source, counted=backlog.rows)
 
     def nullable_keys(self, record: OffloadedTable, state: IncrementalState) -> tuple[str, ...]:

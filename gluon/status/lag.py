@@ -108,6 +108,7 @@ def measure_lag(
     failure: str | None = None,
     counted: int | None = None,
     slot: SlotBacklog | None = None,
+    known: Pending | None = None,
 ) -> TableLag:
     """The lag of the table of ``state``, counted by its feed through ``source``.
 
@@ -118,6 +119,8 @@ def measure_lag(
         failure: why the source cannot be read.
         counted: the backlog when the caller has just counted it (not counted again).
         slot: the table's slot as the caller has just read it (not read again).
+        known: the pending changes and the oldest of them as the caller has just read them
+            (a report reads every changelog's oldest change in one query; not read again).
     """
     shipment = repo.incremental.last_shipment(state.table_key, state.enablement_id)
     feed = FEEDS[get_method(state.method).change_reader]
@@ -125,7 +128,9 @@ def measure_lag(
         cannot = f"{state.method} keeps no changelog: it cannot tell when a change was made"
         return _unknown(state.table_key, cannot, cannot)
     reason = failure
-    pending = None if slot is None else Pending(slot.pending, slot.oldest, slot.unknown_reason)
+    pending = known
+    if slot is not None:
+        pending = Pending(slot.pending, slot.oldest, slot.unknown_reason)
     if pending is None and reason is None and source is not None:
         try:
             record = repo.offloaded_table(state.table_key)

@@ -16,15 +16,28 @@ from support.tables import App, enable, extract
 from gluon.source.base import SourceDialect
 
 
-def _report(out: Path, queries: collections.Counter[str]) -> dict[str, int | None]:
-    """Each table's changelog rows in a new JSON report; ``queries`` counts the source's."""
+def _report_tables(out: Path, queries: collections.Counter[str]) -> list[dict[str, Any]]:
+    """Each table's entry in a new JSON report; ``queries`` counts the source's."""
     queries.clear()
     for old in out.glob("*") if out.exists() else ():
         old.unlink()
     result = run_cli("offload_status_report", "--output-format=json", f"--output-dir={out}")
     assert result.exit_code == 0, result.stderr
-    tables = json.loads(next(out.iterdir()).read_text())["tables"]
-    return {table["table"]: table["changelog_rows"] for table in tables}
+    tables: list[dict[str, Any]] = json.loads(next(out.iterdir()).read_text())["tables"]
+    return tables
+
+
+def _report(out: Path, queries: collections.Counter[str]) -> dict[str, int | None]:
+    """Each table's changelog rows in a new JSON report; ``queries`` counts the source's."""
+    return {table["table"]: table["changelog_rows"] for table in _report_tables(out, queries)}
+
+
+def _oldest_ages(out: Path, queries: collections.Counter[str]) -> dict[str, float | None]:
+    """Each table's oldest pending change's age in a new JSON report."""
+    return {
+        table["table"]: table["oldest_pending_age_seconds"]
+        for table in _report_tables(out, queries)
+    }
 
 
 def _app(url: str, schema: str, home: Path, monkeypatch: pytest.MonkeyPatch) -> App:
@@ -65,11 +78,14 @@ def test_changelogs_counted_in_one_query(tmp_path: Path, monkeypatch: pytest.Mon
     out = tmp_path / "reports"
     assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": 3}
     assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
+    # The count read every changelog: none is looked up in the catalog again.
+    assert queries["object_exists"] == 0
 
     # One changelog gone: the one query fails, each table is counted alone (as before).
     app.run("DROP TABLE main.main_h_orders_log")
     assert _report(out, queries) == {"MAIN.ITEMS": 2, "MAIN.ORDERS": None}
     assert queries["count_changes"] == 1
+    assert queries["object_exists"] == 2  # each table looks its changelog up (one is gone)
 
 
 def test_changelogs_counted_in_one_query_on_postgresql(
@@ -79,3 +95,33 @@ def test_changelogs_counted_in_one_query_on_postgresql(
     queries = _count_queries(monkeypatch)
     assert _report(tmp_path / "reports", queries) == {"PUBLIC.ITEMS": 2, "PUBLIC.ORDERS": 3}
     assert (queries["count_changes_of"], queries["count_changes"]) == (1, 0)
+    assert queries["object_exists"] == 0
+
+
+def test_oldest_changes_read_in_one_query(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oldest pending change of every changelog of a database comes from one query, not
+    one ``oldest_change`` a table; a changelog that cannot be read makes each table read
+    its own (and only that one's is unknown)."""
+    app = _app(f"sqlite:///{tmp_path / 'app.db'}", "main", tmp_path / "home", monkeypatch)
+    queries = _count_queries(monkeypatch)
+    out = tmp_path / "reports"
+    ages = _oldest_ages(out, queries)
+    assert sorted(ages) == ["MAIN.ITEMS", "MAIN.ORDERS"]
+    assert all(age is not None and age >= 0 for age in ages.values()), ages
+    assert (queries["oldest_changes_of"], queries["oldest_change"]) == (1, 0)
+
+    app.run("DROP TABLE main.main_h_orders_log")
+    ages = _oldest_ages(out, queries)
+    assert ages["MAIN.ITEMS"] is not None and ages["MAIN.ORDERS"] is None, ages
+    assert queries["oldest_change"] == 1
+
+
+def test_oldest_changes_read_in_one_query_on_postgresql(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _app(pg_url, "public", tmp_path / "home", monkeypatch)
+    queries = _count_queries(monkeypatch)
+    ages = _oldest_ages(tmp_path / "reports", queries)
+    assert sorted(ages) == ["PUBLIC.ITEMS", "PUBLIC.ORDERS"]
+    assert all(age is not None and age >= 0 for age in ages.values()), ages
+    assert (queries["oldest_changes_of"], queries["oldest_change"]) == (1, 0)

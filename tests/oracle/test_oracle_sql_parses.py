@@ -217,6 +217,18 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
             ]
         }
     },
+    "oldest_changes_of": {
+        "changelogs": {
+            "changelogs": [
+                capture_objects.SourceObjectRef(
+                    SourceObject.CHANGELOG_TABLE, "APP_H", "ORDERS_LOG", "TABLE"
+                ),
+                capture_objects.SourceObjectRef(
+                    SourceObject.CHANGELOG_TABLE, "APP_H", "ITEMS_LOG", "TABLE"
+                ),
+            ]
+        }
+    },
     "sequence_position": {"sequence": {"schema": "APP_H", "table": "ORDERS_SEQ"}},
     # Source schema changes carried to the capture objects (gluon.extract.schema_changes).
     # column_type: the changelog's wide type (gluon.extract.schema_changes._capture_column_type).

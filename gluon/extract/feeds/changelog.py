@@ -150,7 +150,11 @@ class ChangelogFeed(TableFeed):
         objects = capture_objects(state)
         problems: tuple[str, ...] = ()
         if check_capture:
-            problems = tuple(existing.capture_problems(source, record.spec(), objects))
+            problems = tuple(
+                existing.capture_problems(
+                    source, record.spec(), objects, changelog_read=counted is not None
+                )
+            )
             if any(problem.startswith("changelog table") for problem in problems):
                 missing = f"changelog table {cls.held_in(objects)} is missing"
                 return Pending(None, None, missing, problems)
