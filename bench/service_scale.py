@@ -198,6 +198,15 @@ def _repository_runs(home: Path) -> int:
         return int(db.execute(query).fetchone()[0])
 
 
+def _most_of_each(counts: list[dict[str, int]]) -> dict[str, int]:
+    """The highest count of each backend type over the samples."""
+    most: dict[str, int] = {}
+    for sample in counts:
+        for kind, count in sample.items():
+            most[kind] = max(most.get(kind, 0), count)
+    return most
+
+
 def _percentile(values: list[float], fraction: float) -> float | None:
     if not values:
         return None
@@ -312,6 +321,7 @@ def measure(
         "idle_repository_rows_per_minute": round(idle_rows * 60 / idle_seconds, 1),
         "connections_idle_max": max((s["connections"] for s in idle), default=None),
         "connections_load_max": max((s["connections"] for s in loaded), default=None),
+        "server_backends_max": _most_of_each([s["server_backends"] for s in sampler.samples]),
         "rss_mb_first_last_max": [rss[0], rss[-1], max(rss)] if rss else None,
         "rss_mb_over_time": rss[:: max(len(rss) // 20, 1)],
         "scrapes": len(scrapes),
