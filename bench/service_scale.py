@@ -9,8 +9,10 @@ the figures issue 33 sets goals for:
   takes (the extraction interval is short, so the service is always busy: the cycle is
   the tables over the runs per second it achieves);
 * **repository rows per minute** while idle (extraction runs recorded);
-* **connections** the service holds (``pg_stat_activity`` of the bench database, less
-  the bench's own), sampled every second, idle and under load;
+* **connections** the service holds (client backends of the bench database, less the
+  bench's own: its writer and sampler are named, its enabling commands' dropped engines
+  are collected first; autovacuum workers are listed apart), sampled every second, idle
+  and under load;
 * **resident memory** of the service (``VmRSS``) over time;
 * **backlog gauge**: scrapes of ``/metrics`` in which some table had no
   ``gluon_table_backlog_changes`` sample;
@@ -25,6 +27,7 @@ Prints one JSON object and writes it to ``--out``. Not part of the test command.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -57,6 +60,11 @@ def merge_mode_of(number: int) -> str:
     return "IMMEDIATE" if number % 4 == 3 else "DEFERRED"
 
 
+BENCH_APPLICATION = "gluon-bench"
+"""The bench's own connections (writer, sampler): not counted as the service's."""
+_BENCH_CONNECTIONS = {"application_name": BENCH_APPLICATION}
+
+
 def _prepare(url: str, home: Path, names: list[str]) -> None:
     create_tables(url, names)
     os.environ["OFFLOAD_HOME"] = str(home)
@@ -83,7 +91,7 @@ class _Writer(threading.Thread):
         super().__init__(daemon=True)
         import sqlalchemy as sa
 
-        self.engine = sa.create_engine(url, pool_size=1)
+        self.engine = sa.create_engine(url, pool_size=1, connect_args=_BENCH_CONNECTIONS)
         self.names, self.rate = names, rate
         self.halt = threading.Event()
         self.written = 0
@@ -120,7 +128,7 @@ class _Sampler(threading.Thread):
         super().__init__(daemon=True)
         import sqlalchemy as sa
 
-        self.engine = sa.create_engine(url, pool_size=1)
+        self.engine = sa.create_engine(url, pool_size=1, connect_args=_BENCH_CONNECTIONS)
         self.pid, self.port, self.tables = pid, port, tables
         self.halt = threading.Event()
         self.samples: list[dict[str, Any]] = []
@@ -131,25 +139,29 @@ class _Sampler(threading.Thread):
         started = time.monotonic()
         with self.engine.connect() as db:
             while not self.halt.wait(SAMPLE_SECONDS):
-                connections = db.execute(
-                    sa.text(
-                        "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND pid <> pg_backend_pid()"
-                    )
-                ).scalar_one()
+                by_type: dict[str, int] = dict(
+                    db.execute(
+                        sa.text(
+                            "SELECT backend_type, COUNT(*) FROM pg_stat_activity "
+                            "WHERE datname = current_database() "
+                            "AND coalesce(application_name, '') <> :bench GROUP BY backend_type"
+                        ),
+                        {"bench": BENCH_APPLICATION},
+                    ).all()
+                )
                 db.rollback()
+                # Autovacuum workers and walsenders are the server's, not the service's.
+                connections = by_type.pop("client backend", 0)
                 self.samples.append(
                     {
                         "t": round(time.monotonic() - started, 1),
-                        "connections": int(connections) - self.writer_connections,
+                        "connections": int(connections),
+                        "server_backends": {str(k): int(v) for k, v in by_type.items()},
                         "rss_mb": _rss_mb(self.pid),
                         "backlog_samples": _backlog_samples(self.port),
                     }
                 )
         self.engine.dispose()
-
-    writer_connections = 0
-    """The writer's own connection while it writes (not the service's)."""
 
 
 def _rss_mb(pid: int) -> float | None:
@@ -181,7 +193,18 @@ def _repository_runs(home: Path) -> int:
     import sqlite3
 
     with sqlite3.connect(home / "repo" / "gluon.db") as db:
-        return int(db.execute("SELECT COUNT(*) FROM extraction_runs").fetchone()[0])
+        # A run under way has a row until it ends (then discarded if it shipped nothing).
+        query = "SELECT COUNT(*) FROM extraction_runs WHERE status <> 'running'"
+        return int(db.execute(query).fetchone()[0])
+
+
+def _most_of_each(counts: list[dict[str, int]]) -> dict[str, int]:
+    """The highest count of each backend type over the samples."""
+    most: dict[str, int] = {}
+    for sample in counts:
+        for kind, count in sample.items():
+            most[kind] = max(most.get(kind, 0), count)
+    return most
 
 
 def _percentile(values: list[float], fraction: float) -> float | None:
@@ -231,6 +254,7 @@ def measure(
         stdout=output.open("wb"),
         stderr=subprocess.STDOUT,
     )
+    gc.collect()  # the enabling commands' dropped engines close their connections (not ours)
     sampler = _Sampler(url, service.pid, port, len(names))
     sampler.start()
     try:
@@ -250,12 +274,10 @@ def measure(
         idle_samples = len(sampler.samples)
 
         writer = _Writer(url, names, arguments.rate)
-        sampler.writer_connections = 1
         writer.start()
         time.sleep(arguments.seconds)
         writer.halt.set()
         writer.join()
-        sampler.writer_connections = 0
         if writer.failure is not None:
             raise writer.failure
         # Until every DEFERRED table's delta table holds what was written to it.
@@ -299,6 +321,7 @@ def measure(
         "idle_repository_rows_per_minute": round(idle_rows * 60 / idle_seconds, 1),
         "connections_idle_max": max((s["connections"] for s in idle), default=None),
         "connections_load_max": max((s["connections"] for s in loaded), default=None),
+        "server_backends_max": _most_of_each([s["server_backends"] for s in sampler.samples]),
         "rss_mb_first_last_max": [rss[0], rss[-1], max(rss)] if rss else None,
         "rss_mb_over_time": rss[:: max(len(rss) // 20, 1)],
         "scrapes": len(scrapes),
