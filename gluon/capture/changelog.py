@@ -49,12 +49,20 @@ def count_changes_of(source: SourceDialect, changelogs: Sequence[SourceObjectRef
     Raises:
         SourceError: one of them cannot be read (count them one by one to find which).
     """
+    rows = _one_query_for_each(source, "count_changes_of", changelogs)
+    counts = {int(row[0]): int(row[1]) for row in rows}
+    return [counts[number] for number in range(len(changelogs))]
+
+
+def _one_query_for_each(
+    source: SourceDialect, template: str, changelogs: Sequence[SourceObjectRef]
+) -> list[Any]:
+    """The rows of ``template``, a ``UNION ALL`` over ``changelogs`` whose rows each start
+    with the changelog's number in ``changelogs`` (bound as ``:n<number>``)."""
     if not changelogs:
         return []
     params = {f"n{number}": number for number in range(len(changelogs))}
-    rows = source.run_query("count_changes_of", params, changelogs=list(changelogs))
-    counts = {int(row[0]): int(row[1]) for row in rows}
-    return [counts[number] for number in range(len(changelogs))]
+    return source.run_query(template, params, changelogs=list(changelogs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +114,7 @@ def oldest_changes_of(
     Raises:
         SourceError: one of them cannot be read (read them one by one to find which).
     """
-    if not changelogs:
-        return []
-    params = {f"n{number}": number for number in range(len(changelogs))}
-    rows = source.run_query("oldest_changes_of", params, changelogs=list(changelogs))
+    rows = _one_query_for_each(source, "oldest_changes_of", changelogs)
     read_at = _utc(dt.datetime.now(dt.UTC))
     found = {int(row[0]): OldestChange(_utc(row[1]), _utc(row[2]), read_at) for row in rows}
     return [found.get(number) for number in range(len(changelogs))]
