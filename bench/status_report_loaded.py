@@ -16,11 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
-import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import service_home
 from bench.service_scale import _prepare, _Writer
 from bench.status_report_scale import time_report
 
@@ -47,53 +46,41 @@ def main() -> None:
     parser.add_argument("--py-spy", type=Path, default=None, help="py-spy the first report")
     arguments = parser.parse_args()
 
-    from support.postgres import PostgresServer
-
-    work = Path(tempfile.mkdtemp(prefix="bench-status-loaded-"))
-    home = work / "home"
-    server = PostgresServer()
-    server.start()
+    names = [f"s{number:03d}" for number in range(arguments.tables)]
     try:
-        url = server.create_database("bench_status_loaded")
-        names = [f"s{number:03d}" for number in range(arguments.tables)]
-        (home / "conf").mkdir(parents=True)
-        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
-        began = time.monotonic()
-        _prepare(url, home, names)
-        enabled = time.monotonic() - began
-        print(f"enabled {len(names)} tables in {enabled:.0f} s", flush=True)
-        writer = _Writer(url, names, arguments.rate)
-        writer.start()
-        try:
-            runs = _extract_rounds(names, arguments.rounds)
-        finally:
-            writer.halt.set()
-            writer.join()
-        if writer.failure is not None:
-            raise writer.failure
-        loaded = time.monotonic() - began - enabled
-        print(f"loaded {loaded:.0f} s ({runs} extraction runs)", flush=True)
-        seconds, code = time_report(home, None, arguments.py_spy)
-        print(
-            json.dumps(
-                {
-                    "tables": len(names),
-                    "extraction_runs": runs,
-                    "rows_written": writer.written,
-                    "enable_s": round(enabled, 1),
-                    "status_report_s": seconds,
-                    "status_report_exit": code,
-                }
-            ),
-            flush=True,
-        )
+        with service_home("bench_status_loaded") as (url, home):
+            began = time.monotonic()
+            _prepare(url, home, names)
+            enabled = time.monotonic() - began
+            print(f"enabled {len(names)} tables in {enabled:.0f} s", flush=True)
+            writer = _Writer(url, names, arguments.rate)
+            writer.start()
+            try:
+                runs = _extract_rounds(names, arguments.rounds)
+            finally:
+                writer.halt.set()
+                writer.join()
+            if writer.failure is not None:
+                raise writer.failure
+            loaded = time.monotonic() - began - enabled
+            print(f"loaded {loaded:.0f} s ({runs} extraction runs)", flush=True)
+            seconds, code = time_report(home, None, arguments.py_spy)
     finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
         os.environ.pop("OFFLOAD_HOME", None)
+    print(
+        json.dumps(
+            {
+                "tables": len(names),
+                "extraction_runs": runs,
+                "rows_written": writer.written,
+                "enable_s": round(enabled, 1),
+                "status_report_s": seconds,
+                "status_report_exit": code,
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

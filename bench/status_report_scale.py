@@ -14,11 +14,10 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from bench.harness import BIN, ROOT
+from bench.harness import BIN, ROOT, service_home
 from bench.service_scale import _prepare
 
 RUNS = 3
@@ -81,34 +80,18 @@ def main() -> None:
     parser.add_argument("--py-spy", type=Path, default=None, help="py-spy the first report")
     arguments = parser.parse_args()
 
-    from support.postgres import PostgresServer
-
-    work = Path(tempfile.mkdtemp(prefix="bench-status-report-"))
-    home = work / "home"
-    server = PostgresServer()
-    server.start()
-    try:
-        url = server.create_database("bench_status_report")
-        names = [f"s{number:03d}" for number in range(arguments.tables)]
-        (home / "conf").mkdir(parents=True)
-        (home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={url}\n")
+    names = [f"s{number:03d}" for number in range(arguments.tables)]
+    with service_home("bench_status_report") as (url, home):
         began = time.monotonic()
         _prepare(url, home, names)
         _extract_all(url, names)
         print(f"prepared {len(names)} tables in {time.monotonic() - began:.0f} s", flush=True)
         seconds, code = time_report(home, arguments.profile, arguments.py_spy)
-        print(
-            json.dumps(
-                {"tables": len(names), "status_report_s": seconds, "status_report_exit": code}
-            ),
-            flush=True,
-        )
-    finally:
-        server.stop()
-        import shutil
-
-        shutil.rmtree(work, ignore_errors=True)
+    print(
+        json.dumps({"tables": len(names), "status_report_s": seconds, "status_report_exit": code}),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
