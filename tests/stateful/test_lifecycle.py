@@ -122,7 +122,8 @@ def _points(*prefixes: str) -> list[str]:
 EXTRACTION_POINTS = _points(
     "extract.", "lake.before_write", "lake.after_write", "repo.before_start_extraction",
     "repo.after_start_extraction", "repo.before_finish_extraction", "repo.after_finish_extraction",
-    "repo.before_update_state", "repo.after_update_state",
+    "repo.before_update_state", "repo.after_update_state", "repo.before_count_batch",
+    "repo.after_count_batch", "lake.checkpoint",
 )  # fmt: skip
 COMPACTION_POINTS = _points(
     "compact.", "lake.", "repo.before_start_run", "repo.after_start_run", "repo.before_update_run",
