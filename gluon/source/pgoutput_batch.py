@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from gluon.schema import TableSpec
-from gluon.source.logical_values import _typed
+from gluon.source.logical_values import _int64s, _typed
 from gluon.source.pgoutput import (
     BOOL_OID,
     ProtocolError,
@@ -116,11 +116,13 @@ class Batch:
             for at, truncate in self.truncates
             if self.transaction[at] >= 0 and not tables.isdisjoint(truncate.relations)
         ]
-        rows = np.union1d(changed, np.array(truncated, dtype=np.int64)).astype(np.int64)
+        rows = changed
+        if truncated:  # rare: a sort only then (np.union1d hashes a million rows)
+            rows = np.sort(np.concatenate([changed, np.array(truncated, dtype=np.int64)]))
         starts = np.zeros((len(names), len(rows)), dtype=np.int64)
         lengths = np.full((len(names), len(rows)), -1, dtype=np.int64)
         unlogged: tuple[int, list[str]] | None = None
-        for relation, messages in self._versions(changed):
+        for relation, messages in self._versions(changed, tables):
             at = np.searchsorted(rows, messages)
             values = _Walk(self, relation, messages).values()
             order = {column.name: index for index, column in enumerate(relation.columns)}
@@ -141,16 +143,20 @@ class Batch:
             positions=np.arange(len(rows)) - first_of_transaction,
         )
 
-    def _versions(self, changed: np.ndarray) -> list[tuple[Relation, np.ndarray]]:
+    def _versions(self, changed: np.ndarray, tables: set[int]) -> list[tuple[Relation, np.ndarray]]:
         """``changed`` (message indices) grouped by the relation definition each was made
         with: the last description before it, or the one known before the batch."""
         groups: list[tuple[Relation, np.ndarray]] = []
         oids = self.relation_ids[changed]
-        for oid in np.unique(oids):
-            messages = changed[oids == oid]
+        for oid in sorted(tables):  # a few oids: masks, not np.unique over every change
+            messages = changed[oids == oid] if len(tables) > 1 else changed
+            if not len(messages):
+                continue
             described = [(at, r) for at, r in self.descriptions if r.oid == oid]
             version = np.searchsorted([at for at, _ in described], messages) - 1
-            for index in np.unique(version):
+            for index in range(-1, len(described)):
+                if not np.any(version == index):
+                    continue
                 relation = described[index][1] if index >= 0 else self.initial.get(int(oid))
                 if relation is None:
                     raise ProtocolError(f"a change of relation {oid} before its description")
@@ -252,7 +258,7 @@ def _transactions(
     marked = kinds[marks]
     expected = np.where(np.arange(len(marks)) % 2 == 0, _B, _C)
     wrong = np.flatnonzero(marked != expected)
-    last_mark = np.searchsorted(marks, np.arange(len(kinds)), side="right") - 1
+    last_mark = np.cumsum((kinds == _B) | (kinds == _C)) - 1  # the last BEGIN or COMMIT so far
     inside = (last_mark >= 0) & (last_mark % 2 == 0)
     transaction = np.where(inside, last_mark // 2, -2)
     # Read up to the first misplaced BEGIN or COMMIT, the marks pair up.
@@ -437,21 +443,59 @@ def _booleans(
 
 
 def _string_array(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """The slices ``starts``/``lengths`` (-1: NULL) of ``data`` as one Arrow string array,
-    from buffers.
+    """The slices ``starts``/``lengths`` (-1: NULL) of ``data`` as one Arrow string array.
 
     Raises:
         ProtocolError: a value is not UTF-8.
     """
     valid = lengths >= 0
     sizes = np.where(valid, lengths, 0)
+    nulls = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    spans = _spans(data, starts, sizes)
+    try:
+        if spans is not None:  # every other span a value: Arrow copies them, in C++
+            every_other = np.arange(0, 2 * len(sizes), 2, dtype=np.int64)
+            text = pa.large_string() if pa.types.is_large_binary(spans.type) else pa.string()
+            taken = spans.take(_int64s(every_other)).cast(text)
+            return pa.Array.from_buffers(taken.type, len(sizes), [nulls, *taken.buffers()[1:]])
+        return _gathered(data, starts, sizes, nulls)
+    except pa.ArrowInvalid as exc:
+        raise ProtocolError(f"a pgoutput value that is not UTF-8 text: {exc}") from None
+
+
+def _spans(data: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> pa.Array | None:
+    """``data`` cut at every value's start and end, as a binary array (value i is span
+    2i, the bytes between values the spans between), when the values come in the buffer's
+    order, as one column of a relation's changes does; else None. A NULL is an empty span
+    where the previous value ended."""
+    bounds = np.empty(2 * len(sizes) + 1, dtype=np.int64)
+    bounds[0:-1:2], bounds[1:-1:2] = starts, starts + sizes
+    bounds[0:-1:2][sizes == 0] = 0
+    bounds[1:-1:2][sizes == 0] = 0
+    bounds[-1] = 0
+    increasing = np.maximum.accumulate(bounds)
+    kept = sizes > 0
+    if not np.array_equal(increasing[0:-1:2][kept], starts[kept]):
+        return None  # a boolean's text, or an old row's value after a later one
+    buffer = pa.py_buffer(data)
+    if len(data) >= 1 << 31:
+        return pa.Array.from_buffers(
+            pa.large_binary(), len(bounds) - 1, [None, pa.py_buffer(increasing), buffer]
+        )
+    offsets = pa.py_buffer(increasing.astype(np.int32))
+    return pa.Array.from_buffers(pa.binary(), len(bounds) - 1, [None, offsets, buffer])
+
+
+def _gathered(
+    data: np.ndarray, starts: np.ndarray, sizes: np.ndarray, nulls: pa.Buffer | None
+) -> pa.Array:
+    """The values cut by numpy, byte by byte (values out of the buffer's order)."""
     offsets = np.zeros(len(sizes) + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     total = int(offsets[-1])
     # Byte i of the result is data[start of its value + (i - where that value begins)].
     gather = np.repeat(starts - offsets[:-1], sizes) + np.arange(total, dtype=np.int64)
     values = pa.py_buffer(data[gather].tobytes())
-    nulls = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
     if total >= 1 << 31:
         array = pa.Array.from_buffers(
             pa.large_string(), len(sizes), [nulls, pa.py_buffer(offsets), values]
@@ -459,8 +503,5 @@ def _string_array(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> 
     else:
         offsets32 = pa.py_buffer(offsets.astype(np.int32))
         array = pa.Array.from_buffers(pa.string(), len(sizes), [nulls, offsets32, values])
-    try:
-        array.validate(full=True)
-    except pa.ArrowInvalid as exc:
-        raise ProtocolError(f"a pgoutput value that is not UTF-8 text: {exc}") from None
+    array.validate(full=True)
     return array
