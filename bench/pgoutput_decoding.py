@@ -53,14 +53,20 @@ from gluon.api import (
 
 TRANSACTION_ROWS = 10_000
 SLOT = "bench_pgoutput"
+"""With the size after it: slots are the cluster's, one per size's database."""
 PUBLICATION = "bench_pgoutput"
 COLUMNS = ["id", "part", "grp", "amount", "label", "updated_at"]
 POSITION_BITS = 20
 """As the PG_LOGICAL feed numbers ``gl_seq``: commit LSN << 20 | position."""
-PEEK = (
-    f"SELECT data FROM pg_logical_slot_peek_binary_changes('{SLOT}', NULL, NULL, "
-    f"'proto_version', '1', 'publication_names', '{PUBLICATION}')"
-)
+
+
+def _peek(count: int) -> str:
+    return (
+        f"SELECT data FROM pg_logical_slot_peek_binary_changes('{SLOT}_{count}', NULL, NULL, "
+        f"'proto_version', '1', 'publication_names', '{PUBLICATION}')"
+    )
+
+
 CHANGELOG_READ = (
     f"SELECT {', '.join(COLUMNS)}, gl_seq, gl_op FROM bench.items_changes ORDER BY gl_seq"
 )
@@ -89,7 +95,7 @@ def _prepare(url: str, count: int) -> None:
     dataset.create_items(url, count, 10)
     with dataset.connect(url) as conn:
         conn.execute(f"CREATE PUBLICATION {PUBLICATION} FOR TABLE bench.items")
-        conn.execute(f"SELECT pg_create_logical_replication_slot('{SLOT}', 'pgoutput')")
+        conn.execute(f"SELECT pg_create_logical_replication_slot('{SLOT}_{count}', 'pgoutput')")
         conn.execute(
             "CREATE TABLE bench.items_changes AS SELECT *, 0::bigint AS gl_seq, "
             "'U'::text AS gl_op FROM bench.items WHERE false"
@@ -146,7 +152,7 @@ def _measure(url: str, count: int, rounds: int) -> dict[str, Any]:
         for number in range(rounds):
             changelog = timer("changelog_read", lambda: read(CHANGELOG_READ))
             assert changelog.num_rows == count
-            messages = timer("peek", lambda: read(PEEK)["data"].combine_chunks())
+            messages = timer("peek", lambda: read(_peek(count))["data"].combine_chunks())
             as_bytes = messages.to_pylist()  # what a psycopg read of the slot gives
             ops, rows = timer("scalar_decode", partial(_scalar, as_bytes, tables))
             changes, seqs = timer("batch_decode", partial(_batched, messages, tables))
@@ -155,6 +161,7 @@ def _measure(url: str, count: int, rounds: int) -> dict[str, Any]:
             if number == 0:
                 _check_equal(ops, rows, changes)
             note(f"{count:,} changes, round {number + 1} done")
+        cursor.execute(f"SELECT pg_drop_replication_slot('{SLOT}_{count}')")
     stages = {
         stage: {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
         for stage, (wall, cpu) in timer.best.items()

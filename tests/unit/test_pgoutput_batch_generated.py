@@ -7,6 +7,7 @@ error."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +31,7 @@ def _relation(oid: int, types: list[int]) -> bytes:
     return b"R" + body
 
 
-def _tuple(values: list[Value]) -> bytes:
+def _tuple(values: Sequence[Value]) -> bytes:
     out = struct.pack("!h", len(values))
     for value in values:
         if value is None:
