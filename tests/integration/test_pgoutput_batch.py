@@ -14,8 +14,13 @@ import sqlalchemy as sa
 from support import shapes
 from support.shapes import Shape
 
-from gluon.source import pgoutput
+from gluon.capture.objects import change_fields
+from gluon.errors import SourceError
+from gluon.naming import TableRef
+from gluon.schema import TableSpec
+from gluon.source import connect, pgoutput
 from gluon.source.adbc import ArrowDatabase
+from gluon.source.logical_values import changes_as_arrow
 from gluon.source.pgoutput import Relation
 from gluon.source.pgoutput_batch import frame
 
@@ -128,13 +133,41 @@ def _shape_cases() -> list[object]:
     return [pytest.param(shape, id=shape.id) for shape in chosen]
 
 
+def _typed(found: Decoded, spec: TableSpec) -> object:
+    """The scalar decoder's rows, numbered as the feed numbers them, in the lake's types
+    (``changes_as_arrow``); or the error."""
+    schema = pa.schema([*spec.arrow_schema, *change_fields()])
+    rows = [
+        [*row, str(commit << 20 | position), op]
+        for op, row, (commit, _), position in zip(
+            found.ops, found.rows, found.commits, found.positions, strict=True
+        )
+    ]
+    try:
+        return changes_as_arrow(rows, spec, schema)
+    except SourceError as exc:
+        return str(exc)
+
+
+def _typed_batch(messages: list[bytes], tables: set[int], spec: TableSpec) -> object:
+    schema = pa.schema([*spec.arrow_schema, *change_fields()])
+    batch = frame(messages, {})
+    changes = batch.table(tables, [column.name for column in spec.columns])
+    seqs = (batch.commit_lsns[changes.transactions] << 20) | changes.positions
+    try:
+        return changes.as_arrow(pa.array(seqs, type=pa.int64()), spec, schema)
+    except SourceError as exc:
+        return str(exc)
+
+
 @pytest.mark.parametrize("shape", _shape_cases())
 def test_a_shape_s_changes_decode_as_the_scalar_decoder_does(
-    engine: sa.Engine, shape: Shape
+    engine: sa.Engine, pg_url: str, shape: Shape
 ) -> None:
     """The shape's first rows and every round the shape matrix runs for PG_LOGICAL (key
     changes, multi-row statements, one key changed many times in a transaction), read in
-    one batch: equal to the scalar decoder's, change for change."""
+    one batch: equal to the scalar decoder's, change for change, as text and in the
+    lake's types."""
     *create, first_rows = shape.create()
     _run(engine, *create)
     _start(engine, shape.qualified)
@@ -149,6 +182,10 @@ def test_a_shape_s_changes_decode_as_the_scalar_decoder_does(
     assert len(expected.ops) > shape.rows and set(expected.ops) >= {"I", "U", "D"}
     assert batched(messages, table, names) == expected
     assert batched(messages, table, names[::-1]) == scalar(messages, table, names[::-1])
+    spec = connect(pg_url).describe_table(TableRef(shape.schema, shape.table))
+    expected_typed = _typed(scalar(messages, table, [c.name for c in spec.columns]), spec)
+    assert isinstance(expected_typed, pa.Table) and expected_typed.num_rows == len(expected.ops)
+    assert _typed_batch(messages, table, spec) == expected_typed
 
 
 @pytest.fixture
