@@ -2,14 +2,16 @@
 
 ``bench.items`` with N rows (``bench.dataset``), a publication of it and a pgoutput slot
 made before N single-row changes (``amount + 1``, as UPDATEs of ``TRANSACTION_ROWS`` rows
-each: ``bench/logical.py``'s shape). The same N changes are also written to a changelog
-table shaped as CHANGELOG's (the table's columns, ``gl_seq``, ``gl_op``). Each round, in
-this order, times:
+each: ``bench/logical.py``'s shape). The same N changes are also written, before the
+slot (so the slot decodes the UPDATEs only), to a changelog table shaped as CHANGELOG's
+(the table's columns after the change, ``gl_seq``, ``gl_op``). Each round, in this order,
+times:
 
 - ``changelog_read``: CHANGELOG's read, ``SELECT ... ORDER BY gl_seq`` through ADBC into
   Arrow in the lake's types (what a CHANGELOG extraction reads);
 - ``peek``: ``pg_logical_slot_peek_binary_changes`` through ADBC into one Arrow binary
-  column (the server decoding the WAL, and the transfer);
+  column (the server decoding the WAL, and the transfer; the server's CPU is reported
+  beside);
 - ``scalar_decode``: ``gluon.source.pgoutput`` on the peeked messages (a bytes object
   each), one message and one value at a time, to text rows;
 - ``batch_decode``: ``gluon.source.pgoutput_batch`` on the peeked Arrow column, to one
@@ -17,7 +19,8 @@ this order, times:
 - ``typed``: those columns in the lake's types (``gl_seq`` numbered as the PG_LOGICAL feed
   numbers it), through the same casts the test_decoding path uses.
 
-Wall and process CPU seconds of each, the fastest of ``--rounds``; the PG_LOGICAL total is
+Wall seconds, this process's CPU seconds and the server backend's (``/proc``, the bench
+runs beside its cluster) of each, the fastest of ``--rounds``; the PG_LOGICAL total is
 peek + batch decode + typed, its ratio to ``changelog_read`` what a pgoutput extraction's
 read could reach against CHANGELOG's (both then write the same Arrow to Delta)::
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -93,13 +97,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def _prepare(url: str, count: int) -> None:
     dataset.create_items(url, count, 10)
+    selected = ", ".join("amount + 1" if name == "amount" else name for name in COLUMNS)
     with dataset.connect(url) as conn:
+        # CHANGELOG's side of the same changes (each row after its UPDATE, numbered),
+        # written before the slot: its WAL is not the slot's to decode.
+        conn.execute(
+            f"CREATE TABLE bench.items_changes AS SELECT {selected}, id AS gl_seq, "
+            "'U'::text AS gl_op FROM bench.items"
+        )
+        conn.execute("VACUUM ANALYZE bench.items_changes")
         conn.execute(f"CREATE PUBLICATION {PUBLICATION} FOR TABLE bench.items")
         conn.execute(f"SELECT pg_create_logical_replication_slot('{SLOT}_{count}', 'pgoutput')")
-        conn.execute(
-            "CREATE TABLE bench.items_changes AS SELECT *, 0::bigint AS gl_seq, "
-            "'U'::text AS gl_op FROM bench.items WHERE false"
-        )
         for low in range(1, count + 1, TRANSACTION_ROWS):
             high = min(low + TRANSACTION_ROWS, count + 1) - 1
             with conn.transaction():
@@ -107,24 +115,32 @@ def _prepare(url: str, count: int) -> None:
                     "UPDATE bench.items SET amount = amount + 1 WHERE id BETWEEN %s AND %s",
                     (low, high),
                 )
-        # CHANGELOG's side of the same changes: the rows after them, numbered.
-        conn.execute(
-            f"INSERT INTO bench.items_changes SELECT {', '.join(COLUMNS)}, id, 'U' FROM bench.items"
-        )
-        conn.execute("VACUUM ANALYZE bench.items_changes")
     note(f"{count:,} changes written")
 
 
-class _Timer:
-    """Wall and process CPU seconds per stage, the fastest of the rounds."""
+def _server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) of the server backend ``pid`` so far (same machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def __init__(self) -> None:
-        self.best: dict[str, tuple[float, float]] = {}
+
+class _Timer:
+    """Wall, this process's CPU and the server backend's CPU seconds per stage, the
+    fastest of the rounds (by wall time)."""
+
+    def __init__(self, backend: int) -> None:
+        self.backend = backend
+        self.best: dict[str, tuple[float, float, float]] = {}
 
     def __call__(self, stage: str, work: Callable[[], Any]) -> Any:
         wall, cpu = time.perf_counter(), time.process_time()
+        server = _server_cpu(self.backend)
         result = work()
-        taken = (time.perf_counter() - wall, time.process_time() - cpu)
+        taken = (
+            time.perf_counter() - wall,
+            time.process_time() - cpu,
+            _server_cpu(self.backend) - server,
+        )
         if stage not in self.best or taken[0] < self.best[stage][0]:
             self.best[stage] = taken
         return result
@@ -138,12 +154,12 @@ def _measure(url: str, count: int, rounds: int) -> dict[str, Any]:
     schema = pa.schema(
         [*spec.arrow_schema, pa.field("gl_seq", pa.int64()), pa.field("gl_op", pa.string())]
     )
-    timer = _Timer()
     with adbc.connect(dataset.libpq_url(url)) as conn, conn.cursor() as cursor:
-        cursor.execute("SELECT 'bench.items'::regclass::oid")
+        cursor.execute("SELECT 'bench.items'::regclass::oid, pg_backend_pid()")
         row = cursor.fetchone()
         assert row is not None
         tables = {int(row[0])}
+        timer = _Timer(int(row[1]))
 
         def read(sql: str) -> pa.Table:
             cursor.execute(sql)
@@ -163,8 +179,8 @@ def _measure(url: str, count: int, rounds: int) -> dict[str, Any]:
             note(f"{count:,} changes, round {number + 1} done")
         cursor.execute(f"SELECT pg_drop_replication_slot('{SLOT}_{count}')")
     stages = {
-        stage: {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
-        for stage, (wall, cpu) in timer.best.items()
+        stage: {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "server_cpu_s": round(server, 2)}
+        for stage, (wall, cpu, server) in timer.best.items()
     }
     logical = sum(timer.best[stage][0] for stage in ("peek", "batch_decode", "typed"))
     figure = {
@@ -177,7 +193,10 @@ def _measure(url: str, count: int, rounds: int) -> dict[str, Any]:
         ),
     }
     for stage, figures in stages.items():
-        note(f"{count:,} {stage}: {figures['wall_s']:.3f} s wall, {figures['cpu_s']:.3f} s CPU")
+        note(
+            f"{count:,} {stage}: {figures['wall_s']:.3f} s wall, {figures['cpu_s']:.3f} s CPU, "
+            f"server {figures['server_cpu_s']:.2f} s CPU"
+        )
     note(
         f"{count:,}: PG_LOGICAL read (peek + batch decode + typed) {logical:.3f} s, "
         f"{figure['ratio_to_changelog_read']}x CHANGELOG's read; batch decode "
