@@ -97,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _prepare(url: str, count: int) -> None:
     dataset.create_items(url, count, 10)
-    selected = ", ".join("amount + 1" if name == "amount" else name for name in COLUMNS)
+    after = "(amount + 1)::numeric(12,2) AS amount"  # the type the table declares
+    selected = ", ".join(after if name == "amount" else name for name in COLUMNS)
     with dataset.connect(url) as conn:
         # CHANGELOG's side of the same changes (each row after its UPDATE, numbered),
         # written before the slot: its WAL is not the slot's to decode.

@@ -17,6 +17,9 @@ from gluon.source.pgoutput import BOOL_OID, ProtocolError, Relation
 _NEW, _KEY, _OLD = ord("N"), ord("K"), ord("O")
 _NULL, _UNCHANGED, _TEXT = ord("n"), ord("u"), ord("t")
 _I, _U, _D = ord("I"), ord("U"), ord("D")
+_KINDS = np.zeros(256, dtype=bool)
+_KINDS[[_NULL, _UNCHANGED, _TEXT]] = True
+"""The value kinds of proto v1, by byte."""
 
 BOOLEAN_TEXTS = b"truefalse"
 """Appended after the messages: a boolean ``t``/``f`` becomes a slice of this, as the scalar
@@ -29,8 +32,13 @@ PADDING = 8
 def big_endian(data: np.ndarray, positions: np.ndarray, dtype: str) -> np.ndarray:
     """The big-endian numbers of ``dtype`` at ``positions`` of ``data``, as int64."""
     width = np.dtype(dtype).itemsize
-    gathered = data[positions[:, None] + np.arange(width)]
-    return np.ascontiguousarray(gathered).view(dtype).reshape(-1).astype(np.int64)
+    # Every ``width`` bytes from each position, as rows of a view (no copy): one row
+    # gathered per number rather than one index per byte.
+    windows: np.ndarray = np.lib.stride_tricks.as_strided(
+        data, shape=(len(data) - width + 1, width), strides=(1, 1), writeable=False
+    )
+    numbers: np.ndarray = windows[positions].view(dtype).reshape(-1)
+    return numbers.astype(np.int64)
 
 
 @dataclass(slots=True)
@@ -160,23 +168,23 @@ class RelationChanges:
         at = at + 2
         kinds, starts, lengths = [], [], []
         for _ in range(self.width):
-            self._fail(rows[at >= ends], "its row ends early")
+            # Read past a message's end (into the next, or the padding), a value is refused
+            # by the bounds check after it: the reads stay in the buffer.
             kind = self.data[at]
-            unknown = np.flatnonzero((kind != _NULL) & (kind != _UNCHANGED) & (kind != _TEXT))
+            unknown = np.flatnonzero(~_KINDS[kind] & (at < ends))
             if len(unknown):
                 raise ProtocolError(
                     f"a column value of kind {chr(kind[unknown[0]])!r} (proto v1 has n, u, t)"
                 )
             text = kind == _TEXT
-            self._fail(rows[text & (at + 5 > ends)], "a value's length is cut off")
-            length = np.where(text, big_endian(self.data, at + 1, ">i4"), 0)
-            self._fail(
-                rows[text & ((length < 0) | (at + 5 + length > ends))], "a value runs past it"
-            )
+            length = big_endian(self.data, at + 1, ">i4")
+            length *= text
+            following = at + 1 + text * (length + 4)
+            self._fail(rows[(following > ends) | (length < 0)], "a value runs past its row")
             kinds.append(kind)
             starts.append(at + 5)
             lengths.append(length)
-            at = np.where(text, at + 5 + length, at + 1)
+            at = following
         return kinds, starts, lengths, at
 
 
