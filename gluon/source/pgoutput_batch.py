@@ -120,7 +120,8 @@ class Batch:
         lengths = np.full((len(names), len(rows)), -1, dtype=np.int64)
         unlogged: tuple[int, list[str]] | None = None
         for relation, messages in self._versions(changed, tables):
-            at = np.searchsorted(rows, messages)
+            # One relation definition and no TRUNCATE (the usual batch): its rows are all.
+            at = slice(None) if len(messages) == len(rows) else np.searchsorted(rows, messages)
             values = RelationChanges(
                 self.data,
                 relation,
@@ -138,7 +139,11 @@ class Batch:
         if unlogged is not None:
             raise UnloggedValueError(unlogged[1])
         transactions = self.transaction[rows]
-        first_of_transaction = np.searchsorted(transactions, transactions, side="left")
+        # Where each change's transaction starts among the rows: carried from each boundary.
+        first_of_transaction = np.zeros(len(rows), dtype=np.int64)
+        boundaries = np.flatnonzero(np.diff(transactions)) + 1
+        first_of_transaction[boundaries] = boundaries
+        np.maximum.accumulate(first_of_transaction, out=first_of_transaction)
         return TableChanges(
             ops=string_array(self.data, self.starts[rows], np.ones_like(rows)),  # kind = gl_op
             columns=[string_array(self.data, s, n) for s, n in zip(starts, lengths, strict=True)],

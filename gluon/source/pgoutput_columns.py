@@ -114,7 +114,7 @@ class RelationChanges:
         new_rows = np.flatnonzero(has_new)
         new_at = self.starts[new_rows] + 6
         # An UPDATE with its old row: the new row's marker follows the old row.
-        with_old = np.isin(new_rows, old_rows)
+        with_old = has_old[new_rows]
         after_old = old_ends[np.searchsorted(old_rows, new_rows[with_old])]
         if np.any(self.data[after_old] != _NEW):
             raise ProtocolError("an UPDATE without its new row")
@@ -123,6 +123,17 @@ class RelationChanges:
         count = len(self.starts)
         starts, lengths, unchanged, unlogged = [], [], [], []
         for column in range(self.width):
+            if not len(old_rows):  # INSERTs and UPDATEs of the same key only: no merging
+                kind, start = new_kinds[column], new_starts[column]
+                toast = kind == _UNCHANGED
+                unchanged.append(toast)
+                unlogged.append(toast)
+                length = np.where(kind == _TEXT, new_lengths[column], -1)
+                if self.relation.columns[column].type_oid == BOOL_OID:
+                    start, length = _booleans(self.data, start, length)
+                starts.append(start)
+                lengths.append(length)
+                continue
             kind = np.full(count, _NULL, dtype=np.uint8)
             start = np.zeros(count, dtype=np.int64)
             length = np.zeros(count, dtype=np.int64)
