@@ -16,9 +16,6 @@ from gluon.naming import TableRef
 from gluon.read.catalog import lake_session
 from gluon.repo import Repository
 from gluon.source import connect
-from gluon.source.pgoutput import table_rows as pgoutput_table_rows
-from gluon.source.pgoutput import transactions as pgoutput_transactions
-from gluon.source.pgoutput_batch import frame as pgoutput_frame
 
 __all__ = [
     "Repository",
@@ -29,9 +26,6 @@ __all__ = [
     "delete_changes",
     "lake_session",
     "load_settings",
-    "pgoutput_frame",
-    "pgoutput_table_rows",
-    "pgoutput_transactions",
     "plan_source_objects",
     "read_delta",
     "registered_methods",
