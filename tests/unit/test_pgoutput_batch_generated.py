@@ -115,7 +115,7 @@ def _outcome(decode: object, *args: object) -> object:
         return ("protocol", str(exc))
 
 
-@settings(deadline=None, max_examples=300)
+@settings(deadline=None, max_examples=200)
 @given(streams(), st.sampled_from([{TABLES[0]}, {TABLES[1]}, set(TABLES)]))
 def test_generated_streams_decode_as_the_scalar_decoder_does(
     messages: list[bytes], tables: set[int]
