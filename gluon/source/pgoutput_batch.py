@@ -161,14 +161,17 @@ class Batch:
             if not len(messages):
                 continue
             described = [(at, r) for at, r in self.descriptions if r.oid == oid]
-            version = np.searchsorted([at for at, _ in described], messages) - 1
-            for index in range(-1, len(described)):
-                if not np.any(version == index):
+            # Messages and descriptions in batch order: each definition's changes are the
+            # run between its description and the next (the first: before any).
+            cuts = np.searchsorted(messages, [at for at, _ in described])
+            runs = np.split(messages, cuts)
+            for index, run in enumerate(runs, start=-1):
+                if not len(run):
                     continue
                 relation = described[index][1] if index >= 0 else self.initial.get(int(oid))
                 if relation is None:
                     raise ProtocolError(f"a change of relation {oid} before its description")
-                groups.append((relation, messages[version == index]))
+                groups.append((relation, run))
         return groups
 
 
