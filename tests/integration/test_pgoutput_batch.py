@@ -55,7 +55,9 @@ def scalar(messages: list[bytes], tables: set[int], names: list[str]) -> Decoded
     return found
 
 
-def batched(messages: list[bytes] | pa.Array, tables: set[int], names: list[str]) -> Decoded:
+def batched(
+    messages: list[bytes] | pa.Array | pa.ChunkedArray, tables: set[int], names: list[str]
+) -> Decoded:
     batch = frame(messages, {})
     changes = batch.table(tables, names)
     columns = [column.to_pylist() for column in changes.columns]
@@ -241,6 +243,12 @@ def test_key_updates_truncates_and_a_column_added_mid_batch(order: sa.Engine) ->
     finally:
         database.close()
     assert batched(arrow.combine_chunks(), tables, names) == expected
+    # As ADBC's batches come (chunks), as a slice of a larger buffer, with 64-bit offsets.
+    whole = arrow.combine_chunks()
+    assert batched(pa.chunked_array([whole[:5], whole[5:]]), tables, names) == expected
+    sliced = pa.concat_arrays([pa.array([b"not a message"], pa.binary()), whole])[1:]
+    assert sliced.offset == 1 and batched(sliced, tables, names) == expected
+    assert batched(whole.cast(pa.large_binary()), tables, names) == expected
 
 
 def test_an_unchanged_large_value_comes_from_the_old_row_or_fails_the_same(
