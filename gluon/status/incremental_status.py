@@ -22,7 +22,7 @@ from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError
 from gluon.extract.feeds import FEEDS, Pending, capture_objects
 from gluon.extract.insert_only import status_notes
-from gluon.extract.schema_changes import source_changes
+from gluon.extract.schema_changes import compare, source_changes
 from gluon.extract.truncation import truncation_note
 from gluon.lake.stats import DeltaStats, delta_stats
 from gluon.methods import get_method
@@ -38,6 +38,7 @@ from gluon.repo.incremental import (
     IncrementalState,
 )
 from gluon.repo.increments import DONE, OffloadIncrement
+from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
 from gluon.status.compaction_status import compaction_status, deltalake_read
@@ -91,6 +92,8 @@ class ChangelogCounter:
         default_factory=dict, init=False
     )
     """The oldest pending change per table key, read ahead with the counts (None: none)."""
+    _described: dict[str, TableSpec | GluonError] = field(default_factory=dict, init=False)
+    """Each table's source description now, per table key, read ahead (``describe_ahead``)."""
 
     def _dialect(self) -> SourceDialect:
         if self._failure:
@@ -141,6 +144,21 @@ class ChangelogCounter:
         except GluonError:
             return  # each table reads its own oldest change (and finds out which fails)
         self._oldest.update(zip(tables, oldest, strict=True))
+
+    def describe_ahead(self, records: list[OffloadedTable]) -> None:
+        """Describe the source tables of ``records`` in one catalog query a database (a
+        report over 200 tables made four a table); ``schema_drift`` then compares these.
+        Nothing is described ahead when the source cannot be read."""
+        try:
+            source = self._dialect()
+        except GluonError:
+            return  # each table finds out
+        mine = [record for record in records if record.source_dialect == source.name]
+        refs = [TableRef(record.source_schema, record.source_table) for record in mine]
+        described = source.describe_tables(refs)
+        self._described.update(
+            (record.table_key, described[ref]) for record, ref in zip(mine, refs, strict=True)
+        )
 
     def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
         """The changes waiting in the source, as the table's feed counts them."""
@@ -196,7 +214,13 @@ class ChangelogCounter:
             source = self._dialect()
             if source.name != record.source_dialect:
                 return None
-            changes = source_changes(source, record)
+            described = self._described.get(record.table_key)
+            if isinstance(described, GluonError):
+                return None  # as below: the backlog line says why the source cannot be read
+            if described is None:
+                changes = source_changes(source, record)
+            else:
+                changes = compare(record.columns, described.columns)
         except GluonError:
             return None  # the backlog line already says why the source cannot be read
         if not changes.changed:

@@ -125,3 +125,44 @@ def test_oldest_changes_read_in_one_query_on_postgresql(
     assert sorted(ages) == ["PUBLIC.ITEMS", "PUBLIC.ORDERS"]
     assert all(age is not None and age >= 0 for age in ages.values()), ages
     assert (queries["oldest_changes_of"], queries["oldest_change"]) == (1, 0)
+
+
+def _drift(out: Path, queries: collections.Counter[str]) -> dict[str, list[str]]:
+    """Each table's schema findings (``schema_changed``, ``schema_refused``) in a new report."""
+    return {
+        table["table"]: [
+            finding["code"]
+            for finding in table.get("findings", [])
+            if finding["code"].startswith("schema_")
+        ]
+        for table in _report_tables(out, queries)
+    }
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_tables_described_in_one_catalog_query(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema drift check reads every table's columns, keys and types in one catalog
+    query a database (it made four a table: find_table, describe_columns, primary_key,
+    partitioning); a column added or dropped still shows."""
+    if dialect == "sqlite":
+        app = _app(f"sqlite:///{tmp_path / 'app.db'}", "main", tmp_path / "home", monkeypatch)
+    else:
+        app = _app(request.getfixturevalue("pg_url"), "public", tmp_path / "home", monkeypatch)
+    items, orders = (f"{app.schema.upper()}.{name}" for name in ("ITEMS", "ORDERS"))
+    queries = _count_queries(monkeypatch)
+    out = tmp_path / "reports"
+    assert _drift(out, queries) == {items: [], orders: []}
+    assert queries["describe_tables"] == 1, queries
+    described_alone = ("find_table", "describe_columns", "primary_key", "partitioning")
+    assert [queries[template] for template in described_alone] == [0, 0, 0, 0], queries
+
+    app.run(f"ALTER TABLE {app.schema}.items ADD COLUMN added_later INTEGER")
+    dropped: list[str] = []
+    if dialect == "postgresql":  # SQLite drops no column a trigger names
+        app.run(f"ALTER TABLE {app.schema}.orders DROP COLUMN amount")
+        dropped = ["schema_refused"]
+    assert _drift(out, queries) == {items: ["schema_changed"], orders: dropped}
+    assert queries["describe_tables"] == 1, queries
+    assert queries["describe_columns"] == 0, queries
