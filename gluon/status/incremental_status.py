@@ -10,12 +10,15 @@ Delta logs, source); each section is a small reader function here, in the order 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gluon import locks
 from gluon import source as sources
 from gluon.capture import changelog as capture_changelog
+from gluon.capture import existing
 from gluon.capture import objects as source_objects
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
@@ -92,6 +95,9 @@ class ChangelogCounter:
         default_factory=dict, init=False
     )
     """The oldest pending change per table key, read ahead with the counts (None: none)."""
+    _trigger_states: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict, init=False)
+    """The capture trigger's ``capture_trigger_state`` rows per table key, read ahead for
+    the tables whose changelogs were counted ahead."""
     _described: dict[str, TableSpec | GluonError] = field(default_factory=dict, init=False)
     """Each table's source description now, per table key, read ahead (``describe_ahead``)."""
 
@@ -116,6 +122,7 @@ class ChangelogCounter:
         the source cannot be read or one changelog cannot (each table then finds out)."""
         tables: list[str] = []
         changelogs: list[source_objects.SourceObjectRef] = []
+        triggers: dict[str, tuple[TableSpec, source_objects.SourceObjectRef]] = {}
         for record in records:
             state = repo.incremental.get_state(record.table_key)
             if (
@@ -129,6 +136,11 @@ class ChangelogCounter:
             if changelog is not None:
                 tables.append(record.table_key)
                 changelogs.append(changelog)
+                trigger = source_objects.find_object(
+                    capture_objects(state), SourceObject.CHANGELOG_TRIGGER
+                )
+                if trigger is not None:
+                    triggers[record.table_key] = (record.spec(), trigger)
         if not changelogs:
             return
         try:
@@ -139,6 +151,9 @@ class ChangelogCounter:
         except GluonError:
             return
         self._counted.update(zip(tables, counts, strict=True))
+        with contextlib.suppress(GluonError):  # each table reads its own trigger's state
+            states = existing.capture_trigger_states_of(source, list(triggers.values()))
+            self._trigger_states.update(zip(triggers, states, strict=True))
         try:
             oldest = capture_changelog.oldest_changes_of(source, changelogs)
         except GluonError:
@@ -175,14 +190,26 @@ class ChangelogCounter:
                     f"GLUON_SOURCE_URL is a {source.name} database; "
                     f"the table came from {record.source_dialect}",
                 )
+            states = self._trigger_states.get(record.table_key)
             pending = feed.pending_in(
                 source,
                 record,
                 state,
                 counted=self._counted.get(record.table_key),
                 oldest=False,
-                check_capture=True,
+                check_capture=states is None,
             )
+            if states is not None:
+                # The changelog feed's capture check (its changelog was just counted), with
+                # the trigger's state read ahead for every table.
+                problems = existing.capture_problems(
+                    source,
+                    record.spec(),
+                    capture_objects(state),
+                    changelog_read=True,
+                    trigger_states=states,
+                )
+                pending = replace(pending, problems=tuple(problems))
         except GluonError as exc:
             return Backlog(name, None, str(exc))
         return Backlog(name, pending.count, pending.unknown_reason, pending.problems, pending.slot)
