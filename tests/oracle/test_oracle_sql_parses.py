@@ -147,6 +147,10 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "compatible": {"compatible": {}},
     "find_table": {"find_table": {}},
     "describe_columns": {"describe_columns": {}},
+    # The report's schema drift check over many tables (OracleSource._describe_together).
+    "describe_tables": {
+        "two tables": {"tables": [TableRef("app", "orders"), TableRef("APP", "ITEMS")]},
+    },
     "primary_key": {"primary_key": {}},
     "partitioning": {"partitioning": {}},
     # Subpartition-based offload: bounds from HIGH_VALUE (gluon.source.oracle_bounds).
