@@ -164,6 +164,8 @@ class ChangelogCounter:
         """Describe the source tables of ``records`` in one catalog query a database (a
         report over 200 tables made four a table); ``schema_drift`` then compares these.
         Nothing is described ahead when the source cannot be read."""
+        if not records:
+            return
         try:
             source = self._dialect()
         except GluonError:
