@@ -9,6 +9,11 @@ extraction passes over all of them while a writer inserts ``--rate`` rows a seco
 over the tables, leaves the writer's last changes waiting (a backlog, WAL the slots keep),
 and times the report three times (issue 33 item 4: 200 tables in at most 10 s). Prints one
 JSON object. Not part of the test command.
+
+``--against DIR`` (another gluon checkout, e.g. the main branch's) times it six times over
+the same loaded tables instead, alternating this checkout's report and that one's (this,
+that, that, this, this, that: the first, cold report is this checkout's), each with the
+report process's CPU time (user + system) beside its wall time.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from bench.harness import service_home
+from bench.harness import BIN, ROOT, service_home
 from bench.service_scale import _prepare, _Writer
 from bench.status_report_scale import time_report
 
@@ -38,12 +46,54 @@ def _extract_rounds(names: list[str], rounds: int) -> int:
     return runs
 
 
+def _timed_report(home: Path, checkout: Path) -> tuple[float, float, int]:
+    """One report with ``checkout``'s gluon first on the path: wall s, CPU s, exit code."""
+    env = {
+        **os.environ,
+        "OFFLOAD_HOME": str(home),
+        "PYTHONPATH": f"{checkout}:{checkout / 'tests'}",
+    }
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.monotonic()
+    report = subprocess.run(
+        [sys.executable, str(BIN / "offload_status_report")],
+        env=env,
+        cwd=checkout,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.monotonic() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    if report.returncode:
+        print(report.stderr, file=sys.stderr)
+    return round(wall, 2), round(cpu, 2), report.returncode
+
+
+def interleaved(home: Path, against: Path) -> dict[str, object]:
+    """This checkout's report and ``against``'s, three each, alternating."""
+    figures: dict[str, dict[str, list[float]]] = {
+        side: {"wall_s": [], "cpu_s": []} for side in ("this", "against")
+    }
+    code = 0
+    for side in ("this", "against", "against", "this", "this", "against"):
+        wall, cpu, exit_code = _timed_report(home, ROOT if side == "this" else against)
+        figures[side]["wall_s"].append(wall)
+        figures[side]["cpu_s"].append(cpu)
+        code = code or exit_code
+    return {"this": figures["this"], "against": figures["against"], "status_report_exit": code}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tables", type=int, default=200, help="tables (issue 33: 200)")
     parser.add_argument("--rounds", type=int, default=3, help="extraction passes under load")
     parser.add_argument("--rate", type=float, default=200.0, help="rows a second written")
     parser.add_argument("--py-spy", type=Path, default=None, help="py-spy the first report")
+    parser.add_argument(
+        "--against", type=Path, default=None, help="another gluon checkout, timed alternately"
+    )
     arguments = parser.parse_args()
 
     names = [f"s{number:03d}" for number in range(arguments.tables)]
@@ -64,7 +114,11 @@ def main() -> None:
                 raise writer.failure
             loaded = time.monotonic() - began - enabled
             print(f"loaded {loaded:.0f} s ({runs} extraction runs)", flush=True)
-            seconds, code = time_report(home, None, arguments.py_spy)
+            if arguments.against is not None:
+                reports = interleaved(home, arguments.against.resolve())
+            else:
+                seconds, code = time_report(home, None, arguments.py_spy)
+                reports = {"status_report_s": seconds, "status_report_exit": code}
     finally:
         os.environ.pop("OFFLOAD_HOME", None)
     print(
@@ -74,8 +128,7 @@ def main() -> None:
                 "extraction_runs": runs,
                 "rows_written": writer.written,
                 "enable_s": round(enabled, 1),
-                "status_report_s": seconds,
-                "status_report_exit": code,
+                **reports,
             }
         ),
         flush=True,

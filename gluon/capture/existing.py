@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from gluon.capture.objects import (
     CHANGELOG_SHAPE,
@@ -164,6 +165,7 @@ def capture_problems(
     *,
     truncate: bool = True,
     changelog_read: bool = False,
+    trigger_states: Sequence[Sequence[Any]] | None = None,
 ) -> list[str]:
     """What stops changes to ``table`` from being captured now: a capture trigger that is
     disabled or gone, a changelog that is gone (each one line, with the way out); with
@@ -176,6 +178,8 @@ def capture_problems(
 
     ``changelog_read``: the caller has just read the changelog (a report counts every
     changelog of a database in one query), so it exists and is not looked up again.
+    ``trigger_states``: the ``capture_trigger_state`` rows of the table's trigger, read
+    for many tables at once (``capture_trigger_states_of``), so not read again.
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -199,14 +203,10 @@ def capture_problems(
     if trigger is None:
         return problems
     truncate_name = truncate_trigger_name(source, trigger)
-    params = {
-        "schema": trigger.schema,
-        "name": trigger.name,
-        "truncate_name": truncate_name,
-        "table_schema": table.schema,
-        "table_name": table.name,
-    }
-    rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
+    rows = trigger_states
+    if rows is None:
+        params = _trigger_state_params(source, table, trigger)
+        rows = source.run_query("capture_trigger_state", params, schema=trigger.schema)
     # One row per trigger: (name, fires[, compiles]); fires is NULL where the dialect reports
     # a missing trigger, compiles is there where a trigger can exist without compiling (Oracle).
     truncate_fires = [row[1] for row in rows if row[0] == truncate_name]
@@ -242,3 +242,39 @@ def capture_problems(
             + resync
         )
     return problems
+
+
+def _trigger_state_params(
+    source: SourceDialect, table: TableSpec, trigger: SourceObjectRef
+) -> dict[str, Any]:
+    return {
+        "schema": trigger.schema,
+        "name": trigger.name,
+        "truncate_name": truncate_trigger_name(source, trigger),
+        "table_schema": table.schema,
+        "table_name": table.name,
+    }
+
+
+def capture_trigger_states_of(
+    source: SourceDialect, triggers: Sequence[tuple[TableSpec, SourceObjectRef]]
+) -> list[list[tuple[Any, ...]]]:
+    """The ``capture_trigger_state`` rows of each (table, capture trigger) of ``triggers``,
+    in their order, from one query (a report over 200 tables made one a table); pass each
+    to :func:`capture_problems` as ``trigger_states``.
+
+    Raises:
+        SourceError: one of them cannot be read (check them one by one to find which).
+    """
+    if not triggers:
+        return []
+    params: dict[str, Any] = {}
+    for number, (table, trigger) in enumerate(triggers):
+        params[f"n{number}"] = number
+        for name, value in _trigger_state_params(source, table, trigger).items():
+            params[f"t{number}_{name}"] = value
+    items = [trigger for _, trigger in triggers]
+    found: list[list[tuple[Any, ...]]] = [[] for _ in triggers]
+    for row in source.run_query("capture_trigger_states", params, items=items):
+        found[int(row[0])].append(tuple(row[1:]))
+    return found

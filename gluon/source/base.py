@@ -393,6 +393,32 @@ class SourceDialect:
         """
         raise NotImplementedError(f"{self.name} does not implement describe_table")
 
+    def describe_tables(self, refs: Sequence[TableRef]) -> dict[TableRef, TableSpec | GluonError]:
+        """:meth:`describe_table` of each of ``refs``, each its spec or the error describing
+        it raised, in as few catalog queries as the dialect can (a report over 200 tables
+        made four a table). A table the batched read does not describe (missing, named
+        twice in case, a type gluon refuses) or a batched read that fails is described
+        alone, so its own error names it."""
+        try:
+            together = self._describe_together(refs) if refs else {}
+        except SourceError:
+            together = {}
+        described: dict[TableRef, TableSpec | GluonError] = {}
+        for ref in refs:
+            if ref in together:
+                described[ref] = together[ref]
+                continue
+            try:
+                described[ref] = self.describe_table(ref)
+            except GluonError as exc:
+                described[ref] = exc
+        return described
+
+    def _describe_together(self, refs: Sequence[TableRef]) -> dict[TableRef, TableSpec]:
+        """The tables of ``refs`` one batched catalog read describes exactly as
+        :meth:`describe_table` would (default: none, each is described alone)."""
+        return {}
+
     def catalog_version(self, ref: TableRef) -> str | None:
         """One cheap value that changes whenever ``describe_table(ref)`` may answer
         differently (None: the dialect cannot tell, or no single table matches): a long-

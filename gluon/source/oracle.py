@@ -10,10 +10,11 @@ Why one module past 400 lines: the one class of Oracle's overrides of the contra
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import oracledb
@@ -394,6 +395,55 @@ class OracleSource(SourceDialect):
             self._dictionary("primary_key", params),
             self._dictionary("partitioning", params) if partitioned else [],
         )
+
+    def _describe_together(self, refs: Sequence[TableRef]) -> dict[TableRef, TableSpec]:
+        params: dict[str, Any] = {}
+        for number, ref in enumerate(refs):
+            params[f"s{number}"], params[f"t{number}"] = ref.schema, ref.table
+        tables: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        rows = self.run_query("describe_tables", params, tables=list(refs))
+        for row in rows:
+            values = {str(key).lower(): value for key, value in row._mapping.items()}
+            tables.setdefault((values["table_schema"], values["table_name"]), []).append(values)
+        described: dict[TableRef, TableSpec] = {}
+        for ref in refs:
+            found = [
+                (schema, table)
+                for schema, table in tables
+                if schema in (ref.schema, ref.schema.upper())
+                and table in (ref.table, ref.table.upper())
+            ]
+            if len(found) != 1:
+                continue  # missing or ambiguous: describe_table says which
+            columns = tables[found[0]]
+            first = columns[0]
+            key = sorted(
+                (row["key_position"], row["column_name"])
+                for row in columns
+                if row["key_position"] is not None
+            )
+            partitioning: list[dict[str, Any]] = []
+            if first["partitioned"] == "YES" and first["partitioning_type"] is not None:
+                # One row per partition key column; a reference-partitioned table has
+                # none of its own (a row with no column, as the partitioning query's).
+                placed = sorted(
+                    (row["partition_position"], row["column_name"])
+                    for row in columns
+                    if row["partition_position"] is not None
+                )
+                names: list[str | None] = [name for _, name in placed] or [None]
+                partitioning = [
+                    {"partitioning_type": first["partitioning_type"], "column_name": name}
+                    for name in names
+                ]
+            with contextlib.suppress(UnsupportedError):  # described alone, refused again
+                described[ref] = table_spec_from_dictionary(
+                    first,
+                    columns,
+                    [{"column_name": name} for _, name in key],
+                    partitioning,
+                )
+        return described
 
     def partition_bounds(self, spec: TableSpec) -> dict[str, PartitionBound]:
         params = {"schema": spec.schema, "table": spec.name}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
@@ -329,7 +329,33 @@ class PostgreSQLSource(SourceDialect):
             names = ", ".join(f'"{row.table_schema}"."{row.table_name}"' for row in found)
             raise UsageError(f"-t {ref} matches several tables that differ only in case: {names}")
         schema, table = found[0].table_schema, found[0].table_name
-        rows = self.run_query("describe_columns", {"schema": schema, "table": table})
+        params = {"schema": schema, "table": table}
+        partitioning = self.run_query("partitioning", params)
+        return self._table_spec(
+            ref,
+            schema,
+            table,
+            self.run_query("describe_columns", params),
+            tuple(row.column_name for row in self.run_query("primary_key", params)),
+            PARTITION_STRATEGIES.get(partitioning[0].strategy) if partitioning else None,
+            tuple(row.column_name for row in partitioning),
+        )
+
+    def _table_spec(
+        self,
+        ref: TableRef,
+        schema: str,
+        table: str,
+        rows: Sequence[Any],
+        primary_key: tuple[str, ...],
+        partition_kind: str | None,
+        partition_columns: tuple[str, ...],
+    ) -> TableSpec:
+        """The spec of ``schema.table`` from its ``describe_columns`` rows and keys.
+
+        Raises:
+            UnsupportedError: a column type gluon cannot offload without loss.
+        """
         columns: list[Column] = []
         refused: list[tuple[str, str]] = []
         for row in rows:
@@ -339,21 +365,52 @@ class PostgreSQLSource(SourceDialect):
             else:
                 columns.append(column)
         self._refuse_types(ref, refused)
-        key = self.run_query("primary_key", {"schema": schema, "table": table})
-        partitioning = self.run_query("partitioning", {"schema": schema, "table": table})
-        kind = None
-        partition_columns: tuple[str, ...] = ()
-        if partitioning:
-            kind = PARTITION_STRATEGIES.get(partitioning[0].strategy)
-            partition_columns = tuple(row.column_name for row in partitioning)
         return TableSpec(
             schema=schema,
             name=table,
             columns=tuple(columns),
-            primary_key=tuple(row.column_name for row in key),
+            primary_key=primary_key,
             partition_columns=partition_columns,
-            partition_kind=kind,
+            partition_kind=partition_kind if partition_columns else None,
         )
+
+    def _describe_together(self, refs: Sequence[TableRef]) -> dict[TableRef, TableSpec]:
+        rows = self.run_query(
+            "describe_tables",
+            {"schemas": [ref.schema for ref in refs], "tables": [ref.table for ref in refs]},
+        )
+        tables: dict[tuple[str, str], list[Any]] = {}
+        for row in rows:
+            tables.setdefault((row.table_schema, row.table_name), []).append(row)
+        matches: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for schema, table in tables:
+            matches.setdefault((schema.lower(), table.lower()), []).append((schema, table))
+        described: dict[TableRef, TableSpec] = {}
+        for ref in refs:
+            found = matches.get((ref.schema.lower(), ref.table.lower()), [])
+            if len(found) != 1:
+                continue  # missing or ambiguous: describe_table says which
+            schema, table = found[0]
+            columns = tables[found[0]]
+            key = sorted((row.key_position, row.column_name) for row in columns if row.key_position)
+            partition = sorted(
+                (row.partition_position, row.column_name)
+                for row in columns
+                if row.partition_position
+            )
+            try:
+                described[ref] = self._table_spec(
+                    ref,
+                    schema,
+                    table,
+                    columns,
+                    tuple(name for _, name in key),
+                    PARTITION_STRATEGIES.get(columns[0].partition_strategy),
+                    tuple(name for _, name in partition),
+                )
+            except UnsupportedError:
+                continue  # described alone, which raises the same refusal
+        return described
 
     def partition_bounds(self, spec: TableSpec) -> dict[str, PartitionBound]:
         if len(spec.partition_columns) != 1 or spec.partition_kind not in ("RANGE", "LIST"):

@@ -18,18 +18,20 @@ guarantees win over speed here.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import hashlib
 import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
 
 from gluon.config import SourceTimeouts
-from gluon.errors import NotFoundError, SourceError
+from gluon.errors import NotFoundError, SourceError, UnsupportedError
 from gluon.naming import TableRef
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import SourceDialect
@@ -133,6 +135,14 @@ class SQLiteSource(SourceDialect):
         self._require_found(ref, bool(found))
         table = found[0][0]
         rows = self.run_query("describe_columns", {"table": table, "schema": schema})
+        return self._table_spec(ref, schema, table, rows)
+
+    def _table_spec(self, ref: TableRef, schema: str, table: str, rows: Sequence[Any]) -> TableSpec:
+        """The spec of ``schema.table`` from its ``describe_columns`` rows.
+
+        Raises:
+            UnsupportedError: a column type gluon cannot offload without loss.
+        """
         columns: list[Column] = []
         refused: list[tuple[str, str]] = []
         primary: list[tuple[int, str]] = []
@@ -152,6 +162,30 @@ class SQLiteSource(SourceDialect):
             columns=tuple(columns),
             primary_key=tuple(name for _, name in sorted(primary)),
         )
+
+    def _describe_together(self, refs: Sequence[TableRef]) -> dict[TableRef, TableSpec]:
+        """One query per attached database holding some of ``refs``."""
+        schemas = {name.lower(): name for name in self._schemas()}
+        wanted: dict[str, list[TableRef]] = {}
+        for ref in refs:
+            if ref.schema.lower() in schemas:
+                wanted.setdefault(schemas[ref.schema.lower()], []).append(ref)
+        described: dict[TableRef, TableSpec] = {}
+        for schema, among in wanted.items():
+            params: dict[str, Any] = {f"t{n}": ref.table for n, ref in enumerate(among)}
+            rows = self.run_query(
+                "describe_tables", {**params, "schema": schema}, schema=schema, tables=among
+            )
+            tables: dict[str, list[Any]] = {}
+            for row in rows:
+                tables.setdefault(row.table_name.lower(), []).append(row)
+            for ref in among:
+                columns = tables.get(ref.table.lower())
+                if not columns:
+                    continue  # missing: describe_table says so
+                with contextlib.suppress(UnsupportedError):  # described alone, refused again
+                    described[ref] = self._table_spec(ref, schema, columns[0].table_name, columns)
+        return described
 
     def prepare_checksums(self) -> None:
         # SQLite has no MD5: gluon verify's templates call these, registered per connection.

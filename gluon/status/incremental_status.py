@@ -10,19 +10,22 @@ Delta logs, source); each section is a small reader function here, in the order 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gluon import locks
 from gluon import source as sources
 from gluon.capture import changelog as capture_changelog
+from gluon.capture import existing
 from gluon.capture import objects as source_objects
 from gluon.compact.options import CompactionMethod
 from gluon.config import Settings, SourceTimeouts
 from gluon.errors import GluonError
 from gluon.extract.feeds import FEEDS, Pending, capture_objects
 from gluon.extract.insert_only import status_notes
-from gluon.extract.schema_changes import source_changes
+from gluon.extract.schema_changes import compare, source_changes
 from gluon.extract.truncation import truncation_note
 from gluon.lake.stats import DeltaStats, delta_stats
 from gluon.methods import get_method
@@ -38,6 +41,7 @@ from gluon.repo.incremental import (
     IncrementalState,
 )
 from gluon.repo.increments import DONE, OffloadIncrement
+from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
 from gluon.states import MergeMode
 from gluon.status.compaction_status import compaction_status, deltalake_read
@@ -91,6 +95,11 @@ class ChangelogCounter:
         default_factory=dict, init=False
     )
     """The oldest pending change per table key, read ahead with the counts (None: none)."""
+    _trigger_states: dict[str, list[tuple[Any, ...]]] = field(default_factory=dict, init=False)
+    """The capture trigger's ``capture_trigger_state`` rows per table key, read ahead for
+    the tables whose changelogs were counted ahead."""
+    _described: dict[str, TableSpec | GluonError] = field(default_factory=dict, init=False)
+    """Each table's source description now, per table key, read ahead (``describe_ahead``)."""
 
     def _dialect(self) -> SourceDialect:
         if self._failure:
@@ -113,6 +122,7 @@ class ChangelogCounter:
         the source cannot be read or one changelog cannot (each table then finds out)."""
         tables: list[str] = []
         changelogs: list[source_objects.SourceObjectRef] = []
+        triggers: dict[str, tuple[TableSpec, source_objects.SourceObjectRef]] = {}
         for record in records:
             state = repo.incremental.get_state(record.table_key)
             if (
@@ -126,6 +136,11 @@ class ChangelogCounter:
             if changelog is not None:
                 tables.append(record.table_key)
                 changelogs.append(changelog)
+                trigger = source_objects.find_object(
+                    capture_objects(state), SourceObject.CHANGELOG_TRIGGER
+                )
+                if trigger is not None:
+                    triggers[record.table_key] = (record.spec(), trigger)
         if not changelogs:
             return
         try:
@@ -136,11 +151,31 @@ class ChangelogCounter:
         except GluonError:
             return
         self._counted.update(zip(tables, counts, strict=True))
+        with contextlib.suppress(GluonError):  # each table reads its own trigger's state
+            states = existing.capture_trigger_states_of(source, list(triggers.values()))
+            self._trigger_states.update(zip(triggers, states, strict=True))
         try:
             oldest = capture_changelog.oldest_changes_of(source, changelogs)
         except GluonError:
             return  # each table reads its own oldest change (and finds out which fails)
         self._oldest.update(zip(tables, oldest, strict=True))
+
+    def describe_ahead(self, records: list[OffloadedTable]) -> None:
+        """Describe the source tables of ``records`` in one catalog query a database (a
+        report over 200 tables made four a table); ``schema_drift`` then compares these.
+        Nothing is described ahead when the source cannot be read."""
+        if not records:
+            return
+        try:
+            source = self._dialect()
+        except GluonError:
+            return  # each table finds out
+        mine = [record for record in records if record.source_dialect == source.name]
+        refs = [TableRef(record.source_schema, record.source_table) for record in mine]
+        described = source.describe_tables(refs)
+        self._described.update(
+            (record.table_key, described[ref]) for record, ref in zip(mine, refs, strict=True)
+        )
 
     def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
         """The changes waiting in the source, as the table's feed counts them."""
@@ -157,14 +192,26 @@ class ChangelogCounter:
                     f"GLUON_SOURCE_URL is a {source.name} database; "
                     f"the table came from {record.source_dialect}",
                 )
+            states = self._trigger_states.get(record.table_key)
             pending = feed.pending_in(
                 source,
                 record,
                 state,
                 counted=self._counted.get(record.table_key),
                 oldest=False,
-                check_capture=True,
+                check_capture=states is None,
             )
+            if states is not None:
+                # The changelog feed's capture check (its changelog was just counted), with
+                # the trigger's state read ahead for every table.
+                problems = existing.capture_problems(
+                    source,
+                    record.spec(),
+                    capture_objects(state),
+                    changelog_read=True,
+                    trigger_states=states,
+                )
+                pending = replace(pending, problems=tuple(problems))
         except GluonError as exc:
             return Backlog(name, None, str(exc))
         return Backlog(name, pending.count, pending.unknown_reason, pending.problems, pending.slot)
@@ -196,7 +243,13 @@ class ChangelogCounter:
             source = self._dialect()
             if source.name != record.source_dialect:
                 return None
-            changes = source_changes(source, record)
+            described = self._described.get(record.table_key)
+            if isinstance(described, GluonError):
+                return None  # as below: the backlog line says why the source cannot be read
+            if described is None:
+                changes = source_changes(source, record)
+            else:
+                changes = compare(record.columns, described.columns)
         except GluonError:
             return None  # the backlog line already says why the source cannot be read
         if not changes.changed:

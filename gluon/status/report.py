@@ -139,6 +139,7 @@ def generate_report(
     with _stage(announce, "Fetch Repository, Source And Lake Data"):
         counter = ChangelogCounter(settings.source_url, settings.source_timeouts)
         counter.count_ahead(repo, records)
+        counter.describe_ahead(records)
         statuses = _collect(repo, records, counter)
     with _stage(announce, "Process Report Data"):
         generated_at = now()

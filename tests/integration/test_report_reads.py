@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from support.cli import GLUON_SETTINGS, run_cli
 from support.tables import App, enable, extract
 
@@ -125,3 +126,88 @@ def test_oldest_changes_read_in_one_query_on_postgresql(
     assert sorted(ages) == ["PUBLIC.ITEMS", "PUBLIC.ORDERS"]
     assert all(age is not None and age >= 0 for age in ages.values()), ages
     assert (queries["oldest_changes_of"], queries["oldest_change"]) == (1, 0)
+
+
+def _drift(out: Path, queries: collections.Counter[str]) -> dict[str, list[str]]:
+    """Each table's schema findings (``schema_changed``, ``schema_refused``) in a new report."""
+    return {
+        table["table"]: [
+            finding["code"]
+            for finding in table.get("findings", [])
+            if finding["code"].startswith("schema_")
+        ]
+        for table in _report_tables(out, queries)
+    }
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_tables_described_in_one_catalog_query(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The schema drift check reads every table's columns, keys and types in one catalog
+    query a database (it made four a table: find_table, describe_columns, primary_key,
+    partitioning); a column added or dropped still shows."""
+    if dialect == "sqlite":
+        app = _app(f"sqlite:///{tmp_path / 'app.db'}", "main", tmp_path / "home", monkeypatch)
+    else:
+        app = _app(request.getfixturevalue("pg_url"), "public", tmp_path / "home", monkeypatch)
+    items, orders = (f"{app.schema.upper()}.{name}" for name in ("ITEMS", "ORDERS"))
+    queries = _count_queries(monkeypatch)
+    out = tmp_path / "reports"
+    assert _drift(out, queries) == {items: [], orders: []}
+    assert queries["describe_tables"] == 1, queries
+    described_alone = ("find_table", "describe_columns", "primary_key", "partitioning")
+    assert [queries[template] for template in described_alone] == [0, 0, 0, 0], queries
+
+    app.run(f"ALTER TABLE {app.schema}.items ADD COLUMN added_later INTEGER")
+    dropped: list[str] = []
+    if dialect == "postgresql":  # SQLite drops no column a trigger names
+        app.run(f"ALTER TABLE {app.schema}.orders DROP COLUMN amount")
+        dropped = ["schema_refused"]
+    assert _drift(out, queries) == {items: ["schema_changed"], orders: dropped}
+    assert queries["describe_tables"] == 1, queries
+    assert queries["describe_columns"] == 0, queries
+
+
+def _capture_findings(out: Path, queries: collections.Counter[str]) -> dict[str, list[str]]:
+    """Each table's ``capture_broken`` messages in a new report."""
+    return {
+        table["table"]: [
+            finding["message"]
+            for finding in table.get("findings", [])
+            if finding["code"] == "capture_broken"
+        ]
+        for table in _report_tables(out, queries)
+    }
+
+
+@pytest.mark.parametrize("dialect", ["sqlite", "postgresql"])
+def test_capture_triggers_checked_in_one_query(
+    dialect: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The capture check reads every table's trigger state in one query a database (it made
+    one a table); a trigger disabled or dropped is still reported on its own table."""
+    if dialect == "sqlite":
+        app = _app(f"sqlite:///{tmp_path / 'app.db'}", "main", tmp_path / "home", monkeypatch)
+    else:
+        app = _app(request.getfixturevalue("pg_url"), "public", tmp_path / "home", monkeypatch)
+    items, orders = (f"{app.schema.upper()}.{name}" for name in ("ITEMS", "ORDERS"))
+    queries = _count_queries(monkeypatch)
+    out = tmp_path / "reports"
+    assert _capture_findings(out, queries) == {items: [], orders: []}
+    assert (queries["capture_trigger_states"], queries["capture_trigger_state"]) == (1, 0)
+
+    if dialect == "sqlite":  # SQLite triggers cannot be disabled: they are dropped
+        triggers = app.engine.connect().execute(
+            sa.text("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'orders'")
+        )
+        app.run(*(f'DROP TRIGGER main."{name}"' for (name,) in triggers))
+        broken = "is missing"
+    else:
+        app.run(f"ALTER TABLE {app.schema}.orders DISABLE TRIGGER USER")
+        broken = "is disabled"
+    found = _capture_findings(out, queries)
+    assert found[items] == [] and found[orders], found
+    assert all("orders" in message.lower() for message in found[orders]), found
+    assert broken in found[orders][0], found
+    assert (queries["capture_trigger_states"], queries["capture_trigger_state"]) == (1, 0)

@@ -591,3 +591,72 @@ def test_a_number_12_2_change_round_trips_exactly(source: OracleSource) -> None:
     double = pa.record_batch([pa.array([1234567890.12], pa.float64())], names=["AMOUNT"])
     with pytest.raises(SourceError, match="not an exact decimal"):
         conform(double, pa.schema(spec.arrow_schema), spec)
+
+
+def _batched_rows(tables: dict[str, str]) -> list[FakeRow]:
+    """The describe_tables rows of the recorded ``tables`` (name -> recorded table), as the
+    query joins them: each column with its table's find_table row, key and partition places."""
+    rows: list[FakeRow] = []
+    for recorded_as in tables.values():
+        table = {key.lower(): value for key, value in recorded(recorded_as, "find_table").items()}
+        keys = {row["COLUMN_NAME"]: row["POSITION"] for row in recorded(recorded_as, "primary_key")}
+        parts = recorded(recorded_as, "partitioning")
+        placed = {row["COLUMN_NAME"]: row["COLUMN_POSITION"] for row in parts}
+        for column in recorded(recorded_as, "describe_columns"):
+            name = column["COLUMN_NAME"]
+            values = {
+                **table,
+                **column,
+                "KEY_POSITION": keys.get(name),
+                "PARTITIONING_TYPE": parts[0]["PARTITIONING_TYPE"] if parts else None,
+                "PARTITION_POSITION": placed.get(name),
+            }
+            rows.append(FakeRow(values))
+    return rows
+
+
+def test_describe_tables_in_one_query_as_described_alone(
+    source: OracleSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every recorded table (34 types and a two-column key, RANGE on two columns, refused
+    legacy types) described from the one batched query equals its describe_table; a table
+    the batch does not find, or whose types are refused, is described alone."""
+    recorded_tables = {"OFFLOAD_TYPES": "OFFLOAD_TYPES", "SALES": "SALES"}
+    refs = [TableRef("app", "offload_types"), TableRef("APP", "SALES")]
+    asked: list[str] = []
+
+    def batched(template: str, params: dict[str, Any] | None = None, **_: Any) -> list[Any]:
+        asked.append(template)
+        assert template == "describe_tables", template
+        assert params == {"s0": "app", "t0": "offload_types", "s1": "APP", "t1": "SALES"}
+        return _batched_rows(recorded_tables)
+
+    monkeypatch.setattr(source, "run_query", batched)
+    described = source.describe_tables(refs)
+    assert asked == ["describe_tables"]
+    assert described == {
+        TableRef("app", "offload_types"): spec_of("OFFLOAD_TYPES"),
+        TableRef("APP", "SALES"): spec_of("SALES"),
+    }
+    assert described[TableRef("APP", "SALES")].partition_columns == ("SOLD_ON", "REGION")  # type: ignore[union-attr]
+
+
+def test_describe_tables_reference_partitioned_and_missing(
+    source: OracleSource, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reference = [
+        FakeRow(
+            {
+                **row._mapping,
+                "partitioned": "YES",
+                "partitioning_type": "REFERENCE",
+                "partition_position": None,
+            }
+        )
+        for row in _batched_rows({"SALES": "SALES"})
+    ]
+    monkeypatch.setattr(source, "run_query", lambda *args, **kwargs: reference)
+    together = source._describe_together([TableRef("APP", "SALES"), TableRef("APP", "GONE")])
+    assert list(together) == [TableRef("APP", "SALES")]  # GONE: described alone
+    spec = together[TableRef("APP", "SALES")]
+    assert (spec.partition_kind, spec.partition_columns) == ("REFERENCE", ())

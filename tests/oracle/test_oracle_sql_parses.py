@@ -147,6 +147,10 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "compatible": {"compatible": {}},
     "find_table": {"find_table": {}},
     "describe_columns": {"describe_columns": {}},
+    # The report's schema drift check over many tables (OracleSource._describe_together).
+    "describe_tables": {
+        "two tables": {"tables": [TableRef("app", "orders"), TableRef("APP", "ITEMS")]},
+    },
     "primary_key": {"primary_key": {}},
     "partitioning": {"partitioning": {}},
     # Subpartition-based offload: bounds from HIGH_VALUE (gluon.source.oracle_bounds).
@@ -196,6 +200,19 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "object_marker": {"object_marker": {}},
     "object_columns": {"object_columns": {}},
     "capture_trigger_state": {"capture_trigger_state": {}},
+    # The report's capture check over many tables (gluon.capture.existing).
+    "capture_trigger_states": {
+        "two tables": {
+            "items": [
+                capture_objects.SourceObjectRef(
+                    SourceObject.CHANGELOG_TRIGGER, "APP_H", "ORDERS_CT", "TRIGGER"
+                ),
+                capture_objects.SourceObjectRef(
+                    SourceObject.CHANGELOG_TRIGGER, "APP_H", "ITEMS_CT", "TRIGGER"
+                ),
+            ]
+        }
+    },
     "compile_errors": {"compile_errors": {}},
     # The enable preflight's dictionary queries (gluon.source.oracle_preflight).
     "session_user": {"session_user": {}},
