@@ -1,7 +1,7 @@
 """What gluon verify's pass over the source costs on PostgreSQL (issue 31 item 6): the first
 buckets are sized by the planner's estimate of the rows instead of a count (a whole scan),
-and the checksum pass runs without JIT in its own transaction, leaving the connection as it
-was (real PostgreSQL)."""
+and the checksum pass runs without JIT and with parallel workers priced at 0 in its own
+transaction, leaving the connection as it was (real PostgreSQL)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_the_rows_are_counted_until_analyzed_then_estimated(pg_url: str) -> None
     assert source.count_rows(SPEC) == 1100
 
 
-def test_the_checksum_pass_runs_without_jit_and_leaves_the_connection_as_it_was(
+def test_the_checksum_pass_takes_its_settings_and_leaves_the_connection_as_it_was(
     pg_url: str,
 ) -> None:
     _create(pg_url)
@@ -66,10 +66,10 @@ def test_the_checksum_pass_runs_without_jit_and_leaves_the_connection_as_it_was(
         "buckets": [],
     }
     # The condition holds only where the pass's setting took: every row counts, or none.
-    without_jit = "current_setting('jit') = 'off'"
-    rows = source.run_checksum_query("verify_buckets", {}, **context, where=without_jit)
+    settings = "current_setting('jit') = 'off' AND current_setting('parallel_setup_cost') = '0'"
+    rows = source.run_checksum_query("verify_buckets", {}, **context, where=settings)
     assert sum(count for _bucket, count, _sum in rows) == ROWS
-    assert source.run_query("verify_buckets", {}, **context, where=without_jit) == []
+    assert source.run_query("verify_buckets", {}, **context, where=settings) == []
     with source.engine.connect() as connection:
         jit = connection.execute(sa.text("SHOW jit")).scalar()
-    assert jit == "on"  # SET LOCAL: the pooled connection keeps the server's default
+    assert jit == "on"  # local to the pass: the pooled connection keeps the server's default
