@@ -124,6 +124,14 @@ class SourceDialect:
     one_null_key_hint: ClassVar[str] = ""
     """How the dialect keeps NULL a single key value, for the refusal of a nullable key."""
 
+    row_estimate: ClassVar[str | None] = None
+    """The template of a query for the planner's estimate of a table's rows (binds
+    ``:schema``, ``:table``); None: :meth:`estimate_rows` counts them."""
+
+    checksum_settings: ClassVar[str | None] = None
+    """The template of settings gluon verify's checksum passes take first, in their
+    transaction (:meth:`run_checksum_query`); None: the dialect needs none."""
+
     unmarkable_source_objects: ClassVar[frozenset[SourceObject]] = frozenset()
     """Capture object kinds the dialect cannot comment (mark as gluon's): they are judged by
     the changelog table they serve (``gluon.capture.existing.existing_objects``)."""
@@ -213,6 +221,20 @@ class SourceDialect:
         try:
             with self.engine.connect() as connection:
                 # fetchall: the driver's rows at once (a slot's peek: 100k rows), not one by one.
+                return list(connection.execute(sa.text(sql), params or {}).fetchall())
+        except sa.exc.DBAPIError as exc:
+            raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
+
+    def run_checksum_query(
+        self, template: str, params: dict[str, Any] | None = None, **context: Any
+    ) -> list[Any]:
+        """:meth:`run_query` for a pass of gluon verify over the table, in a transaction that
+        first takes the dialect's :attr:`checksum_settings` (a template), if it has any."""
+        sql = self.render(template, **context)
+        try:
+            with self.engine.connect() as connection:
+                if self.checksum_settings is not None:
+                    connection.execute(sa.text(self.render(self.checksum_settings)))
                 return list(connection.execute(sa.text(sql), params or {}).fetchall())
         except sa.exc.DBAPIError as exc:
             raise SourceError(f"{self.name} query {template} failed: {_first_line(exc)}") from exc
@@ -553,6 +575,15 @@ class SourceDialect:
         """Number of rows in the table."""
         rows = self.run_query("count_rows", schema=spec.schema, table=spec.name)
         return int(rows[0][0])
+
+    def estimate_rows(self, spec: TableSpec) -> int:
+        """About how many rows the table holds, to size work by (gluon verify's first
+        buckets); counted unless the dialect keeps an estimate (:attr:`row_estimate`)."""
+        if self.row_estimate is not None:
+            [row] = self.run_query(self.row_estimate, {"schema": spec.schema, "table": spec.name})
+            if row[0] is not None and int(row[0]) > 0:  # else never analyzed, or empty
+                return int(row[0])
+        return self.count_rows(spec)
 
     def read_batches(
         self,

@@ -124,6 +124,8 @@ class PostgreSQLSource(SourceDialect):
     binds_arrays = True
     has_schemas = True
     name_case = "lower"
+    checksum_settings = "verify_settings"
+    row_estimate = "estimate_rows"
     wide_types = tuple(
         (re.compile(pattern, re.IGNORECASE), wide)
         for pattern, wide in (

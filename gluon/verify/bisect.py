@@ -6,9 +6,9 @@ checksum rows are a small fraction of the table's bytes); each next level splits
 differing buckets, into 16 to 4096 (one to three more hex digits of the key's hash, or of an
 integer key: :mod:`gluon.verify.buckets`), until a bucket holds at most :data:`LEAF_ROWS`
 rows on both sides (or all the digits are used): its rows are then read whole on both
-sides. An equal table costs one count on the source and one checksum pass on each side;
-the source's count and first pass can start before the lake's engine is up
-(:class:`HeadStart`).
+sides. An equal table costs one checksum pass on each side (and, to size the first level,
+the source's estimate of its rows: PostgreSQL's planner's, a count elsewhere); the source's
+first pass can start before the lake's engine is up (:class:`HeadStart`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ A bucket is the set of rows whose key's MD5 (of its canonical text) starts with 
 hex digits, or whose integer key has the same low hex digits (:mod:`gluon.verify.buckets`):
 it needs no order on the key, so text keys, composite keys and keys that collate
 differently in the two engines split alike. Each side returns per bucket the row count and
-the sum of the first 60 bits of each row's MD5; only buckets that differ are split further
-or read whole (:mod:`gluon.verify.bisect`).
+the sum of the first 60 bits of each row's MD5 (modulo 2**64); only buckets that differ
+are split further or read whole (:mod:`gluon.verify.bisect`).
 
 A type whose text the two engines write differently (floats' exponents, zoned timestamps)
 makes its rows' buckets differ: they are then read whole and compared by
@@ -34,7 +34,10 @@ from gluon.verify.buckets import mask, residue_name, residue_of
 from gluon.verify.pace import Pace
 
 Checksum = tuple[int, int]
-"""A bucket's row count and its hash sum."""
+"""A bucket's row count and its hash sum modulo :data:`SUM_MODULUS`."""
+SUM_MODULUS = 2**64
+"""Hash sums are compared modulo 2**64: the lake's engine adds them as a BIGINT that wraps
+(gluon.lake.verify_sql), the source's exactly."""
 BIND_CHUNK = 500
 """Buckets per statement (Oracle takes at most 1000 values in an IN list)."""
 
@@ -61,6 +64,8 @@ def text_kind(column: Column, is_json: bool) -> str:
         return "binary"
     if lake_type in ("double", "float"):
         return "float"
+    if lake_type in ("date", "timestamp_ntz"):
+        return "temporal"
     if lake_type.startswith("decimal("):
         return "decimal"
     return "other"
@@ -138,7 +143,12 @@ class SourceSide:
         spec = self.record.spec()
         expressions = self.source.select_list(spec)
         columns = [
-            {"expr": expression, "kind": kind, "digits": decimal_scale(column)}
+            {
+                "expr": expression,
+                "kind": kind,
+                "framed": kind in verify_sql.FRAMED_KINDS,
+                "digits": decimal_scale(column),
+            }
             for expression, kind, column in zip(expressions, self.kinds, spec.columns, strict=True)
         ]
         return {
@@ -150,9 +160,11 @@ class SourceSide:
         }
 
     def count(self) -> int:
+        """The rows to size the first buckets by: the whole table's estimate (the first
+        level's counts are the exact figure), or the offloaded part's count."""
         spec = self.record.spec()
         if self.where is None:
-            return self.source.count_rows(spec)
+            return self.source.estimate_rows(spec)
         return self.source.count_matching(spec, self.where, self.params)
 
     def buckets(
@@ -162,7 +174,7 @@ class SourceSide:
         for chunk in _chunks(parents) if parents else [[]]:
             values = _bucket_values(chunk, self.by_residue)
             binds = {f"vb{i}": bucket for i, bucket in enumerate(values)}
-            rows = self.source.run_query(
+            rows = self.source.run_checksum_query(
                 "verify_buckets",
                 self.source.adapt_params({**self.params, **binds}),
                 **self._context(),
@@ -176,7 +188,7 @@ class SourceSide:
             self.meter.source_bytes += _checksum_bytes(rows)
             for bucket, count, total in rows:
                 name = _bucket_name(bucket, digits, self.by_residue)
-                found[name] = (int(count), int(total or 0))
+                found[name] = (int(count), int(total or 0) % SUM_MODULUS)
                 self.pace.read(int(count))
         self.meter.buckets_compared += len(found)
         return found
@@ -254,7 +266,7 @@ class LakeSide:
             self.meter.lake_bytes += _checksum_bytes([[row["bucket"]] for row in rows])
             for row in rows:
                 name = _bucket_name(row["bucket"], digits, self.by_residue)
-                found[name] = (int(row["row_count"]), int(row["hash_sum"] or 0))
+                found[name] = (int(row["row_count"]), int(row["hash_sum"] or 0) % SUM_MODULUS)
         return found
 
     def rows(self, digits: int, buckets: Sequence[str]) -> list[list[Any]]:

@@ -48,13 +48,19 @@ SELECTED = ["ORDER_ID", '"lower_case"', "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMES
 URL = "oracle+oracledb://gluon:secret@localhost:1521/?service_name=FREEPDB1"
 
 VERIFY_COLUMNS = [
-    {"expr": "ORDER_ID", "kind": "decimal", "digits": (10, 0)},
-    {"expr": "LINE_NO", "kind": "integer", "digits": (38, 0)},
-    {"expr": "AMOUNT", "kind": "decimal", "digits": (12, 2)},
-    {"expr": "NOTES", "kind": "text", "digits": (38, 0)},
-    {"expr": "PAYLOAD", "kind": "binary", "digits": (38, 0)},
-    {"expr": "ACTIVE", "kind": "boolean", "digits": (38, 0)},
-    {"expr": "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6))", "kind": "other", "digits": (38, 0)},
+    {"expr": "ORDER_ID", "kind": "decimal", "framed": False, "digits": (10, 0)},
+    {"expr": "LINE_NO", "kind": "integer", "framed": False, "digits": (38, 0)},
+    {"expr": "AMOUNT", "kind": "decimal", "framed": False, "digits": (12, 2)},
+    {"expr": "NOTES", "kind": "text", "framed": True, "digits": (38, 0)},
+    {"expr": "PAYLOAD", "kind": "binary", "framed": False, "digits": (38, 0)},
+    {"expr": "ACTIVE", "kind": "boolean", "framed": False, "digits": (38, 0)},
+    {"expr": "CREATED", "kind": "temporal", "framed": False, "digits": (38, 0)},
+    {
+        "expr": "CAST(SYS_EXTRACT_UTC(ZONED_AT) AS TIMESTAMP(6))",
+        "kind": "other",
+        "framed": True,
+        "digits": (38, 0),
+    },
 ]
 VERIFY_HASHED: dict[str, Any] = {
     "schema": "APP",
