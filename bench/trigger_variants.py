@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import dataset
-from bench.harness import Workspace, note
+from bench.harness import BIN, Workspace, note, run_process
 from bench.trigger_cost import SCRIPT, _pgbench, _tps
 
 TEMPLATE = "variant_template"
@@ -108,6 +108,16 @@ def _guarded(definition: str) -> str:
     )
 
 
+def _unguarded(definition: str) -> str:
+    """Without the catalog check choosing the dropped-column fallback (always direct)."""
+    return re.sub(
+        r"IF \(SELECT pg_catalog\.count\(\*\) FROM pg_catalog\.pg_attribute.*?THEN",
+        "IF true THEN",
+        definition,
+        flags=re.DOTALL,
+    )
+
+
 def _drop_capture(conn: Conn) -> None:
     name, _ = _capture_function(conn)
     conn.execute(f"DROP FUNCTION {name} CASCADE")
@@ -159,11 +169,12 @@ INSERT INTO LOG (gl_seq, gl_op, gl_origin, aid)
 """
 
 
-def _statement_floor(conn: Conn) -> None:
-    """Statement triggers keeping transition tables, calling a function that does nothing."""
+def _statement_floor(conn: Conn, settings: str = "") -> None:
+    """Statement triggers keeping transition tables, calling a function that does nothing
+    (with ``settings``: gluon's SECURITY DEFINER and pinned settings)."""
     _drop_capture(conn)
     conn.execute(
-        "CREATE FUNCTION public_h.gl_variant() RETURNS trigger LANGUAGE plpgsql "
+        f"CREATE FUNCTION public_h.gl_variant() RETURNS trigger LANGUAGE plpgsql {settings} "
         "AS $f$ BEGIN RETURN NULL; END $f$"
     )
     conn.execute(
@@ -203,15 +214,18 @@ VARIANTS: dict[str, Callable[[Conn], None] | None] = {
     "row_narrow": lambda c: _row_trigger(c, ROW_NARROW, definer=False),
     "floor_row": lambda c: _row_trigger(c, "", definer=False),
     "floor_stmt": _statement_floor,
+    "floor_definer": lambda c: _statement_floor(
+        c, "SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off"
+    ),
+    "no_guard": lambda c: _replace_function(c, _unguarded),
 }
 
 
 def _backend_cpu(conn: Conn) -> float:
-    """CPU seconds (user + system) the connection's server process has used."""
+    """CPU seconds the connection's server process has run (the scheduler's nanosecond
+    count, /proc/<pid>/schedstat: user + system at a finer grain than /proc/<pid>/stat)."""
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    ticks = 100  # os.sysconf("SC_CLK_TCK") on Linux
-    return (int(fields[11]) + int(fields[12])) / ticks
+    return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0]) / 1e9
 
 
 def _bulk_update(url: str) -> tuple[float, float]:
@@ -222,19 +236,24 @@ def _bulk_update(url: str) -> tuple[float, float]:
         return time.perf_counter() - started, _backend_cpu(conn) - cpu
 
 
-def _cpu_per_update(url: str, accounts: int, count: int) -> float:
-    """Server CPU microseconds per single-row UPDATE transaction (autocommit), over ``count``
-    of them in one session: the load on a shared machine moves TPS 2-3x run to run, the
-    CPU a transaction costs the server much less."""
-    aids = [random.randint(1, accounts) for _ in range(count)]
-    with dataset.connect(url) as conn:
-        conn.execute("SELECT 1")
-        cpu = _backend_cpu(conn)
-        for aid in aids:
-            conn.execute(
-                "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = %s", (aid,)
-            )
-        return (_backend_cpu(conn) - cpu) / count * 1e6
+def _cpu_per_update(
+    conns: dict[str, Conn], accounts: int, count: int, cycles: int
+) -> dict[str, list[float]]:
+    """Server CPU microseconds per single-row UPDATE transaction (autocommit), for each
+    variant's session: ``cycles`` chunks of ``count`` UPDATEs, the variants taking turns chunk
+    by chunk (the load on a shared machine moves TPS 2-3x run to run; the CPU a transaction
+    costs the server, measured in small interleaved chunks, much less)."""
+    spent: dict[str, list[float]] = {name: [] for name in conns}
+    for _ in range(cycles):
+        aids = [random.randint(1, accounts) for _ in range(count)]
+        for name, conn in conns.items():
+            cpu = _backend_cpu(conn)
+            for aid in aids:
+                conn.execute(
+                    "UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = %s", (aid,)
+                )
+            spent[name].append((_backend_cpu(conn) - cpu) / count * 1e6)
+    return spent
 
 
 def _settle(url: str) -> None:
@@ -287,7 +306,8 @@ def _means(
     tps2: dict[str, list[float]],
     bulk: dict[str, list[tuple[float, float]]],
 ) -> list[float]:
-    """CPU us per transaction, TPS -c1, TPS -c2, bulk wall s, bulk CPU s (0: not measured)."""
+    """CPU us per transaction (median chunk), TPS -c1, TPS -c2, bulk wall s, bulk CPU s
+    (0: not measured)."""
     if name not in cpu:
         return [0.0] * 5
 
@@ -296,7 +316,13 @@ def _means(
 
     walls = [wall for wall, _ in bulk[name]]
     cpus = [spent for _, spent in bulk[name]]
-    return [mean(cpu[name]), mean(tps1[name]), mean(tps2[name]), mean(walls), mean(cpus)]
+    return [
+        statistics.median(cpu[name]),
+        mean(tps1[name]),
+        mean(tps2[name]),
+        mean(walls),
+        mean(cpus),
+    ]
 
 
 def main() -> None:
@@ -304,9 +330,16 @@ def main() -> None:
     parser.add_argument("--accounts", type=int, default=200_000)
     parser.add_argument("--seconds", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--updates", type=int, default=5000)
+    parser.add_argument("--updates", type=int, default=500, help="UPDATEs per chunk")
+    parser.add_argument("--cycles", type=int, default=20, help="chunks per variant")
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS))
     parser.add_argument("--changes", nargs="*", type=int, default=[100_000, 1_000_000])
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="a gluon code tree (e.g. `git worktree add` of an older commit): adds variant "
+        "'before', the capture that tree's offload installs",
+    )
     args = parser.parse_args()
     if args.accounts % 100_000:
         parser.error("--accounts must be a multiple of 100000 (pgbench -i -s)")
@@ -332,8 +365,19 @@ def run(workspace: Workspace, args: argparse.Namespace) -> None:
         for name in args.variants:
             conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
             urls[name] = workspace.server.url(name)
+    if args.before:
+        urls["before"] = workspace.server.create_database("before")
+        _pgbench(workspace, "-i", "-q", "-s", str(args.accounts // 100_000), "before")
+        old = workspace.home("trigger_variants_before", urls["before"])
+        run_process(
+            [str(BIN / "offload"), "-t", "public.pgbench_accounts", "-x",
+             "--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG"],
+            env={**old.env, "PYTHONPATH": str(args.before.resolve())},
+        )  # fmt: skip
+        note(f"CHANGELOG enabled by {args.before} on 'before'")
+        args.variants.insert(1, "before")
     for name in args.variants:
-        change = VARIANTS[name]
+        change = VARIANTS.get(name)
         if change is not None:
             with dataset.connect(urls[name]) as conn:
                 change(conn)
@@ -341,11 +385,16 @@ def run(workspace: Workspace, args: argparse.Namespace) -> None:
     tps2: dict[str, list[float]] = {name: [] for name in args.variants}
     bulk: dict[str, list[tuple[float, float]]] = {name: [] for name in args.variants}
     cpu: dict[str, list[float]] = {name: [] for name in args.variants}
+    conns = {name: dataset.connect(urls[name]) for name in args.variants}
+    for conn in conns.values():  # warm: plans cached, as in a pgbench session
+        conn.execute("UPDATE pgbench_accounts SET abalance = abalance + 1 WHERE aid = 1")
+    cpu.update(_cpu_per_update(conns, args.accounts, args.updates, args.cycles))
+    for conn in conns.values():
+        conn.close()
+    note("server CPU per transaction measured")
     order = list(args.variants)
     for round_ in range(args.rounds):
         for name in order:
-            _settle(urls[name])
-            cpu[name].append(_cpu_per_update(urls[name], args.accounts, args.updates))
             _settle(urls[name])
             if args.seconds:
                 tps1[name].append(_tps(workspace, script, name, args.seconds, 1))
@@ -369,7 +418,7 @@ def run(workspace: Workspace, args: argparse.Namespace) -> None:
             f"{row[2]:>9,.0f} {share[2]:>5.2f}x {row[3]:>10.2f}s {ratio[0]:>5.2f}x "
             f"{row[4]:>6.2f} {ratio[1]:>5.2f}x"
         )
-    print(f"cpu us/txn runs: {cpu}")
+    print(f"cpu us/txn chunks: { {n: [round(v) for v in c] for n, c in cpu.items()} }")
     print(f"tps -c1 runs: {tps1}\ntps -c2 runs: {tps2}\nbulk (wall, cpu): {bulk}")
     if args.changes:
         print(
