@@ -1,23 +1,30 @@
 """Variants of the PostgreSQL CHANGELOG capture, side by side in one run, against no capture.
 
     python -m bench.trigger_variants [--accounts 200000] [--seconds 5] [--rounds 2]
-        [--variants today brin ...] [--changes 100000 1000000]
+        [--updates 500] [--cycles 20] [--variants none today brin ...]
+        [--changes 100000 1000000] [--before TREE]
 
 One throwaway cluster. ``pgbench -i`` fills a template database, gluon enables CHANGELOG
 on its ``pgbench_accounts`` through the real ``offload`` command, and every variant is a
 copy of that database (``CREATE DATABASE ... TEMPLATE``) whose capture objects are then
-changed by hand (``VARIANTS``: what each one changes). Then, interleaved round by round
-(every variant once per round, in a rotated order, so drift on a shared machine hits all):
+changed by hand (``VARIANTS``: what each one changes; ``none`` drops the capture, ``today``
+keeps gluon's). ``--before TREE`` adds variant ``before``: the capture the ``offload`` of
+another code tree installs (``git archive <commit> | tar -x -C TREE``). Measured:
 
-- pgbench single-row ``UPDATE pgbench_accounts ... WHERE aid = :aid`` TPS with ``-c 1``
-  and with ``-c 2 -j 2`` (``--seconds`` each);
-- one ``UPDATE`` of every row (``--accounts`` rows), timed as its own transaction, with
-  the backend's CPU time beside the wall time (``pg_stat_get_backend...`` has none: the
-  server process's ``/proc/<pid>/stat`` utime + stime).
+- server CPU per single-row ``UPDATE pgbench_accounts ... WHERE aid = $1`` transaction
+  (autocommit), one session per variant, the variants taking turns chunk by chunk
+  (``--cycles`` chunks of ``--updates``): the backend's run time from
+  ``/proc/<pid>/schedstat`` (nanoseconds), median chunk. On this shared machine TPS moved
+  2-3x between runs of one variant; this figure moves much less;
+- pgbench TPS of the same UPDATE with ``-c 1`` and with ``-c 2 -j 2`` (``--seconds`` each,
+  0: skipped) and one ``UPDATE`` of every row (``--accounts`` rows) as its own transaction,
+  wall time and the backend's CPU, ``--rounds`` rounds, every variant once per round in a
+  rotated order.
 
 The changelog is emptied between runs (as an extraction would). Some variants are not
 exact (``cache``: a session hands out its cached values after other sessions' larger
-ones) or not safe (``floor_*``: they record nothing): they measure what a part costs.
+ones; ``no_exception``: DML fails after a column drop; ``row_narrow``: the key only) or
+record nothing (``floor_*``): they measure what a part costs.
 
 Then what the changelog's index costs extraction (``--changes``): a changelog of N rows
 (one ``INSERT ... SELECT``), drained as the changelog feed does it (the read ``ORDER BY
@@ -103,16 +110,6 @@ def _guarded(definition: str) -> str:
     return re.sub(
         r"\n(\s+)BEGIN\n(.*?)\n\s*EXCEPTION WHEN undefined_column THEN\n(.*?)\n\s*END;",
         lambda m: f"\n{m[1]}IF {GUARD} THEN\n{m[2]}\n{m[1]}ELSE\n{m[3]}\n{m[1]}END IF;",
-        definition,
-        flags=re.DOTALL,
-    )
-
-
-def _unguarded(definition: str) -> str:
-    """Without the catalog check choosing the dropped-column fallback (always direct)."""
-    return re.sub(
-        r"IF \(SELECT pg_catalog\.count\(\*\) FROM pg_catalog\.pg_attribute.*?THEN",
-        "IF true THEN",
         definition,
         flags=re.DOTALL,
     )
@@ -217,7 +214,6 @@ VARIANTS: dict[str, Callable[[Conn], None] | None] = {
     "floor_definer": lambda c: _statement_floor(
         c, "SECURITY DEFINER SET search_path = pg_catalog, pg_temp SET jit = off"
     ),
-    "no_guard": lambda c: _replace_function(c, _unguarded),
 }
 
 
@@ -244,9 +240,12 @@ def _cpu_per_update(
     by chunk (the load on a shared machine moves TPS 2-3x run to run; the CPU a transaction
     costs the server, measured in small interleaved chunks, much less)."""
     spent: dict[str, list[float]] = {name: [] for name in conns}
+    order = list(conns)
     for _ in range(cycles):
         aids = [random.randint(1, accounts) for _ in range(count)]
-        for name, conn in conns.items():
+        random.shuffle(order)  # no variant always runs right after the same one
+        for name in order:
+            conn = conns[name]
             cpu = _backend_cpu(conn)
             for aid in aids:
                 conn.execute(
