@@ -186,6 +186,29 @@ def test_dml_goes_on_after_a_column_is_dropped(env: CaptureEnv) -> None:
     ]
 
 
+def test_capture_takes_no_subtransaction(env: CaptureEnv) -> None:
+    """The statement path picks its dropped-column fallback by a catalog check, not by an
+    EXCEPTION block: a block would run each statement's changelog write in a subtransaction
+    that takes a transaction id of its own (ids are handed out in order, cluster-wide, and
+    nothing else writes while the test runs)."""
+    enabled = enable(env, CHANGELOG, seed=False)
+    current = sa.text("SELECT pg_current_xact_id()::text::bigint")
+    with env.source.engine.connect() as db:
+        with db.begin():
+            for statement in (
+                "INSERT INTO app.orders (id, name) VALUES (1, 'a')",
+                "UPDATE app.orders SET name = 'b' WHERE id = 1",
+                "DELETE FROM app.orders WHERE id = 1",
+            ):
+                db.execute(sa.text(statement))
+            captured = db.execute(current).scalar_one()
+        with db.begin():
+            following = db.execute(current).scalar_one()
+    assert following - captured == 1  # no id was taken in between, by a subtransaction
+    changes = [(op, key, name) for op, _, key, name, _, _ in enabled.changes()]
+    assert changes == [("I", 1, "a"), ("U", 1, "b"), ("D", 1, None)]
+
+
 def test_a_row_trigger_enabled_before_works_until_recreate_installs_statement_triggers(
     pg_url: str,
     offload_home: Path,
