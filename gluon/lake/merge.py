@@ -98,13 +98,28 @@ class StagedBatch:
 def staged_batch(stage_path: str, columns: Sequence[str] | None = None) -> StagedBatch | None:
     """The batch the staging table holds, with only ``columns`` if given (None: no table, or
     an empty one)."""
-    version = storage.delta_version(stage_path)
+    version = _staged_version(stage_path)
     if version is None:
         return None
     rows = storage.read_delta(stage_path, version, columns)
     if rows.num_rows == 0:
         return None
     return StagedBatch(version, rows)
+
+
+def _staged_version(stage_path: str) -> int | None:
+    """The staging table's newest version when it may hold a batch; None when there is no
+    table or its newest version names no data file (the empty table enabling creates, or one
+    a discard emptied), told from the Delta log alone: reading its rows imports
+    ``pyarrow.dataset`` and pandas (a second of the first sync after enabling, issue 28)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = DeltaTable(stage_path)
+    except TableNotFoundError:
+        return None
+    return int(table.version()) if table.file_uris() else None
 
 
 def applied_rows(batch: StagedBatch) -> int:
@@ -180,8 +195,8 @@ def unmerged_batch(stage_path: str, base_path: str, writer: str) -> StagedBatch 
 
 def merged_already(stage_path: str, base_path: str, writer: str) -> bool:
     """Whether the base table applied the staging table's newest version (or there is no
-    staging table): read from the two Delta logs, no rows."""
-    version = storage.delta_version(stage_path)
+    staging table, or it holds nothing): read from the two Delta logs, no rows."""
+    version = _staged_version(stage_path)
     if version is None:
         return True
     applied = applied_batch(base_path, writer)

@@ -52,7 +52,7 @@ from gluon.compact.options import (
     compaction_options,
 )
 from gluon.errors import UsageError
-from gluon.extract.run import DEFAULT_BATCH_SIZE, check_batch_size
+from gluon.extract.run import check_batch_size
 from gluon.naming import TableRef
 
 DEFAULT_PARALLEL = 2
@@ -148,7 +148,8 @@ class VerifySchedule:
 class TableConfig:
     ref: TableRef
     extraction_interval_seconds: float
-    batch_size: int
+    batch_size: int | None
+    """None: the default of the table's merge mode (``gluon.extract.run.default_batch_size``)."""
     compaction: CompactionSchedule | None
     verify: VerifySchedule | None = None
     continuous: bool = False
@@ -245,11 +246,13 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         path,
         name,
     )
-    batch_size = _integer(body.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", path, name)
-    try:
-        check_batch_size(batch_size)
-    except UsageError as exc:
-        raise ConfigFileError(f"{path}: table {name}: {_as_key(str(exc))}") from None
+    batch_size = None
+    if "batch_size" in body:
+        batch_size = _integer(body["batch_size"], "batch_size", path, name)
+        try:
+            check_batch_size(batch_size)
+        except UsageError as exc:
+            raise ConfigFileError(f"{path}: table {name}: {_as_key(str(exc))}") from None
     compaction = None
     if "compaction" in body:
         section = body["compaction"]
