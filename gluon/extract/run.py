@@ -535,7 +535,8 @@ class _MergeImmediately:
     def _apply(self, staged: merge.StagedBatch) -> int:
         """Merge ``staged`` unless the base table applied it; return the rows merged now."""
         writer = merge.app_id(self.state.table_key, self.state.enablement_id)
-        applied = merge.applied_batch(self.record.base_path, writer)
+        base = merge.open_base(self.record.base_path)  # read once: the check, then the merge
+        applied = merge.applied_batch(base, writer)
         if applied is not None and applied >= staged.version:
             return 0  # a dead run merged it: the base table recorded the batch in that commit
         if "gl_op" not in staged.rows.column_names:
@@ -549,6 +550,7 @@ class _MergeImmediately:
             [lake_column(key) for key in self.state.key_columns],
             staged,
             insert_only=insert_only,
+            table=base,
         )
         fault_point("extract.after_merge_commit")
         self.result.lake_versions.append(version)

@@ -129,12 +129,21 @@ def applied_rows(batch: StagedBatch) -> int:
     return int(pc.sum(batch.rows.column(APPLIED_COLUMN.name)).as_py() or 0)
 
 
-def applied_batch(base_path: str, writer: str) -> int | None:
-    """The last staging version the base table applied for ``writer`` (an :func:`app_id`;
-    None: none yet)."""
+def open_base(base_path: str) -> DeltaTable:
+    """The base table, opened once for :func:`applied_batch` and :func:`merge_batch` (one
+    read of its log where each read it)."""
     from deltalake import DeltaTable
 
-    version = DeltaTable(base_path).transaction_version(writer)
+    return DeltaTable(base_path)
+
+
+def applied_batch(base: str | DeltaTable, writer: str) -> int | None:
+    """The last staging version the base table (its path, or the table opened) applied for
+    ``writer`` (an :func:`app_id`; None: none yet)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(base) if isinstance(base, str) else base
+    version = table.transaction_version(writer)
     return None if version is None else int(version)
 
 
@@ -276,16 +285,21 @@ def merge_batch(
     batch: StagedBatch,
     *,
     insert_only: bool,
+    table: DeltaTable | None = None,
 ) -> int:
     """Apply ``batch`` to the base table in one Delta commit recording it; return the base
-    table's version after it (:func:`_merge_batch`).
+    table's version after it (:func:`_merge_batch`). ``table``: the base table opened already
+    (its log is not read again).
 
     Raises:
         LakeError: the Delta library failed (a full disk, missing credentials): nothing was
             committed, and the next extraction merges the staged batch again.
     """
+    from deltalake import DeltaTable
+
     try:
-        return _merge_batch(base_path, writer, keys, batch, insert_only=insert_only)
+        base = DeltaTable(base_path) if table is None else table
+        return _merge_batch(base_path, base, writer, keys, batch, insert_only=insert_only)
     except Exception as exc:
         if not failures.is_delta_failure(exc):
             raise
@@ -296,6 +310,7 @@ def merge_batch(
 
 def _merge_batch(
     base_path: str,
+    base: DeltaTable,
     writer: str,
     keys: Sequence[str],
     batch: StagedBatch,
@@ -312,9 +327,8 @@ def _merge_batch(
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction, write_deltalake
 
-    base = DeltaTable(base_path)
     names = [field.name for field in base.schema().fields]
     # A mask, not an expression: filtering by expression imports pyarrow.dataset (start-up).
     rows = batch.rows.filter(batch.rows.column(APPLIED_COLUMN.name))
