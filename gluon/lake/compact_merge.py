@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from gluon.errors import LakeError
 from gluon.faults import fault_point
-from gluon.lake import failures, merge, publish, staging
+from gluon.lake import failures, float_stats, merge, publish, staging
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.checkpoints import checkpoint_if_due
 from gluon.schema import Column, PartitionColumn
@@ -87,6 +87,7 @@ def _merge(
         schema.names
     ):
         return None
+    float_stats.ensure(base)
     changes = _compacted_changes(delta_path, low, high)
     latest = changes.filter(merge.latest_per_key(changes, keys))
     derived = staging.arrow_partition_values(latest, columns, partitioning)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from gluon.errors import LakeError
 from gluon.faults import fault_point
-from gluon.lake import failures
+from gluon.lake import failures, float_stats
 from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 from gluon.lake.session import is_commit_conflict
 from gluon.schema import arrow_int_scalar, arrow_repeat
@@ -58,6 +58,7 @@ def append_without_engine(location: str, rows: pa.Table, partition_column: str) 
         field.type != rows.schema.field(field.name).type for field in schema
     ):
         return False
+    float_stats.ensure(table)
     fault_point("lake.before_write")
     try:
         write_deltalake(

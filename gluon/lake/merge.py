@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gluon.errors import LakeError
-from gluon.lake import failures, staging, storage
+from gluon.lake import failures, float_stats, staging, storage
 from gluon.lake.changes import PARTITION_COLUMN, TRUNCATE, delta_columns
 from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 from gluon.lake.session import LakeSession
@@ -329,6 +329,7 @@ def _merge_batch(
     import pyarrow.compute as pc
     from deltalake import CommitProperties, Transaction, write_deltalake
 
+    float_stats.ensure(base)
     names = [field.name for field in base.schema().fields]
     # A mask, not an expression: filtering by expression imports pyarrow.dataset (start-up).
     rows = batch.rows.filter(batch.rows.column(APPLIED_COLUMN.name))

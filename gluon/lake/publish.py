@@ -29,7 +29,7 @@ from urllib.parse import unquote
 
 from gluon.errors import StateError
 from gluon.faults import fault_point
-from gluon.lake import storage
+from gluon.lake import float_stats, storage
 from gluon.lake.checkpoints import checkpoint_if_due, no_post_commit_hooks
 
 log = logging.getLogger(__name__)
@@ -73,6 +73,7 @@ def publish(base_path: str, stage_path: str, run_id: int, app: str = COMPACTION_
     folder without a Delta table (an installation whose base moved to ``..._cNN``, coming
     back to its first path) is created by the commit.
     """
+    import pyarrow as pa
     from deltalake import DeltaTable
     from deltalake.transaction import (
         CommitProperties,
@@ -102,10 +103,12 @@ def publish(base_path: str, stage_path: str, run_id: int, app: str = COMPACTION_
             actions,
             mode="error" if current is None else "overwrite",
             partition_by=partition_by or None,
+            configuration=float_stats.arrow_properties(pa.schema(stage.schema().to_arrow())),
             commit_properties=commit,
             post_commithook_properties=no_checkpoint,
         )
     else:
+        float_stats.ensure(current)
         current.create_write_transaction(
             actions,
             "overwrite",
@@ -164,6 +167,7 @@ def replace_partitions(base_path: str, stage_path: str, run_id: int, partitions:
         custom_metadata={"gluon.compaction_run": str(run_id)},
     )
     fault_point("compact.before_publish")
+    float_stats.ensure(base)
     base.create_write_transaction(
         [*removes, *adds],
         "append",

@@ -23,7 +23,7 @@ from urllib.parse import urlparse
 from gluon.config import EngineKind, Settings, export_object_store
 from gluon.errors import LakeError
 from gluon.faults import fault_point
-from gluon.lake import failures, sqllog
+from gluon.lake import failures, float_stats, sqllog
 from gluon.lake.sigint import start_keeping_sigint
 from gluon.reuse import keeping, kept
 
@@ -253,6 +253,8 @@ class LakeSession:
         A lost commit race is raised as it is, for the caller to retry what must be redone.
         """
         writer = frame.write.format("delta").mode(mode)
+        for name, value in float_stats.engine_write_options(location, frame.schema).items():
+            writer = writer.option(name, value)
         if replace_where:
             writer = writer.option("replaceWhere", exactly_where(replace_where))
         if overwrite_schema:  # an overwrite that changes column types (schema evolution)

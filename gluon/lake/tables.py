@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from gluon.errors import LakeError
-from gluon.lake import sql, storage
+from gluon.lake import float_stats, sql, storage
 from gluon.lake.session import LakeSession
 from gluon.lake.sql import quote, quote_part
 from gluon.lake.types import struct_type
@@ -209,6 +209,7 @@ def evolve_table(
         fields = pa.schema([pa.field(c.lake_name, arrow_type(c.lake_type)) for c in missing])
         table.alter.add_columns(DeltaSchema.from_arrow(fields).fields)
         table = DeltaTable(location)
+        float_stats.ensure(table)  # an added float column: no statistics from now on
     current = pa.schema(table.schema().to_arrow())
     widen = {
         c.lake_name: c.lake_type

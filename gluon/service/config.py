@@ -36,8 +36,6 @@ what is wrong.
 
 from __future__ import annotations
 
-import datetime as dt
-import re
 import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -54,14 +52,22 @@ from gluon.compact.options import (
 from gluon.errors import UsageError
 from gluon.extract.run import check_batch_size
 from gluon.naming import TableRef
+from gluon.service.config_values import (
+    ConfigFileError,
+    Window,
+    as_key,
+    duration,
+    flag,
+    integer,
+    number,
+    only,
+    section_of,
+    window_of,
+)
 
 DEFAULT_PARALLEL = 2
 DEFAULT_COMPACTION_RETRY_SECONDS = 300.0
 """How long after a failed or skipped compaction attempt the service tries again."""
-
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
-_UNIT_SECONDS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-_WINDOW = re.compile(r"^\s*(\d{1,2}):(\d{2})\s*-\s*(\d{1,2}):(\d{2})\s*$")
 
 TABLE_KEYS = {
     "extraction_interval",
@@ -93,33 +99,6 @@ COMPACTION_KEYS = {
 VERIFY_KEYS = {"window", "every", "retry_interval", "max_rows_per_second"}
 DEFAULT_VERIFY_RETRY_SECONDS = 300.0
 """How long after a verify that failed or met a lock the service tries again."""
-
-
-class ConfigFileError(UsageError):
-    """The service's configuration file is unreadable or malformed (exit code 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Window:
-    """A daily time window in UTC; ``end`` before ``start`` wraps past midnight."""
-
-    start: dt.time
-    end: dt.time
-
-    def contains(self, moment: dt.datetime) -> bool:
-        """Whether ``moment`` (naive UTC, the repository's clock) lies inside the window."""
-        now = moment.time()
-        if self.start <= self.end:
-            return self.start <= now < self.end
-        return now >= self.start or now < self.end
-
-    def opened_at(self, moment: dt.datetime) -> dt.datetime:
-        """When the window containing ``moment`` opened (``moment`` must be inside it)."""
-        opened = dt.datetime.combine(moment.date(), self.start)
-        return opened if opened <= moment else opened - dt.timedelta(days=1)
-
-    def __str__(self) -> str:
-        return f"{self.start:%H:%M}-{self.end:%H:%M} UTC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,15 +178,15 @@ def load_config(path: Path) -> ServiceConfig:
 
 def parse_config(document: dict[str, Any], path: Path) -> ServiceConfig:
     """Check a parsed TOML document (see :func:`load_config`)."""
-    _only(document, {"service", "defaults", "tables"}, path, None, "the file")
-    service = _section(document, "service", path, None)
-    _only(service, {"parallel"}, path, None, "[service]")
-    parallel = _integer(service.get("parallel", DEFAULT_PARALLEL), "parallel", path, None)
+    only(document, {"service", "defaults", "tables"}, path, None, "the file")
+    service = section_of(document, "service", path, None)
+    only(service, {"parallel"}, path, None, "[service]")
+    parallel = integer(service.get("parallel", DEFAULT_PARALLEL), "parallel", path, None)
     if parallel < 1:
         raise ConfigFileError(f"{path}: [service] parallel must be at least 1, found {parallel}")
-    defaults = _section(document, "defaults", path, None)
-    _only(defaults, TABLE_KEYS, path, None, "[defaults]")
-    tables = _section(document, "tables", path, None)
+    defaults = section_of(document, "defaults", path, None)
+    only(defaults, TABLE_KEYS, path, None, "[defaults]")
+    tables = section_of(document, "tables", path, None)
     if not tables:
         raise ConfigFileError(
             f'{path}: no tables: declare at least one, e.g. [tables."SH.PRODUCTS"]'
@@ -234,7 +213,7 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         raise ConfigFileError(
             f"{path}: table {name}: not SCHEMA.TABLE (two identifiers joined by a dot)"
         ) from None
-    _only(body, TABLE_KEYS, path, name, "the table")
+    only(body, TABLE_KEYS, path, name, "the table")
     if "extraction_interval" not in body and body.get("continuous") is not True:
         raise ConfigFileError(
             f"{path}: table {name}: extraction_interval is missing (set it for the table or "
@@ -248,11 +227,11 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
     )
     batch_size = None
     if "batch_size" in body:
-        batch_size = _integer(body["batch_size"], "batch_size", path, name)
+        batch_size = integer(body["batch_size"], "batch_size", path, name)
         try:
             check_batch_size(batch_size)
         except UsageError as exc:
-            raise ConfigFileError(f"{path}: table {name}: {_as_key(str(exc))}") from None
+            raise ConfigFileError(f"{path}: table {name}: {as_key(str(exc))}") from None
     compaction = None
     if "compaction" in body:
         section = body["compaction"]
@@ -265,9 +244,9 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         if not isinstance(section, dict):
             raise ConfigFileError(f"{path}: table {name}: verify must be a table of settings")
         verify = _verify(section, path, name)
-    continuous = _flag(body, "continuous", path, name)
+    continuous = flag(body, "continuous", path, name)
     poll = duration(body.get("poll_interval", DEFAULT_POLL_SECONDS), "poll_interval", path, name)
-    fold_files = _integer(body.get("fold_files", DEFAULT_FOLD_FILES), "fold_files", path, name)
+    fold_files = integer(body.get("fold_files", DEFAULT_FOLD_FILES), "fold_files", path, name)
     if fold_files < 2:
         raise ConfigFileError(
             f"{path}: table {name}: fold_files must be at least 2, found {fold_files}"
@@ -285,9 +264,9 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
 
 
 def _verify(section: dict[str, Any], path: Path, name: str) -> VerifySchedule:
-    _only(section, VERIFY_KEYS, path, name, "verify")
+    only(section, VERIFY_KEYS, path, name, "verify")
     window = (
-        _window(section["window"], path, name, "verify window") if "window" in section else None
+        window_of(section["window"], path, name, "verify window") if "window" in section else None
     )
     every = duration(section["every"], "verify every", path, name) if "every" in section else None
     if window is None and every is None:
@@ -303,7 +282,7 @@ def _verify(section: dict[str, Any], path: Path, name: str) -> VerifySchedule:
     )
     pace = None
     if "max_rows_per_second" in section:
-        pace = _integer(section["max_rows_per_second"], "max_rows_per_second", path, name)
+        pace = integer(section["max_rows_per_second"], "max_rows_per_second", path, name)
         if pace < 1:
             raise ConfigFileError(
                 f"{path}: table {name}: max_rows_per_second must be at least 1, found {pace}"
@@ -314,8 +293,8 @@ def _verify(section: dict[str, Any], path: Path, name: str) -> VerifySchedule:
 def _compaction(
     section: dict[str, Any], path: Path, name: str, ref: TableRef
 ) -> CompactionSchedule:
-    _only(section, COMPACTION_KEYS, path, name, "compaction")
-    window = _window(section["window"], path, name) if "window" in section else None
+    only(section, COMPACTION_KEYS, path, name, "compaction")
+    window = window_of(section["window"], path, name) if "window" in section else None
     every = (
         duration(section["every"], "compaction every", path, name) if "every" in section else None
     )
@@ -340,11 +319,11 @@ def _compaction(
                 f"{', '.join(choices)}, found {text!r}"
             )
         method = CompactionMethod(text.upper())
-    threshold = _integer(
+    threshold = integer(
         section.get("delta_threshold", DEFAULT_DELTA_THRESHOLD), "delta_threshold", path, name
     )
-    wait = _number(section.get("wait_minutes", DEFAULT_WAIT_MINUTES), "wait_minutes", path, name)
-    retention = _number(
+    wait = number(section.get("wait_minutes", DEFAULT_WAIT_MINUTES), "wait_minutes", path, name)
+    retention = number(
         section.get("vacuum_retention_hours", DEFAULT_VACUUM_RETENTION_HOURS),
         "vacuum_retention_hours",
         path,
@@ -359,107 +338,15 @@ def _compaction(
         "method": method,
         "delta_threshold": threshold,
         "wait_minutes": wait,
-        "retain_obsolete_objects": _flag(section, "retain_obsolete_objects", path, name),
-        "without_snapshot": _flag(section, "without_snapshot", path, name),
+        "retain_obsolete_objects": flag(section, "retain_obsolete_objects", path, name),
+        "without_snapshot": flag(section, "without_snapshot", path, name),
         "vacuum_retention_hours": retention,
         "acknowledgement_timeout_seconds": timeout,
     }
     try:
         options = compaction_options(ref, values)
     except UsageError as exc:
-        raise ConfigFileError(f"{path}: table {name}: compaction {_as_key(str(exc))}") from None
+        raise ConfigFileError(f"{path}: table {name}: compaction {as_key(str(exc))}") from None
     return CompactionSchedule(
         window=window, every_seconds=every, retry_seconds=retry, options=options
-    )
-
-
-def duration(value: object, what: str, path: Path, table: str | None) -> float:
-    """Seconds from a number or a text such as ``"90s"``, ``"5m"``, ``"2h"``, ``"1d"``.
-
-    Raises:
-        ConfigFileError: not a duration, or not above 0.
-    """
-    seconds: float | None = None
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    elif isinstance(value, str):
-        match = _DURATION.match(value)
-        if match:
-            seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
-    if seconds is None or not seconds > 0 or seconds == float("inf"):
-        raise ConfigFileError(
-            f"{_where(path, table)}{what} must be a duration above 0 (seconds, or a number "
-            f'with s, m, h or d such as "30s"), found {value!r}'
-        )
-    return seconds
-
-
-def _window(value: object, path: Path, table: str, what: str = "compaction window") -> Window:
-    match = _WINDOW.match(value) if isinstance(value, str) else None
-    if match:
-        hour1, minute1, hour2, minute2 = (int(part) for part in match.groups())
-        if hour1 < 24 and hour2 < 24 and minute1 < 60 and minute2 < 60:
-            start, end = dt.time(hour1, minute1), dt.time(hour2, minute2)
-            if start != end:
-                return Window(start, end)
-    raise ConfigFileError(
-        f'{path}: table {table}: {what} must be "HH:MM-HH:MM" (UTC, two different '
-        f"times), found {value!r}"
-    )
-
-
-def _where(path: Path, table: str | None) -> str:
-    return f"{path}: table {table}: " if table is not None else f"{path}: "
-
-
-def _section(document: dict[str, Any], name: str, path: Path, table: str | None) -> dict[str, Any]:
-    value = document.get(name, {})
-    if not isinstance(value, dict):
-        raise ConfigFileError(f"{_where(path, table)}[{name}] must be a table of settings")
-    return value
-
-
-def _only(
-    body: dict[str, Any], allowed: set[str], path: Path, table: str | None, what: str
-) -> None:
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise ConfigFileError(
-            f"{_where(path, table)}unknown setting {unknown[0]!r} in {what} (known: "
-            f"{', '.join(sorted(allowed))})"
-        )
-
-
-def _integer(value: object, what: str, path: Path, table: str | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigFileError(
-            f"{_where(path, table)}{what} must be a whole number, found {value!r}"
-        )
-    return value
-
-
-def _number(value: object, what: str, path: Path, table: str | None) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ConfigFileError(f"{_where(path, table)}{what} must be a number, found {value!r}")
-    return float(value)
-
-
-def _flag(section: dict[str, Any], name: str, path: Path, table: str) -> bool:
-    value = section.get(name, False)
-    if not isinstance(value, bool):
-        raise ConfigFileError(
-            f"{path}: table {table}: {name} must be true or false, found {value!r}"
-        )
-    return value
-
-
-def _as_key(message: str) -> str:
-    """A command-line option's message in the file's terms (``--incremental-x`` -> ``x``)."""
-    return re.sub(
-        r"--incremental-([a-z-]+)",
-        lambda match: {
-            "wait-time": "wait_minutes",
-            "acknowledgement-timeout": "acknowledgement_timeout",
-        }.get(match.group(1), match.group(1).replace("-", "_")),
-        message,
     )

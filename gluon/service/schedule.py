@@ -11,7 +11,8 @@ import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 
-from gluon.service.config import TableConfig, Window
+from gluon.service.config import TableConfig
+from gluon.service.config_values import Window
 
 
 class Action(StrEnum):

@@ -33,7 +33,7 @@ from typer.testing import Result
 
 from support.shapes import INSERT_ONLY, Case, Col, Shape, quote, rounds_for
 
-__all__ = ["KINDS", "SourceDb", "canonical", "run_case"]
+__all__ = ["KINDS", "CaseRun", "SourceDb", "canonical", "run_case"]
 
 RunCli = Callable[..., Result]
 Row = tuple[object, ...]

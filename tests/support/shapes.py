@@ -601,15 +601,14 @@ PG_EDGES: tuple[tuple[str, str, str, Sequence[str]], ...] = (
             "1e-60",
         ),
     ),
-    # No float NaN here: Sail and delta-rs read a NaN wrong from a Parquet file whose
-    # other values in that column are all one value (statistics min = max; reported with
-    # the matrix, engine side). Numeric NaN is in nfree. No '-0' either: the changelog
-    # triggers' to_jsonb round trip makes it 0 (reported).
+    # No '-0': the changelog triggers' to_jsonb round trip makes it 0 (reported). NaN
+    # beside a single other value: float_nan_shapes.
     (
         "f8",
         "DOUBLE PRECISION",
         "float64",
         (
+            "'NaN'",
             "'Infinity'",
             "'-Infinity'",
             "5e-324",
@@ -703,6 +702,52 @@ PG_EDGES: tuple[tuple[str, str, str, Sequence[str]], ...] = (
     ),
     ("flag", "BOOLEAN", "bool", ("true", "false", "NULL")),
 )
+
+
+def float_nan_shapes() -> list[Shape]:
+    """PostgreSQL float columns holding NaN beside a single other value: a Delta file of
+    such rows is logged with min = max (NaN left out of the statistics), which the engine
+    once read as the whole column (every NaN came back as that value). One plain shape,
+    one with a composite keyword-named key and keyword-named float columns."""
+
+    def nan_or(n: int, value: str) -> str:
+        return "'NaN'" if n % 3 == 0 else value
+
+    plain = Shape(
+        id="float_nan",
+        dialect="postgresql",
+        schema="app",
+        table="f_nan",
+        columns=(
+            Col("id", "INTEGER NOT NULL", "int"),
+            Col("f8", "DOUBLE PRECISION", "float64"),
+            Col("f4", "REAL", "float32"),
+            Col("note", "VARCHAR(40)", "text"),
+        ),
+        key=("id",),
+        key_of=lambda n: (str(n),),
+        values_of=lambda n: (nan_or(n, "2.5"), nan_or(n, "-1.5"), _text(n)),
+        note="note",
+        setup=("CREATE SCHEMA app",),
+    )
+    keywords = Shape(
+        id="float_nan_keywords",
+        dialect="postgresql",
+        schema="select",
+        table="order",
+        columns=(
+            Col("from", "INTEGER NOT NULL", "int"),
+            Col("group", "VARCHAR(10) NOT NULL", "text"),
+            Col("where", "DOUBLE PRECISION", "float64"),
+            Col("user", "VARCHAR(40)", "text"),
+        ),
+        key=("from", "group"),
+        key_of=lambda n: (str(n % 4), f"'g{n}'"),
+        values_of=lambda n: (nan_or(n, "1e300"), _text(n)),
+        note="user",
+        setup=('CREATE SCHEMA "select"',),
+    )
+    return [plain, keywords]
 
 
 def pg_type_shape() -> Shape:

@@ -9,7 +9,8 @@ from support.cli import error_lines, run_cli
 
 from gluon.compact.options import CompactionMethod
 from gluon.errors import ExitCode
-from gluon.service.config import ConfigFileError, load_config
+from gluon.service.config import load_config
+from gluon.service.config_values import ConfigFileError
 
 GOOD = """
 [service]

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 from gluon.compact.options import CompactionOptions
 from gluon.naming import TableRef
-from gluon.service.config import CompactionSchedule, TableConfig, VerifySchedule, Window
+from gluon.service.config import CompactionSchedule, TableConfig, VerifySchedule
+from gluon.service.config_values import Window
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
 
 T0 = dt.datetime(2026, 11, 23, 12, 0, 0)
