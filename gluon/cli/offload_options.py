@@ -24,7 +24,7 @@ from gluon.compact.options import (
     check_count,
 )
 from gluon.errors import UsageError
-from gluon.extract.run import DEFAULT_BATCH_SIZE, check_batch_size
+from gluon.extract.run import DEFAULT_BATCH_SIZE, IMMEDIATE_BATCH_SIZE, check_batch_size
 from gluon.methods import method_choices
 from gluon.naming import TableRef
 from gluon.offload.increments import RequestedOffloadType, check_offload_predicate
@@ -73,8 +73,9 @@ def _distinct_columns(flag: str, value: str | None) -> None:
         seen.add(name.lower())
 
 
-def _batch_size(flag: str, value: int) -> None:
-    check_batch_size(value)
+def _batch_size(flag: str, value: int | None) -> None:
+    if value is not None:
+        check_batch_size(value)
 
 
 def _gl_seqs(flag: str, value: str | None) -> None:
@@ -247,10 +248,14 @@ class OffloadArguments:
         accepted_by={Action.EXTRACTION},
         names_action=Action.EXTRACTION,
     )
-    batch_size: int = option(
+    batch_size: int | None = option(
         "--incremental-batch-size",
-        default=DEFAULT_BATCH_SIZE,
-        help="Changes per Delta commit when an extraction has a large backlog.",
+        default=None,
+        help=(
+            "Changes per Delta commit when an extraction has a large backlog (default "
+            f"{DEFAULT_BATCH_SIZE}; {IMMEDIATE_BATCH_SIZE} in merge mode IMMEDIATE, where "
+            "each commit is a merge rewriting the base files its keys touch)."
+        ),
         accepted_by={Action.EXTRACTION},
         check=_batch_size,
     )

@@ -98,13 +98,28 @@ class StagedBatch:
 def staged_batch(stage_path: str, columns: Sequence[str] | None = None) -> StagedBatch | None:
     """The batch the staging table holds, with only ``columns`` if given (None: no table, or
     an empty one)."""
-    version = storage.delta_version(stage_path)
+    version = _staged_version(stage_path)
     if version is None:
         return None
     rows = storage.read_delta(stage_path, version, columns)
     if rows.num_rows == 0:
         return None
     return StagedBatch(version, rows)
+
+
+def _staged_version(stage_path: str) -> int | None:
+    """The staging table's newest version when it may hold a batch; None when there is no
+    table or its newest version names no data file (the empty table enabling creates, or one
+    a discard emptied), told from the Delta log alone: reading its rows imports
+    ``pyarrow.dataset`` and pandas (a second of the first sync after enabling, issue 28)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        table = DeltaTable(stage_path)
+    except TableNotFoundError:
+        return None
+    return int(table.version()) if table.file_uris() else None
 
 
 def applied_rows(batch: StagedBatch) -> int:
@@ -114,12 +129,21 @@ def applied_rows(batch: StagedBatch) -> int:
     return int(pc.sum(batch.rows.column(APPLIED_COLUMN.name)).as_py() or 0)
 
 
-def applied_batch(base_path: str, writer: str) -> int | None:
-    """The last staging version the base table applied for ``writer`` (an :func:`app_id`;
-    None: none yet)."""
+def open_base(base_path: str) -> DeltaTable:
+    """The base table, opened once for :func:`applied_batch` and :func:`merge_batch` (one
+    read of its log where each read it)."""
     from deltalake import DeltaTable
 
-    version = DeltaTable(base_path).transaction_version(writer)
+    return DeltaTable(base_path)
+
+
+def applied_batch(base: str | DeltaTable, writer: str) -> int | None:
+    """The last staging version the base table (its path, or the table opened) applied for
+    ``writer`` (an :func:`app_id`; None: none yet)."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(base) if isinstance(base, str) else base
+    version = table.transaction_version(writer)
     return None if version is None else int(version)
 
 
@@ -180,8 +204,8 @@ def unmerged_batch(stage_path: str, base_path: str, writer: str) -> StagedBatch 
 
 def merged_already(stage_path: str, base_path: str, writer: str) -> bool:
     """Whether the base table applied the staging table's newest version (or there is no
-    staging table): read from the two Delta logs, no rows."""
-    version = storage.delta_version(stage_path)
+    staging table, or it holds nothing): read from the two Delta logs, no rows."""
+    version = _staged_version(stage_path)
     if version is None:
         return True
     applied = applied_batch(base_path, writer)
@@ -261,16 +285,21 @@ def merge_batch(
     batch: StagedBatch,
     *,
     insert_only: bool,
+    table: DeltaTable | None = None,
 ) -> int:
     """Apply ``batch`` to the base table in one Delta commit recording it; return the base
-    table's version after it (:func:`_merge_batch`).
+    table's version after it (:func:`_merge_batch`). ``table``: the base table opened already
+    (its log is not read again).
 
     Raises:
         LakeError: the Delta library failed (a full disk, missing credentials): nothing was
             committed, and the next extraction merges the staged batch again.
     """
+    from deltalake import DeltaTable
+
     try:
-        return _merge_batch(base_path, writer, keys, batch, insert_only=insert_only)
+        base = DeltaTable(base_path) if table is None else table
+        return _merge_batch(base_path, base, writer, keys, batch, insert_only=insert_only)
     except Exception as exc:
         if not failures.is_delta_failure(exc):
             raise
@@ -281,6 +310,7 @@ def merge_batch(
 
 def _merge_batch(
     base_path: str,
+    base: DeltaTable,
     writer: str,
     keys: Sequence[str],
     batch: StagedBatch,
@@ -297,9 +327,8 @@ def _merge_batch(
     """
     import pyarrow as pa
     import pyarrow.compute as pc
-    from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+    from deltalake import CommitProperties, Transaction, write_deltalake
 
-    base = DeltaTable(base_path)
     float_stats.ensure(base)
     names = [field.name for field in base.schema().fields]
     # A mask, not an expression: filtering by expression imports pyarrow.dataset (start-up).

@@ -50,7 +50,7 @@ from gluon.compact.options import (
     compaction_options,
 )
 from gluon.errors import UsageError
-from gluon.extract.run import DEFAULT_BATCH_SIZE, check_batch_size
+from gluon.extract.run import check_batch_size
 from gluon.naming import TableRef
 from gluon.service.config_values import (
     ConfigFileError,
@@ -127,7 +127,8 @@ class VerifySchedule:
 class TableConfig:
     ref: TableRef
     extraction_interval_seconds: float
-    batch_size: int
+    batch_size: int | None
+    """None: the default of the table's merge mode (``gluon.extract.run.default_batch_size``)."""
     compaction: CompactionSchedule | None
     verify: VerifySchedule | None = None
     continuous: bool = False
@@ -224,11 +225,13 @@ def _table(name: str, body: dict[str, Any], path: Path) -> TableConfig:
         path,
         name,
     )
-    batch_size = integer(body.get("batch_size", DEFAULT_BATCH_SIZE), "batch_size", path, name)
-    try:
-        check_batch_size(batch_size)
-    except UsageError as exc:
-        raise ConfigFileError(f"{path}: table {name}: {as_key(str(exc))}") from None
+    batch_size = None
+    if "batch_size" in body:
+        batch_size = integer(body["batch_size"], "batch_size", path, name)
+        try:
+            check_batch_size(batch_size)
+        except UsageError as exc:
+            raise ConfigFileError(f"{path}: table {name}: {as_key(str(exc))}") from None
     compaction = None
     if "compaction" in body:
         section = body["compaction"]

@@ -60,3 +60,43 @@ def test_an_option_neither_action_takes_is_refused(
     third = run_cli("offload", "-t", source.table, *BOTH, "--incremental-discard-changes")
     assert third.exit_code == 2, third.stderr
     assert "use only one of" in error_lines(third)[0]
+
+
+def test_one_command_opens_the_repository_and_the_source_once(
+    tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both parts and the compaction's acknowledging extraction share one repository (one
+    migration check) and one source, as the service's runs do (issue 28 item 5)."""
+    import gluon.repo
+    import gluon.source
+
+    source = sqlite_source(tmp_path / "app.db")
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "CHANGELOG", SEED)
+    workload.create(20)
+    enable(run_cli, source, "CHANGELOG")
+    workload.round(8)
+    opened: list[str] = []
+    real_open, real_connect = gluon.repo._open, gluon.source._connect
+
+    def open_repository(*args: object, **kwargs: object) -> object:
+        opened.append("repository")
+        return real_open(*args, **kwargs)  # type: ignore[arg-type]
+
+    def connect_source(*args: object, **kwargs: object) -> object:
+        opened.append("source")
+        return real_connect(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(gluon.repo, "_open", open_repository)
+    monkeypatch.setattr(gluon.source, "_connect", connect_source)
+    result = run_cli("offload", "-t", source.table, "-x", *BOTH, "--incremental-wait-time=0")
+    assert result.exit_code == 0, result.stderr
+    assert "complete" in result.stdout, result.stdout
+    assert sorted(opened) == ["repository", "source"]
+    assert lake_state(source.schema) == workload.expected
+    workload.round(5)  # the next command opens its own again (nothing is kept past exit)
+    opened.clear()
+    result = run_cli("offload", "-t", source.table, "-x", *BOTH, "--incremental-wait-time=0")
+    assert result.exit_code == 0, result.stderr
+    assert sorted(opened) == ["repository", "source"]
+    assert lake_state(source.schema) == workload.expected
