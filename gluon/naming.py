@@ -228,6 +228,14 @@ def slot_name(ref: TableRef, database: str | None = None) -> str:
     return shorten(plain, SLOT_NAME_LENGTH).lower()
 
 
+def database_slot_name(database: str) -> str:
+    """The replication slot (and publication) every PG_LOGICAL table of ``database`` shares:
+    ``gluondb_<database>``, made like :func:`slot_name` (a prefix no table's slot has, so the
+    two kinds never meet)."""
+    plain = re.sub(r"[^a-z0-9_]", "_", f"gluondb_{database}".lower())
+    return shorten(plain, SLOT_NAME_LENGTH).lower()
+
+
 @dataclass(frozen=True, slots=True)
 class LakeNames:
     """Names of the lake objects for one offloaded table (lower case, as Spark shows them).

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 UNCHANGED_TOAST = object()
@@ -281,12 +281,15 @@ def table_rows(
     relations: dict[int, Relation],
     tables: set[int],
     names: list[str],
+    keys: Sequence[str] = (),
 ) -> tuple[list[str], list[list[str | None]]]:
     """The changes of ``transaction`` to the relations ``tables`` (a table's oid, or its
     root's with ``publish_via_partition_root``): each one's ``gl_op`` (I, U, D, or T for a
     TRUNCATE, every column NULL) and its values as text in the order of ``names`` (a DELETE
     or a key-only old row: the key, the other columns NULL). The rows ``changes_as_arrow``
-    (``gluon.source.logical_values``) types, once numbered.
+    (``gluon.source.logical_values``) types, once numbered. An UPDATE that changed any of
+    ``keys`` is a DELETE of the old key and an INSERT of the new row (as the test_decoding
+    reader ships it): the old key's row must go from the lake.
 
     Raises:
         UnloggedValueError: an UPDATE left a large value out and no old row holds it.
@@ -305,6 +308,17 @@ def table_rows(
         relation = relations.get(change.relation)
         if relation is None:
             raise ProtocolError(f"a change of relation {change.relation} before its description")
+        if change.op == "U" and change.old is not None and keys:
+            columns = [column.name for column in relation.columns]
+            old = dict(zip(columns, change.old, strict=True))
+            new = dict(zip(columns, change.new or (), strict=True))
+            if any(old.get(key) != new.get(key) for key in keys):
+                ops += ["D", "I"]
+                rows.append(
+                    _in_order(Change("D", change.relation, None, change.old), relation, names)
+                )
+                rows.append(_in_order(change, relation, names))
+                continue
         ops.append(change.op)
         rows.append(_in_order(change, relation, names))
     return ops, rows
