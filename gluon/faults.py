@@ -72,6 +72,11 @@ REPOSITORY_WRITES = (
     "record_verify",
     "save_verify_progress",
     "clear_verify_progress",
+    # the shared slot's table positions (gluon/repo/slot_positions.py; issue 33)
+    "hold_slot_position",
+    "save_slot_position",
+    "release_slot_position",
+    "forget_slot_position",
 )
 
 

@@ -2,9 +2,10 @@
 slot, its publication, and the snapshot a table enabled later starts at.
 
 Every PG_LOGICAL table of a database shares the slot ``gluondb_<database>`` (pgoutput) and
-the publication of the same name, which holds exactly the enabled tables
-(``publish_via_partition_root``: a partitioned table's changes arrive under its root). The
-server decodes each transaction once and sends only the published tables' changes
+the publication of the same name, which holds exactly the enabled tables (a partitioned
+table's changes arrive under the partition holding the row: see
+``create_database_publication.sql.j2`` for why not through the root). The server decodes
+each transaction once and sends only the published tables' changes
 (:func:`stream_database_slot`, decoded by ``gluon.source.pgoutput``); another database's
 WAL, or an unpublished table's, costs a scan of its records, not their decoding and transfer.
 
@@ -416,18 +417,36 @@ class ShippedTransaction:
     rows: list[list[str | None]]
 
 
+class PartialTruncateError(ValueError):
+    """A TRUNCATE emptied some partitions of a table only: the lake cannot apply it (it
+    ships whole-table truncates)."""
+
+
+def table_leaves(source: SourceDialect, schema: str, table: str) -> frozenset[int]:
+    """The oids of the relations holding ``schema.table``'s rows now (the table, or its
+    partitions at any depth): what its changes carry in the shared slot's messages.
+
+    Raises:
+        SourceError: the table is gone, or the catalog cannot be read.
+    """
+    rows = source.run_query("table_leaves", {"schema": schema, "table": table})
+    return frozenset(int(row[0]) for row in rows)
+
+
 def table_changes(
     transactions: Iterable[pgoutput.Transaction],
     relations: dict[int, pgoutput.Relation],
-    table: int,
+    leaves: frozenset[int],
     start: TablePosition,
     names: list[str],
     keys: Sequence[str],
 ) -> tuple[list[ShippedTransaction], TablePosition]:
-    """The changes of the table with oid ``table`` that ``start`` ships among
-    ``transactions`` (whole ones, in commit order), and the table's position after them.
+    """The changes of the table whose rows the relations ``leaves`` hold that ``start``
+    ships among ``transactions`` (whole ones, in commit order), and the table's position
+    after them. A TRUNCATE of every leaf is the table's (``T``).
 
     Raises:
+        PartialTruncateError: a shipped transaction truncated some partitions only.
         pgoutput.UnloggedValueError: an UPDATE left a large value out and no old row holds it.
         pgoutput.ProtocolError: a change names a relation the slot never described.
     """
@@ -437,7 +456,18 @@ def table_changes(
         commit = transaction.commit
         assert commit is not None
         if position.ships(transaction):
-            ops, rows = pgoutput.table_rows(transaction, relations, {table}, names, keys)
+            for change in transaction.changes:
+                if isinstance(change, pgoutput.Truncate):
+                    emptied = leaves.intersection(change.relations)
+                    if emptied and emptied != leaves:
+                        named = ", ".join(
+                            sorted(relations[oid].name for oid in emptied if oid in relations)
+                        )
+                        raise PartialTruncateError(
+                            f"a TRUNCATE committed at {format_lsn(commit.commit_lsn)} emptied "
+                            f"some partitions only ({named})"
+                        )
+            ops, rows = pgoutput.table_rows(transaction, relations, set(leaves), names, keys)
             if ops:
                 shipped.append(
                     ShippedTransaction(commit.commit_lsn, commit.committed_at, ops, rows)

@@ -10,6 +10,7 @@ the result must equal the source read the same way, value for value.
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 import time
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ class LakeTable:
     """A table's lake copy as rows by key, and where it stands in the shared slot."""
 
     spec: TableSpec
-    oid: int
+    leaves: frozenset[int]
     position: TablePosition
     rows: dict[tuple[Any, ...], dict[str, Any]] = field(default_factory=dict)
     shipped: int = 0
@@ -109,8 +110,8 @@ def _enable(source: SourceDialect, shared: DatabaseSlot, table: str) -> LakeTabl
     spec = source.describe_table(TableRef("app", table))
     with publication.offload_snapshot(source) as snapshot:
         copy = _read(source, spec)
-    oid = publication.published_tables(source, shared)["app", table]
-    return LakeTable(spec, oid, TablePosition(start, snapshot), copy)
+    leaves = publication.table_leaves(source, "app", table)
+    return LakeTable(spec, leaves, TablePosition(start, snapshot), copy)
 
 
 def _extract(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable]) -> None:
@@ -126,7 +127,7 @@ def _extract(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable
     for table in tables:
         names = [column.name for column in table.spec.columns]
         shipped, after = publication.table_changes(
-            transactions, relations, table.oid, table.position, names, table.spec.primary_key
+            transactions, relations, table.leaves, table.position, names, table.spec.primary_key
         )
         changes: list[list[str | None]] = []
         for transaction in shipped:
@@ -360,3 +361,23 @@ def test_an_offload_snapshot_sees_by_transaction_id_until_its_boundary() -> None
     # 32-bit ids from pgoutput, next to a 64-bit snapshot past the first wraparound.
     wrapped = publication.OffloadSnapshot.parse(f"{2**32 + 5}:{2**32 + 9}:", boundary=1)
     assert wrapped.sees(6) and not wrapped.sees(9) and wrapped.sees(2**32 - 3)
+
+
+def test_a_partition_s_truncate_is_refused_and_the_whole_table_s_ships(
+    source: SourceDialect,
+) -> None:
+    """Through the root, PostgreSQL 15 sends no TRUNCATE of one partition at all (its rows
+    would stay in the lake unnoticed); under the partitions' names the shared slot shows it."""
+    shared = DatabaseSlot.of(source)
+    events = _enable(source, shared, "events")
+    _run(source, "INSERT INTO app.events VALUES ('2026-02-01', 1, 1), ('2027-02-01', 2, 2)")
+    _run(source, "TRUNCATE app.events")
+    _run(source, "INSERT INTO app.events VALUES ('2027-03-01', 3, NULL)")
+    _extract(source, shared, [events])
+    _assert_equal(source, events)
+    assert events.rows.keys() == {(dt.date(2027, 3, 1), 3)}
+    _run(source, "TRUNCATE app.events_2027")
+    with pytest.raises(
+        publication.PartialTruncateError, match=r"some partitions only \(events_2027\)"
+    ):
+        _extract(source, shared, [events])
