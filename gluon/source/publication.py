@@ -362,15 +362,57 @@ def wal_flush_position(source: SourceDialect) -> int:
     return parse_lsn(str(source.run_query("wal_flush_position")[0][0]))
 
 
-def confirm(source: SourceDialect, shared: DatabaseSlot, lsn: int) -> None:
+def confirm(
+    source: SourceDialect,
+    shared: DatabaseSlot,
+    lsn: int,
+    wait_seconds: float = SLOT_BUSY_WAIT_SECONDS,
+) -> None:
     """Confirm the slot up to ``lsn`` (never backwards): the server may drop the WAL of the
-    transactions committed before it. The caller passes the minimum position over the
-    database's tables.
+    transactions committed before it. The caller passes :func:`confirm_plan`'s target.
+    Waits while another process reads the slot (a status peek): a busy slot is no failure.
 
     Raises:
-        SourceError: the slot cannot be advanced (another process reads it).
+        SourceError: the slot cannot be advanced (or stayed busy ``wait_seconds``).
     """
-    source.execute_script("advance_slot", slot=shared.slot, lsn=format_lsn(lsn))
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            source.execute_script("advance_slot", slot=shared.slot, lsn=format_lsn(lsn))
+            return
+        except SourceError as exc:
+            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.2)
+
+
+@dataclass(frozen=True, slots=True)
+class ConfirmPlan:
+    """Where the shared slot may be confirmed to, and which tables leave its minimum."""
+
+    target: int | None
+    """The least position over the tables kept (None: none: leave the slot alone)."""
+    released: dict[str, int]
+    """Tables whose position lags the WAL by more than the bound: table -> bytes behind.
+    Their changes since are given up (they need a re-offload), with a warning."""
+
+
+def confirm_plan(
+    positions: dict[str, int], flushed: int, max_retained_wal: int | None
+) -> ConfirmPlan:
+    """Plan the slot's confirmation over ``positions`` (table -> position; a table being
+    enabled holds 0), the WAL flushed at ``flushed``: a table more than ``max_retained_wal``
+    bytes behind is left out of the minimum (None: no bound), so one table that cannot ship
+    does not make the source keep WAL without end; a table being enabled is never left out
+    (its enable waits for nothing the slot keeps).
+    """
+    released = {
+        table: flushed - position
+        for table, position in positions.items()
+        if max_retained_wal is not None and position and flushed - position > max_retained_wal
+    }
+    kept = [position for table, position in positions.items() if table not in released]
+    return ConfirmPlan(min(kept, default=None), released)
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,12 +441,6 @@ class TablePosition:
         if snapshot is not None and position >= snapshot.boundary:
             snapshot = None
         return TablePosition(position, snapshot)
-
-
-def confirm_target(positions: Iterable[int]) -> int | None:
-    """Where the shared slot may be confirmed to: the least position over the database's
-    tables (None: no table), so no table's unshipped transaction is released."""
-    return min(positions, default=None)
 
 
 @dataclass(slots=True)

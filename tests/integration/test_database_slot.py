@@ -142,7 +142,8 @@ def _extract(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable
 
 
 def _confirm(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable]) -> None:
-    target = publication.confirm_target(table.position.position for table in tables)
+    positions = {table.spec.name: table.position.position for table in tables}
+    target = publication.confirm_plan(positions, 0, None).target
     assert target is not None
     publication.confirm(source, shared, target)
 
@@ -381,3 +382,30 @@ def test_a_partition_s_truncate_is_refused_and_the_whole_table_s_ships(
         publication.PartialTruncateError, match=r"some partitions only \(events_2027\)"
     ):
         _extract(source, shared, [events])
+
+
+def test_a_stuck_table_is_released_past_the_bound_and_the_others_go_on(
+    source: SourceDialect,
+) -> None:
+    """A table that never ships holds the slot where it stands, until it lags the WAL by
+    more than the bound: then the slot moves on for the others, and it is named."""
+    shared = DatabaseSlot.of(source)
+    stuck = _enable(source, shared, "order")
+    plain = _enable(source, shared, "plain")
+    for key in range(1, 4):
+        _run(source, f"INSERT INTO app.\"order\" VALUES ('eu', {key}, NULL, '{LARGE}')")
+        _run(source, f"INSERT INTO app.plain VALUES ({key}, true, NULL)")
+        _extract(source, shared, [plain])  # the order table's extraction keeps failing
+    flushed = publication.wal_flush_position(source)
+    positions = {"order": stuck.position.position, "plain": plain.position.position}
+    unbounded = publication.confirm_plan(positions, flushed, None)
+    assert unbounded.target == stuck.position.position and not unbounded.released
+    bounded = publication.confirm_plan(positions, flushed, 64 * 1024)
+    assert list(bounded.released) == ["order"] and bounded.released["order"] > 64 * 1024
+    assert bounded.target == plain.position.position
+    publication.confirm(source, shared, bounded.target)
+    confirmed = publication.slot_state(source, shared).confirmed
+    assert confirmed is not None and confirmed > stuck.position.position
+    _run(source, "UPDATE app.plain SET flag = false WHERE id = 2")
+    _extract(source, shared, [plain])
+    _assert_equal(source, plain)

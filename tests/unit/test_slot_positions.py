@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from gluon.repo import Repository
 from gluon.repo.slot_positions import HELD
+from gluon.source.publication import confirm_plan
 
 
 def test_a_table_is_held_then_moves_and_leaves(tmp_path: Path) -> None:
@@ -52,3 +53,15 @@ def test_an_older_repository_gains_the_table(tmp_path: Path) -> None:
     engine.dispose()
     Repository(url).slot_positions.hold("app.a", 1, "gluondb_app")
     assert Repository(url).slot_positions.get("app.a") is not None
+
+
+def test_the_slot_is_confirmed_to_the_least_table_past_a_bound_none() -> None:
+    plan = confirm_plan({"a": 5_000, "b": 9_000}, flushed=10_000, max_retained_wal=None)
+    assert (plan.target, plan.released) == (5_000, {})
+    # a lags 5,000 bytes, past a 4,000 bound: released, the slot moves on with b.
+    plan = confirm_plan({"a": 5_000, "b": 9_000}, flushed=10_000, max_retained_wal=4_000)
+    assert (plan.target, plan.released) == (9_000, {"a": 5_000})
+    # A table being enabled (held at 0) is never released: the slot stays.
+    plan = confirm_plan({"a": HELD, "b": 9_000}, flushed=10_000, max_retained_wal=1)
+    assert (plan.target, plan.released) == (HELD, {"b": 1_000})
+    assert confirm_plan({}, flushed=10_000, max_retained_wal=1).target is None
