@@ -126,6 +126,9 @@ FAULT_POINTS: tuple[str, ...] = (
     "capture.after_create_object",
     "capture.before_drop_object",
     "capture.after_drop_object",
+    # a table joining or leaving its database's shared slot (gluon/extract/feeds/shared_slot.py)
+    "capture.after_publish_table",
+    "capture.after_unpublish_table",
     # setting aside changes the lake cannot take (gluon/extract/set_aside.py): the repository
     # records them (repo.*_record_set_aside), then one changelog delete removes them
     "set_aside.before_changelog_delete",

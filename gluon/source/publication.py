@@ -1,9 +1,9 @@
 """One replication slot per source database for PG_LOGICAL (issue 33, deliverable 1): the
 slot, its publication, and the snapshot a table enabled later starts at.
 
-Every PG_LOGICAL table of a database shares the slot ``gluondb_<database>`` (pgoutput) and
-the publication of the same name, which holds exactly the enabled tables (a partitioned
-table's changes arrive under the partition holding the row: see
+Every PG_LOGICAL table of a database shares the slot ``gluondb_<database>_<installation>``
+(pgoutput) and the publication of the same name, which holds exactly the enabled tables (a
+partitioned table's changes arrive under the partition holding the row: see
 ``create_database_publication.sql.j2`` for why not through the root). The server decodes
 each transaction once and sends only the published tables' changes
 (:func:`stream_database_slot`, decoded by ``gluon.source.pgoutput``); another database's
@@ -77,9 +77,9 @@ class DatabaseSlot:
     publication: str
 
     @classmethod
-    def of(cls, source: SourceDialect) -> DatabaseSlot:
-        """The shared slot of ``source``'s database."""
-        name = database_slot_name(str(source.engine.url.database or "postgres"))
+    def of(cls, source: SourceDialect, installation: str) -> DatabaseSlot:
+        """The shared slot of ``source``'s database for ``installation`` (its id)."""
+        name = database_slot_name(str(source.engine.url.database or "postgres"), installation)
         return cls(name, name)
 
 

@@ -30,6 +30,7 @@ from gluon.source.base import SourceDialect
 from gluon.source.logical_values import changes_as_arrow
 from gluon.source.publication import DatabaseSlot, TablePosition
 
+INSTALLATION = "0123456789abcdef0123456789abcdef"
 LARGE = "x" * 100_000  # stored out of line (TOAST): an UPDATE leaving it alone omits it
 
 
@@ -86,7 +87,7 @@ def source(pg_url: str) -> Iterator[SourceDialect]:
     engine.dispose()
     dialect = connect(pg_url)
     yield dialect
-    publication.drop_database_slot(dialect, DatabaseSlot.of(dialect))
+    publication.drop_database_slot(dialect, DatabaseSlot.of(dialect, INSTALLATION))
     dialect.engine.dispose()
 
 
@@ -155,7 +156,7 @@ def _assert_equal(source: SourceDialect, table: LakeTable) -> None:
 def test_tables_share_the_slot_and_each_ships_its_own_changes(
     source: SourceDialect, pg_server: Any
 ) -> None:
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     _run(
         source,
         "INSERT INTO app.\"order\" VALUES ('eu', 1, NULL, 'small'), ('us', 2, 'n''2', 'b')",
@@ -212,7 +213,7 @@ def test_tables_share_the_slot_and_each_ships_its_own_changes(
 
 
 def test_the_slot_is_confirmed_to_the_least_table_position(source: SourceDialect) -> None:
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     order = _enable(source, shared, "order")
     plain = _enable(source, shared, "plain")
     _run(source, "INSERT INTO app.\"order\" VALUES ('eu', 1, NULL, NULL)")
@@ -232,7 +233,7 @@ def test_the_slot_is_confirmed_to_the_least_table_position(source: SourceDialect
 def test_a_table_enabled_while_a_writer_commits_loses_and_doubles_nothing(
     source: SourceDialect,
 ) -> None:
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     order = _enable(source, shared, "order")  # the slot exists before: plain joins it later
     stop = threading.Event()
     writes = {"count": 0}
@@ -284,7 +285,7 @@ def test_a_change_written_before_the_table_was_published_reaches_the_copy(
 ) -> None:
     """pgoutput does not send a change written before ALTER PUBLICATION committed, even
     when its transaction commits later: publish_table waits for it, so the copy holds it."""
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     publication.ensure_database_slot(source, shared)
     held, engine = _held_writer(source)
     started = threading.Event()
@@ -315,7 +316,7 @@ def test_a_change_written_before_the_table_was_published_reaches_the_copy(
 def test_a_transaction_older_than_the_publication_is_named_when_the_wait_ends(
     source: SourceDialect,
 ) -> None:
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     publication.ensure_database_slot(source, shared)
     held, engine = _held_writer(source)
     try:
@@ -328,7 +329,7 @@ def test_a_transaction_older_than_the_publication_is_named_when_the_wait_ends(
 
 
 def test_a_table_taken_out_stops_and_the_last_one_drops_the_slot(source: SourceDialect) -> None:
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     order = _enable(source, shared, "order")
     plain = _enable(source, shared, "plain")
     publication.unpublish_table(source, shared, "app", "order")
@@ -369,7 +370,7 @@ def test_a_partition_s_truncate_is_refused_and_the_whole_table_s_ships(
 ) -> None:
     """Through the root, PostgreSQL 15 sends no TRUNCATE of one partition at all (its rows
     would stay in the lake unnoticed); under the partitions' names the shared slot shows it."""
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     events = _enable(source, shared, "events")
     _run(source, "INSERT INTO app.events VALUES ('2026-02-01', 1, 1), ('2027-02-01', 2, 2)")
     _run(source, "TRUNCATE app.events")
@@ -389,7 +390,7 @@ def test_a_stuck_table_is_released_past_the_bound_and_the_others_go_on(
 ) -> None:
     """A table that never ships holds the slot where it stands, until it lags the WAL by
     more than the bound: then the slot moves on for the others, and it is named."""
-    shared = DatabaseSlot.of(source)
+    shared = DatabaseSlot.of(source, INSTALLATION)
     stuck = _enable(source, shared, "order")
     plain = _enable(source, shared, "plain")
     for key in range(1, 4):
