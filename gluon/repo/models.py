@@ -267,7 +267,7 @@ slot_positions = sa.Table(
     # the slot must not move); the shared slot is confirmed to the least over its tables.
     sa.Column("position", sa.BigInteger, nullable=False),
     # The offload's snapshot (xmin:xmax:xip) and the WAL position read after it, kept until
-    # the position passes that boundary (gluon.source.publication.OffloadSnapshot).
+    # the position passes that boundary (gluon.source.shared_shipping.OffloadSnapshot).
     sa.Column("offload_snapshot", sa.Text),
     sa.Column("snapshot_boundary", sa.BigInteger),
     # Set when the table was left out of the slot's minimum (it kept too much WAL): its

@@ -25,10 +25,11 @@ from gluon.capture.objects import change_fields
 from gluon.errors import StateError
 from gluon.naming import TableRef
 from gluon.schema import TableSpec
-from gluon.source import connect, pgoutput, publication
+from gluon.source import connect, pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
 from gluon.source.logical_values import changes_as_arrow
-from gluon.source.publication import DatabaseSlot, TablePosition
+from gluon.source.publication import DatabaseSlot
+from gluon.source.shared_shipping import TablePosition
 
 INSTALLATION = "0123456789abcdef0123456789abcdef"
 LARGE = "x" * 100_000  # stored out of line (TOAST): an UPDATE leaving it alone omits it
@@ -127,7 +128,7 @@ def _extract(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable
     transactions = list(pgoutput.transactions(messages, relations))
     for table in tables:
         names = [column.name for column in table.spec.columns]
-        shipped, after = publication.table_changes(
+        shipped, after = shared_shipping.table_changes(
             transactions, relations, table.leaves, table.position, names, table.spec.primary_key
         )
         changes: list[list[str | None]] = []
@@ -144,7 +145,7 @@ def _extract(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable
 
 def _confirm(source: SourceDialect, shared: DatabaseSlot, tables: list[LakeTable]) -> None:
     positions = {table.spec.name: table.position.position for table in tables}
-    target = publication.confirm_plan(positions, 0, None).target
+    target = shared_shipping.confirm_plan(positions, 0, None).target
     assert target is not None
     publication.confirm(source, shared, target)
 
@@ -347,7 +348,7 @@ def test_a_table_taken_out_stops_and_the_last_one_drops_the_slot(source: SourceD
 
 
 def test_an_offload_snapshot_sees_by_transaction_id_until_its_boundary() -> None:
-    snapshot = publication.OffloadSnapshot.parse("100:105:101,103", boundary=5000)
+    snapshot = shared_shipping.OffloadSnapshot.parse("100:105:101,103", boundary=5000)
     assert [snapshot.sees(xid) for xid in (99, 100, 101, 102, 103, 104, 105)] == [
         True,
         True,
@@ -359,9 +360,9 @@ def test_an_offload_snapshot_sees_by_transaction_id_until_its_boundary() -> None
     ]
     assert snapshot.ships(101, 4000) and not snapshot.ships(102, 4000)
     assert snapshot.ships(102, 5000)  # committed past the boundary: not in the copy
-    assert publication.OffloadSnapshot.parse(snapshot.text(), 5000) == snapshot
+    assert shared_shipping.OffloadSnapshot.parse(snapshot.text(), 5000) == snapshot
     # 32-bit ids from pgoutput, next to a 64-bit snapshot past the first wraparound.
-    wrapped = publication.OffloadSnapshot.parse(f"{2**32 + 5}:{2**32 + 9}:", boundary=1)
+    wrapped = shared_shipping.OffloadSnapshot.parse(f"{2**32 + 5}:{2**32 + 9}:", boundary=1)
     assert wrapped.sees(6) and not wrapped.sees(9) and wrapped.sees(2**32 - 3)
 
 
@@ -380,7 +381,7 @@ def test_a_partition_s_truncate_is_refused_and_the_whole_table_s_ships(
     assert events.rows.keys() == {(dt.date(2027, 3, 1), 3)}
     _run(source, "TRUNCATE app.events_2027")
     with pytest.raises(
-        publication.PartialTruncateError, match=r"some partitions only \(events_2027\)"
+        shared_shipping.PartialTruncateError, match=r"some partitions only \(events_2027\)"
     ):
         _extract(source, shared, [events])
 
@@ -399,9 +400,9 @@ def test_a_stuck_table_is_released_past_the_bound_and_the_others_go_on(
         _extract(source, shared, [plain])  # the order table's extraction keeps failing
     flushed = publication.wal_flush_position(source)
     positions = {"order": stuck.position.position, "plain": plain.position.position}
-    unbounded = publication.confirm_plan(positions, flushed, None)
+    unbounded = shared_shipping.confirm_plan(positions, flushed, None)
     assert unbounded.target == stuck.position.position and not unbounded.released
-    bounded = publication.confirm_plan(positions, flushed, 64 * 1024)
+    bounded = shared_shipping.confirm_plan(positions, flushed, 64 * 1024)
     assert list(bounded.released) == ["order"] and bounded.released["order"] > 64 * 1024
     assert bounded.target == plain.position.position
     publication.confirm(source, shared, bounded.target)

@@ -27,7 +27,7 @@ from gluon.faults import FAULT_EXIT_CODE
 from gluon.naming import TableRef
 from gluon.repo import Repository
 from gluon.schema import TableSpec
-from gluon.source import connect, pgoutput, publication
+from gluon.source import connect, pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
 from gluon.source.logical_values import changes_as_arrow
 
@@ -95,7 +95,7 @@ def _extract(world: World, table: str, lake: dict[int, dict[str, Any]]) -> int:
     spec = _spec(world, table)
     leaves = publication.table_leaves(world.source, "public", table)
     names = [column.name for column in spec.columns]
-    shipped, after = publication.table_changes(
+    shipped, after = shared_shipping.table_changes(
         transactions, relations, leaves, start, names, spec.primary_key
     )
     rows: list[list[str | None]] = []

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from gluon.repo import Repository
 from gluon.repo.slot_positions import HELD
-from gluon.source.publication import confirm_plan
+from gluon.source.shared_shipping import confirm_plan
 
 
 def test_a_table_is_held_then_moves_and_leaves(tmp_path: Path) -> None:

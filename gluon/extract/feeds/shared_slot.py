@@ -24,9 +24,10 @@ from contextlib import contextmanager
 
 from gluon.faults import fault_point
 from gluon.repo import Repository
-from gluon.source import publication
+from gluon.source import publication, shared_shipping
 from gluon.source.base import SourceDialect
-from gluon.source.publication import ConfirmPlan, DatabaseSlot, OffloadSnapshot, TablePosition
+from gluon.source.publication import DatabaseSlot
+from gluon.source.shared_shipping import ConfirmPlan, OffloadSnapshot, TablePosition
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ def confirm_slot(
     shared = shared_slot(source, repo)
     rows = [row for row in repo.slot_positions.of_slot(shared.slot) if row.released_reason is None]
     flushed = publication.wal_flush_position(source)
-    plan = publication.confirm_plan(
+    plan = shared_shipping.confirm_plan(
         {row.table_key: row.position for row in rows}, flushed, max_retained_wal
     )
     for table_key, behind in plan.released.items():
