@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -171,7 +172,8 @@ def test_tables_share_the_slot_and_each_ships_its_own_changes(
     tables = [order, events, plain]
     assert {t.spec.name for t in tables} == {"order", "events", "plain"}
     # Another database of the cluster, and a table of this one outside the publication.
-    foreign = pg_server.create_database("dbslot_foreign")
+    foreign_name = f"dbslot_foreign_{uuid.uuid4().hex[:8]}"
+    foreign = pg_server.create_database(foreign_name)
     foreign_engine = sa.create_engine(foreign)
     try:
         with foreign_engine.begin() as db:
@@ -210,7 +212,7 @@ def test_tables_share_the_slot_and_each_ships_its_own_changes(
         assert [table.shipped for table in tables] == shipped
     finally:
         foreign_engine.dispose()
-        pg_server.drop_database("dbslot_foreign")
+        pg_server.drop_database(foreign_name)
 
 
 def test_the_slot_is_confirmed_to_the_least_table_position(source: SourceDialect) -> None:
