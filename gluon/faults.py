@@ -97,6 +97,10 @@ FAULT_POINTS: tuple[str, ...] = (
     # PG_LOGICAL (gluon/extract/feeds/pg_logical.py): the slot confirms what the lake holds
     "extract.before_slot_advance",
     "extract.after_slot_advance",
+    # a table of the shared slot (gluon/extract/feeds/shared_reader.py): its position saved
+    # after the Delta commit, then the slot confirmed
+    "extract.before_shared_position",
+    "extract.after_shared_position",
     "extract.before_repository_update",
     # compaction (gluon/compact/runner.py, rewrite.py): every step, and each partition commit
     *_around("compact", COMPACTION_STEPS),
