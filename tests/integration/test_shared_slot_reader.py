@@ -254,3 +254,27 @@ def test_arrow_types_are_the_tables(world: World) -> None:
     spec = _spec(world, "docs")
     assert batch.schema.field("n").type == pa.int32()
     assert [f.name for f in batch.schema][: len(spec.columns)] == [c.name for c in spec.columns]
+
+
+def test_status_counts_the_backlog_or_says_why_not(world: World) -> None:
+    assert "no position in shared slot" in str(_reader(world, "orders").backlog(1000))
+    _join(world, "orders")
+    _join(world, "docs")
+    _run(world, "UPDATE public.orders SET v = 'x' WHERE \"select\" = 1")  # 6 rows
+    _run(world, "UPDATE public.docs SET n = 1 WHERE id < 4")
+    counted = _reader(world, "orders").backlog(100_000)
+    assert (counted.pending, counted.unknown_reason) == (6, None)
+    assert counted.unconfirmed_bytes and counted.unconfirmed_bytes > 0
+    too_many = _reader(world, "orders").backlog(3)
+    assert too_many.pending is None
+    assert too_many.unknown_reason and "not counted" in too_many.unknown_reason
+    assert _reader(world, "orders").backlog(100_000).pending == 6  # status confirmed nothing
+    _extract(world, "orders")
+    assert _reader(world, "orders").backlog(100_000).pending == 0
+    assert _reader(world, "docs").backlog(100_000).pending == 3
+    world.repo.slot_positions.release("public.docs", "left out: offload it again")
+    assert _reader(world, "docs").backlog(100_000).unknown_reason == "left out: offload it again"
+    world.repo.slot_positions.hold(
+        "public.docs", 1, shared_slot.shared_slot(world.source, world.repo).slot
+    )
+    assert "joining" in str(_reader(world, "docs").backlog(100_000).unknown_reason)

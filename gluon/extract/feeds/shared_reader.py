@@ -18,16 +18,17 @@ other tables' transactions at once (nothing of the table lies between).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gluon.errors import SourceError, StateError
 from gluon.extract.feeds import shared_slot
-from gluon.extract.feeds.base import REBUILD_HINT
+from gluon.extract.feeds.base import REBUILD_HINT, SlotBacklog
 from gluon.extract.feeds.pg_logical import POSITION_BITS, logical_sequence
 from gluon.faults import fault_point
 from gluon.repo import Repository
+from gluon.repo.slot_positions import SlotPosition
 from gluon.schema import TableSpec
 from gluon.source import pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
@@ -55,7 +56,6 @@ class SharedSlotReader:
     """The WAL flushed when the stream opened (0: not yet): the extraction reads no further."""
     _read_to: TablePosition | None = field(default=None, init=False)
     """The table's position past everything read so far (saved by :meth:`done`)."""
-    _carried: list[ShippedTransaction] = field(default_factory=list, init=False)
 
     def start(self) -> TablePosition:
         """The table's recorded position.
@@ -122,13 +122,51 @@ class SharedSlotReader:
         """
         self._save_and_confirm()
 
-    def _open(self) -> None:
+    def _open(self, budget: list[int] | None = None) -> None:
+        """Open the extraction's one decoding; ``budget`` (one count, for status): stop after
+        that many messages, the count left in it (0: stopped early)."""
         shared = shared_slot.shared_slot(self.source, self.repo)
         self._leaves = publication.table_leaves(self.source, self.spec.schema, self.spec.name)
         self._horizon = publication.wal_flush_position(self.source)
         chunks = publication.stream_database_slot(self.source, shared, self._horizon)
-        messages = (message for chunk in chunks for message in chunk)
+        messages: Iterable[bytes] = (message for chunk in chunks for message in chunk)
+        if budget is not None:
+            messages = _within(messages, budget)
         self._transactions = pgoutput.transactions(messages, self._relations)
+
+    def backlog(self, max_messages: int) -> SlotBacklog:
+        """The table's changes waiting in the shared slot, counted by decoding at most
+        ``max_messages`` of its messages (status; nothing is saved or confirmed), or why
+        they are unknown.
+
+        Raises:
+            SourceError: the slot or the catalog cannot be read.
+        """
+        shared = shared_slot.shared_slot(self.source, self.repo)
+        state = publication.slot_state(self.source, shared)
+        flushed = publication.wal_flush_position(self.source)
+        row = self.repo.slot_positions.get(self.table_key)
+        behind = None if row is None or row.held else max(flushed - row.position, 0)
+        figures = SlotBacklog(shared.slot, state.retained, behind, None, None)
+        reason = _unknown_reason(state, row, shared.slot)
+        if reason is not None:
+            return _with_reason(figures, reason)
+        try:
+            self._read_to = self.start()
+        except StateError as exc:
+            return _with_reason(figures, str(exc))
+        budget = [max_messages]
+        self._open(budget)
+        count = 0
+        while (shipped := self._next()) is not None:
+            count += len(shipped.ops)
+        if not budget[0]:
+            return _with_reason(
+                figures,
+                f"more than the first {max_messages:,} messages of the shared slot hold: not "
+                "counted, that means decoding all the WAL the slot retains",
+            )
+        return SlotBacklog(shared.slot, state.retained, behind, count, None)
 
     def _next(self) -> ShippedTransaction | None:
         """The table's next shipped transaction; None once the stream ended (the position
@@ -166,3 +204,35 @@ class SharedSlotReader:
         shared_slot.save_position(self.repo, self.table_key, self._read_to)
         fault_point("extract.after_shared_position")
         shared_slot.confirm_slot(self.source, self.repo, self.max_retained_wal)
+
+
+def _within(messages: Iterable[bytes], budget: list[int]) -> Iterator[bytes]:
+    """``messages`` until ``budget[0]`` of them passed (counted down in place)."""
+    for message in messages:
+        if budget[0] <= 0:
+            return
+        budget[0] -= 1
+        yield message
+
+
+def _unknown_reason(
+    state: publication.SlotState, row: SlotPosition | None, slot: str
+) -> str | None:
+    """Why a table's backlog in the shared slot cannot be counted now (None: it can)."""
+    if row is None:
+        return f"the table has no position in shared slot {slot}"
+    if state.plugin is None:
+        return f"shared replication slot {slot} is missing: changes were not captured since"
+    if row.released_reason is not None:
+        return row.released_reason
+    if row.held:
+        return "the table is joining the shared slot (its enable did not finish)"
+    if state.reader is not None:
+        return f"process {state.reader} is reading the slot (an extraction): run status again"
+    return None
+
+
+def _with_reason(figures: SlotBacklog, reason: str) -> SlotBacklog:
+    return SlotBacklog(
+        figures.slot, figures.retained_bytes, figures.unconfirmed_bytes, None, None, reason
+    )
