@@ -1,8 +1,7 @@
 """One table's changes read from its database's shared PG_LOGICAL slot, batch after batch,
 as an extraction ships them (issue 33 item 1): what a feed of a table opted in to the shared
-slot reads and marks done. Not wired to a command yet (``docs/architecture.md``, the shared
-slot's "left to wire" list): enable does not record a table as a member, and ``FEEDS`` does
-not choose this reader.
+slot (``--incremental-pg-logical-slot=database``) reads and marks done, through
+``shared_feed.SharedSlotFeed``.
 
 An extraction decodes the slot once, up to the WAL flushed when it starts (``_horizon``), and
 hands out whole transactions of the table, numbered as the per-table feed numbers them

@@ -1,6 +1,7 @@
 """A table joining and leaving its database's shared PG_LOGICAL slot, with its position in
 the repository (``gluon.source.publication``, ``gluon.repo.slot_positions``; issue 33 item 1).
-Not wired to a command yet: what enable, disable and a feed reading the shared slot call.
+What enable (``PgLogicalFeed.capturing``), disable (``PgLogicalFeed.release``) and the
+shared slot's feed (``shared_reader``) call.
 
 Every step may be killed and run again:
 
