@@ -187,7 +187,12 @@ def _execute_enable(
             # its snapshot held for the copy in the same way.
             exporting.enter_context(
                 FEEDS[plan.method.change_reader].capturing(
-                    plan.source, plan.repo, state, plan.spec, plan.objects
+                    plan.source,
+                    plan.repo,
+                    state,
+                    plan.spec,
+                    plan.objects,
+                    copying=bool(plan.offload),
                 )
             )
             objects.create_source_objects(

@@ -188,3 +188,76 @@ def test_a_bad_slot_scope_is_one_line_and_creates_nothing(
     with engine.connect() as db:
         slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar_one()
     assert slots == 0
+
+
+ENABLE_DOCS = (
+    "-t",
+    DOCS,
+    "-x",
+    "--incremental-updates-enabled",
+    "--incremental-extraction-method=PG_LOGICAL",
+    "--incremental-merge-mode=IMMEDIATE",
+    SHARED,
+)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "repo.after_hold_slot_position",
+        "capture.after_publish_table",
+        "repo.after_save_slot_position",
+        "lake.before_write",
+        "lake.after_write",
+        "lake.before_write@2",
+        "lake.after_write@2",
+        "enable.fail_after_capture",
+    ],
+)
+def test_an_enable_killed_or_failed_anywhere_and_run_again_ships_each_change_once(
+    engine: sa.Engine, run_cli: Callable[..., Result], point: str
+) -> None:
+    _enable(run_cli, ORDERS, "DEFERRED")
+    _writer(engine, 1)
+    died = run_offload_process(*ENABLE_DOCS, env={"GLUON_FAULT": point})
+    if point == "enable.fail_after_capture":  # a failure: the enable undoes itself
+        assert died.returncode == 1, died.stderr
+        assert "the enable was undone" in died.stderr, died.stderr
+        assert Repository(load_settings().repo_url).slot_positions.get("APP.DOCS") is None
+    else:
+        assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    _writer(engine, 2)
+    _extract(run_cli, ORDERS)  # the other table goes on meanwhile
+    _ok(run_cli("offload", *ENABLE_DOCS))
+    _writer(engine, 3)
+    _extract(run_cli, DOCS)
+    _extract(run_cli, ORDERS)
+    _matches(engine, ORDERS, DOCS)
+
+
+def test_status_disable_and_other_methods_on_a_member_table(
+    engine: sa.Engine, run_cli: Callable[..., Result]
+) -> None:
+    _enable(run_cli, ORDERS, "DEFERRED")
+    _writer(engine, 1)
+    status = _ok(run_cli("display_incremental_status", "-t", ORDERS))
+    assert "status does not count its changes yet" in status.stdout, status.stdout
+    refused = run_cli("offload", "-t", ORDERS, "-x", "--incremental-updates-disabled")
+    assert refused.exit_code == 1, refused.stdout
+    assert "changes in its database's shared replication slot" in refused.stderr
+    assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    discard = run_cli("offload", "-t", ORDERS, "-x", "--incremental-discard-changes")
+    assert discard.exit_code != 0 and len(discard.stderr.strip().splitlines()) == 1
+    assert "not offered yet" in discard.stderr, discard.stderr
+    other = run_cli(
+        "offload",
+        "-t",
+        DOCS,
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=CHANGELOG",
+        SHARED,
+    )
+    assert other.exit_code == 2, other.stderr
+    assert "--incremental-pg-logical-slot=database is for log-based extraction" in other.stderr
+    assert Repository(load_settings().repo_url).incremental.get_state("APP.DOCS") is None

@@ -159,9 +159,12 @@ class ChangeFeed(Protocol):
         state: IncrementalState,
         spec: TableSpec,
         objects: Sequence[source_objects.SourceObjectRef],
+        *,
+        copying: bool,
     ) -> AbstractContextManager[object]:
-        """Around the enable's creation of ``objects`` and its copy: joins what the table
-        shares with others (``JOINED_KINDS``); the copy reads the snapshot it holds."""
+        """Around the enable's creation of ``objects`` and its copy (``copying``: this run
+        copies the table): joins what the table shares with others (``JOINED_KINDS``); the
+        copy reads the snapshot it holds."""
         ...
 
     @classmethod
@@ -301,6 +304,8 @@ class TableFeed:
         state: IncrementalState,
         spec: TableSpec,
         objects: Sequence[source_objects.SourceObjectRef],
+        *,
+        copying: bool,
     ) -> AbstractContextManager[object]:
         """See :meth:`ChangeFeed.capturing` (nothing shared)."""
         return nullcontext()

@@ -217,9 +217,15 @@ class PgLogicalFeed(TableFeed):
         state: IncrementalState,
         spec: TableSpec,
         planned: Sequence[objects.SourceObjectRef],
+        *,
+        copying: bool,
     ) -> AbstractContextManager[object]:
-        """A member of the shared slot joins it; the copy reads its offload snapshot."""
+        """A member of the shared slot joins it; the copy reads its offload snapshot. An
+        enable run again without a copy (killed after its copy finished) is joined already:
+        joining again would take a snapshot the lake's copy does not hold."""
         if not _member_of_shared_slot(planned):
+            return nullcontext()
+        if not copying and shared_slot.joined(repo, state.table_key):
             return nullcontext()
         return shared_slot.joining(
             source, repo, state.table_key, state.enablement_id, spec.schema, spec.name

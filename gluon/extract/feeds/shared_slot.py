@@ -48,8 +48,11 @@ def joining(
     table: str,
 ) -> Iterator[OffloadSnapshot]:
     """Join ``schema.table`` to the shared slot; inside, every Arrow read of ``source`` sees
-    the offload snapshot (yielded): the table ships exactly what it does not see. Its
-    position is saved on a normal exit only (a failed copy leaves the table held).
+    the offload snapshot (yielded): the table ships exactly what it does not see. Its start
+    position and snapshot are saved as soon as the snapshot is taken, before the copy: a
+    copy that finishes always has its snapshot recorded, so an enable killed after it goes
+    on without joining again (:func:`joined`); a failed copy leaves the table holding the
+    slot at its start until the enable runs again (a new copy, a new snapshot) or is undone.
 
     Raises:
         StateError: a transaction older than the table's publication keeps running.
@@ -61,9 +64,15 @@ def joining(
     start = publication.publish_table(source, shared, schema, table)
     fault_point("capture.after_publish_table")
     with publication.offload_snapshot(source) as snapshot:
+        repo.slot_positions.save(table_key, start, snapshot.text(), snapshot.boundary)
+        log.info("%s joined shared slot %s at %s", table_key, shared.slot, start)
         yield snapshot
-    repo.slot_positions.save(table_key, start, snapshot.text(), snapshot.boundary)
-    log.info("%s joined shared slot %s at %s", table_key, shared.slot, start)
+
+
+def joined(repo: Repository, table_key: str) -> bool:
+    """``table_key`` has its start position and snapshot recorded (not held, not released)."""
+    row = repo.slot_positions.get(table_key)
+    return row is not None and not row.held and row.released_reason is None
 
 
 def leave(source: SourceDialect, repo: Repository, table_key: str, schema: str, table: str) -> None:
