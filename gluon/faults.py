@@ -72,6 +72,11 @@ REPOSITORY_WRITES = (
     "record_verify",
     "save_verify_progress",
     "clear_verify_progress",
+    # the shared slot's table positions (gluon/repo/slot_positions.py; issue 33)
+    "hold_slot_position",
+    "save_slot_position",
+    "release_slot_position",
+    "forget_slot_position",
 )
 
 
@@ -92,6 +97,10 @@ FAULT_POINTS: tuple[str, ...] = (
     # PG_LOGICAL (gluon/extract/feeds/pg_logical.py): the slot confirms what the lake holds
     "extract.before_slot_advance",
     "extract.after_slot_advance",
+    # a table of the shared slot (gluon/extract/feeds/shared_reader.py): its position saved
+    # after the Delta commit, then the slot confirmed
+    "extract.before_shared_position",
+    "extract.after_shared_position",
     "extract.before_repository_update",
     # compaction (gluon/compact/runner.py, rewrite.py): every step, and each partition commit
     *_around("compact", COMPACTION_STEPS),
@@ -121,6 +130,9 @@ FAULT_POINTS: tuple[str, ...] = (
     "capture.after_create_object",
     "capture.before_drop_object",
     "capture.after_drop_object",
+    # a table joining or leaving its database's shared slot (gluon/extract/feeds/shared_slot.py)
+    "capture.after_publish_table",
+    "capture.after_unpublish_table",
     # setting aside changes the lake cannot take (gluon/extract/set_aside.py): the repository
     # records them (repo.*_record_set_aside), then one changelog delete removes them
     "set_aside.before_changelog_delete",

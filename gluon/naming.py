@@ -228,6 +228,16 @@ def slot_name(ref: TableRef, database: str | None = None) -> str:
     return shorten(plain, SLOT_NAME_LENGTH).lower()
 
 
+def database_slot_name(database: str, installation: str) -> str:
+    """The replication slot (and publication) every PG_LOGICAL table of ``database`` shares
+    in one installation: ``gluondb_<database>_<installation's first 8 characters>``, made like
+    :func:`slot_name` (a prefix no table's slot has, so the two kinds never meet). Two
+    installations reading one database each have their own: a slot is confirmed to the least
+    position of the tables one repository knows."""
+    plain = re.sub(r"[^a-z0-9_]", "_", f"gluondb_{database}_{installation[:8]}".lower())
+    return shorten(plain, SLOT_NAME_LENGTH).lower()
+
+
 @dataclass(frozen=True, slots=True)
 class LakeNames:
     """Names of the lake objects for one offloaded table (lower case, as Spark shows them).

@@ -98,3 +98,29 @@ def parse_merge_mode(text: str | None) -> MergeMode:
         raise ValueError(
             f"--incremental-merge-mode must be one of {known}, found {text!r}"
         ) from None
+
+
+class SlotScope(StrEnum):
+    """Which replication slot a log-based table's changes come from
+    (``--incremental-pg-logical-slot``), chosen when incremental update is enabled."""
+
+    TABLE = "table"
+    """A slot of the table's own (the default): each slot decodes all the WAL."""
+    DATABASE = "database"
+    """The one pgoutput slot and publication its database's member tables share: the WAL
+    is decoded once per extraction for all of them."""
+
+
+def parse_slot_scope(text: str | None) -> SlotScope:
+    """``--incremental-pg-logical-slot`` (None: the default, ``table``).
+
+    Raises:
+        ValueError: not a scope (the message lists them).
+    """
+    if text is None:
+        return SlotScope.TABLE
+    try:
+        return SlotScope(text.strip().lower())
+    except ValueError:
+        known = " or ".join(scope.value for scope in SlotScope)
+        raise ValueError(f"--incremental-pg-logical-slot must be {known}, not {text!r}") from None

@@ -17,6 +17,7 @@ from gluon.faults import fault_point
 from gluon.methods.base import (
     CREATION_ORDER,
     DML,
+    JOINED_KINDS,
     OBJECT_TYPES,
     SNAPSHOT_KINDS,
     ExtractionMethod,
@@ -334,6 +335,7 @@ def create_source_objects(
         UnsupportedError: a table column clashes with a changelog column.
         SourceError: the source refused a statement.
     """
+    objects = [item for item in objects if item.kind not in JOINED_KINDS]  # the feed joins
     if not objects:
         return
     _refuse_reserved_columns(spec)
@@ -393,8 +395,8 @@ def drop_source_objects(source: SourceDialect, objects: list[SourceObjectRef]) -
         SourceError: the source refused a statement.
     """
     for item in sorted(objects, key=creation_rank, reverse=True):
-        if not object_exists(source, item):
-            continue
+        if item.kind in JOINED_KINDS or not object_exists(source, item):
+            continue  # a table's place in a shared object: its feed leaves it
         if item.kind is SourceObject.HYBRID_SCHEMA:
             rows = source.run_query("count_schema_objects", {"schema": item.schema})
             if rows and int(rows[0][0]):

@@ -28,7 +28,7 @@ from gluon.extract.run import ExtractionResult, extraction_plan, run_extraction
 from gluon.naming import TableRef
 from gluon.offload.increments import IncrementRequest
 from gluon.reuse import kept_connections
-from gluon.states import MergeMode, parse_merge_mode
+from gluon.states import MergeMode, SlotScope, parse_merge_mode, parse_slot_scope
 
 
 @dataclass(slots=True)
@@ -141,6 +141,7 @@ def enable(arguments: OffloadArguments, settings: Settings) -> IncrementalResult
         no_verify_primary_key=arguments.no_verify_primary_key,
         changelog_table=arguments.changelog_table,
         merge_mode=_merge_mode(arguments.merge_mode),
+        slot_scope=_slot_scope(arguments.pg_logical_slot),
         execute=arguments.execute,
         take_over_objects=arguments.take_over_objects,
         recreate_capture_objects=arguments.recreate_capture_objects,
@@ -377,6 +378,13 @@ def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
             subpartition_names=split_list(arguments.subpartition_names),
         ),
     )
+
+
+def _slot_scope(text: str | None) -> SlotScope:
+    try:
+        return parse_slot_scope(text)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _merge_mode(text: str | None) -> MergeMode | None:

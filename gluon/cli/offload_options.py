@@ -217,6 +217,15 @@ class OffloadArguments:
         help=lambda: f"With -enabled: {merge_mode_choices()}.",
         accepted_by=ENABLING,
     )
+    pg_logical_slot: str | None = option(
+        "--incremental-pg-logical-slot",
+        default=None,
+        help="With -enabled and PG_LOGICAL: table (default: a replication slot of the "
+        "table's own, decoding all the WAL) or database (the table joins the one pgoutput "
+        "slot and publication its database's tables share, decoded once per extraction for "
+        "all of them; docs/operations.md, 'One slot per database').",
+        accepted_by=ENABLING,
+    )
     take_over_objects: bool = option(
         "--incremental-take-over-objects",
         default=False,

@@ -155,6 +155,9 @@ def _disable_incremental(
     repo.incremental.save_state(state.with_changes(status=DISABLING))
     with timed_step("drop_capture"):
         source_objects.drop_source_objects(source, droppable)
+        FEEDS[get_method(state.method).change_reader].release(
+            source, repo, state, record.spec(), droppable
+        )
     with timed_step("drop_delta_table"):
         if lake_table_is_ours(state.delta_path, mine):
             storage.remove_table(state.delta_path)

@@ -183,6 +183,18 @@ def _execute_enable(
             if slot is not None:
                 # Open until the copy is done: the copy reads under the slot's snapshot.
                 exporting.enter_context(objects.slot_exporting_snapshot(plan.source, slot))
+            # What the table shares with others (a database's slot) is joined by its feed,
+            # its snapshot held for the copy in the same way.
+            exporting.enter_context(
+                FEEDS[plan.method.change_reader].capturing(
+                    plan.source,
+                    plan.repo,
+                    state,
+                    plan.spec,
+                    plan.objects,
+                    copying=bool(plan.offload),
+                )
+            )
             objects.create_source_objects(
                 plan.source, plan.spec, plan.method, plan.objects, plan.keys, plan.marker
             )
@@ -252,6 +264,9 @@ def _undo_failed_enable(plan: EnablePlan) -> str:
         )
         ours = [found.item for found in existing if found.ownership is ownership.Ownership.OURS]
         objects.drop_source_objects(plan.source, ours)
+        FEEDS[plan.method.change_reader].release(
+            plan.source, plan.repo, plan.state, plan.spec, plan.objects
+        )
         if storage.delta_version(plan.state.delta_path) is not None and lake_table_is_ours(
             plan.state.delta_path, plan.marker
         ):

@@ -39,7 +39,7 @@ from gluon.repo.incremental import (
 )
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
-from gluon.states import MergeMode
+from gluon.states import MergeMode, SlotScope
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,8 @@ class EnableOptions:
     """Re-create the capture objects of an enabled table that are missing (and refresh the rest)."""
     merge_mode: MergeMode | None = None
     """``--incremental-merge-mode`` (None: not given; a new enabling is DEFERRED)."""
+    slot_scope: SlotScope = SlotScope.TABLE
+    """``--incremental-pg-logical-slot``: the feed places the table's capture objects."""
 
 
 def _key_columns(spec: TableSpec, requested: tuple[str, ...]) -> tuple[str, ...]:
@@ -314,8 +316,12 @@ def plan_enable(
     objects = (
         capture_objects(existing)
         if resume and existing
-        else source_objects.plan_source_objects(
-            source, ref, method, changelog_table=options.changelog_table
+        else FEEDS[method.change_reader].placed(
+            source_objects.plan_source_objects(
+                source, ref, method, changelog_table=options.changelog_table
+            ),
+            spec,
+            options.slot_scope,
         )
     )
     _preflight(source, spec, method, objects)

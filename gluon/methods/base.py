@@ -51,6 +51,10 @@ class SourceObject(StrEnum):
     """
     REPLICATION_SLOT = "replication_slot"
     """A PostgreSQL logical replication slot (cluster-wide, named after the table)."""
+    SHARED_SLOT_TABLE = "shared_slot_table"
+    """The table's place in its database's shared pgoutput slot and publication
+    (``--incremental-pg-logical-slot=database``): recorded under the table's own name, made
+    and undone by its feed (``JOINED_KINDS``), not by a template."""
     HYBRID_SCHEMA = "hybrid_schema"
     """Created only when missing; no method declares it (``gluon.capture`` plans it)."""
 
@@ -75,6 +79,7 @@ CREATION_ORDER: tuple[SourceObject, ...] = (
     SourceObject.UPDATABLE_VIEW,
     SourceObject.UPDATABLE_TRIGGER,
     SourceObject.REPLICATION_SLOT,
+    SourceObject.SHARED_SLOT_TABLE,
 )
 """Objects are created in this order and dropped in the reverse order."""
 
@@ -87,15 +92,23 @@ OBJECT_TYPES: dict[SourceObject, str] = {
     SourceObject.UPDATABLE_VIEW: "VIEW",
     SourceObject.UPDATABLE_TRIGGER: "TRIGGER",
     SourceObject.REPLICATION_SLOT: "SLOT",
+    SourceObject.SHARED_SLOT_TABLE: "PUBLICATION TABLE",
 }
 """The catalog's object type of each kind (what ``object_exists`` looks for)."""
 
-UNMARKED_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
+UNMARKED_KINDS: frozenset[SourceObject] = frozenset(
+    {SourceObject.REPLICATION_SLOT, SourceObject.SHARED_SLOT_TABLE}
+)
 """Kinds no dialect can mark (a slot takes no comment): the repository's record is the mark."""
 
 SNAPSHOT_KINDS: frozenset[SourceObject] = frozenset({SourceObject.REPLICATION_SLOT})
 """Kinds created with a snapshot an initial offload in the same command reads: each change
 is then in the copy or captured, never both (``SourceDialect.slot_with_snapshot``)."""
+
+JOINED_KINDS: frozenset[SourceObject] = frozenset({SourceObject.SHARED_SLOT_TABLE})
+"""A table's place in an object its feed shares between tables: the feed joins it
+(``ChangeFeed.capturing``, around the enable's copy) and leaves it (``ChangeFeed.release``);
+``create_source_objects`` and ``drop_source_objects`` pass it by."""
 
 _REGISTRY: dict[str, type[ExtractionMethod]] = {}
 

@@ -25,6 +25,7 @@ from gluon.repo.incremental import ENABLED, IncrementalRepository, IncrementalSt
 from gluon.repo.increments import IncrementRepository
 from gluon.repo.locks import LockRepository
 from gluon.repo.set_aside import SetAsideChanges
+from gluon.repo.slot_positions import SlotPositions
 from gluon.repo.verify_progress import VerifyProgressStore
 from gluon.repo.verify_runs import VerifyRuns
 from gluon.reuse import kept
@@ -178,6 +179,7 @@ class Repository:
         self.increments = IncrementRepository(self.engine)
         self.locks = LockRepository(self.engine)
         self.set_aside = SetAsideChanges(self.engine)
+        self.slot_positions = SlotPositions(self.engine)
         self.verify_runs = VerifyRuns(self.engine)
         self.verify_progress = VerifyProgressStore(self.engine)
 

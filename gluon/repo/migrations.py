@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
 SCRIPT_DIRECTORY = Path(__file__).parent / "revisions"
 VERSION_TABLE = "gluon_alembic_version"
-HEAD = "0025"
+HEAD = "0029"
 """The newest revision in ``revisions/versions`` (``head()`` reads it from the scripts)."""
 
 version_table = sa.Table(

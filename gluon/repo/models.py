@@ -256,3 +256,23 @@ verify_progress = sa.Table(
 )
 """The bisection levels a running ``gluon verify`` finished (revision 0022): a rerun after a
 kill resumes from them while ``taken_at`` (the lake's extraction state) is unchanged."""
+
+slot_positions = sa.Table(
+    "slot_positions",
+    metadata,
+    sa.Column("table_key", sa.String(300), primary_key=True),
+    sa.Column("enablement_id", sa.Integer),
+    sa.Column("slot_name", sa.String(64), nullable=False, index=True),
+    # The start of the first commit record the table has not shipped (0: being enabled,
+    # the slot must not move); the shared slot is confirmed to the least over its tables.
+    sa.Column("position", sa.BigInteger, nullable=False),
+    # The offload's snapshot (xmin:xmax:xip) and the WAL position read after it, kept until
+    # the position passes that boundary (gluon.source.shared_shipping.OffloadSnapshot).
+    sa.Column("offload_snapshot", sa.Text),
+    sa.Column("snapshot_boundary", sa.BigInteger),
+    # Set when the table was left out of the slot's minimum (it kept too much WAL): its
+    # changes since are lost to it, it needs a re-offload.
+    sa.Column("released_reason", sa.Text),
+    sa.Column("updated_at", sa.DateTime, nullable=False),
+)
+"""Where each PG_LOGICAL table of a database's shared slot stands (revision 0029)."""

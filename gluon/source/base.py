@@ -358,6 +358,15 @@ class SourceDialect:
         """
         raise UnsupportedError(f"{self.name} sources have no replication slot to export")
 
+    def exported_snapshot(self) -> AbstractContextManager[str]:
+        """Read under one snapshot taken now until exit (yields it as ``xmin:xmax:xip``); a
+        dialect with PG_LOGICAL's shared slot overrides it.
+
+        Raises:
+            UnsupportedError: the dialect exports no snapshot.
+        """
+        raise UnsupportedError(f"{self.name} sources export no snapshot")
+
     def compile_problem(self, schema: str, name: str, object_type: str) -> str | None:
         """Why the code object (trigger, view) ``schema.name`` does not compile, in one line;
         None when it does. Databases that refuse a broken object at CREATE (PostgreSQL,

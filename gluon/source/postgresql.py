@@ -268,6 +268,39 @@ class PostgreSQLSource(SourceDialect):
                 self._snapshot = None
 
     @contextmanager
+    def exported_snapshot(self) -> Iterator[str]:
+        """Read under one snapshot taken now until exit (every Arrow read imports it, as in
+        :meth:`slot_with_snapshot`); yields the snapshot as ``xmin:xmax:xip`` text
+        (``pg_current_snapshot``), which tells which transactions the reads see.
+
+        The snapshot is exported by a REPEATABLE READ transaction held open (idle) until exit.
+
+        Raises:
+            SourceError: the connection or the export failed.
+        """
+        import psycopg  # the driver of the engine: already installed, loaded only here
+
+        try:
+            connection = psycopg.connect(self._libpq_uri)
+        except psycopg.Error as exc:
+            raise SourceError(f"exporting a snapshot failed: {_first_line(exc)}") from exc
+        with connection:
+            connection.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            try:
+                row = connection.execute(self.render("export_snapshot")).fetchone()
+            except psycopg.Error as exc:
+                raise SourceError(f"exporting a snapshot failed: {_first_line(exc)}") from exc
+            name = str(row[0]) if row is not None else ""
+            if row is None or not _SNAPSHOT_NAME.match(name):
+                raise SourceError("exporting a snapshot gave no snapshot name")
+            self._snapshot = name
+            try:
+                yield str(row[1])
+            finally:
+                self._snapshot = None
+                connection.rollback()
+
+    @contextmanager
     def _arrow_connection(self) -> Iterator[Any]:
         """An ADBC connection for one read (each read sees what is committed when it runs).
 

@@ -2,7 +2,9 @@
 
 One feed per ``ChangeReader`` of the method registry (``FEEDS``), each in its own module:
 ``changelog`` (the changelog methods), ``rowscn`` (ORA_ROWSCN) and ``pg_logical``
-(PG_LOGICAL, with ``slot``: what enabling checks and status counts of its slot); ``base``
+(PG_LOGICAL, with ``slot``: what enabling checks and status counts of its slot, and
+``shared_slot``: a table joining and leaving its database's shared slot, ``shared_reader`` and
+``shared_feed``: the feed ``PgLogicalFeed`` gives a table enabled into it); ``base``
 holds the protocol they share. What differs between them is declared or done here, behind
 the protocol: callers look a feed up by ``FEEDS[method.change_reader]`` and never ask
 which one it is (``tests/unit/test_plugin_boundary.py``).

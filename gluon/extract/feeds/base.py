@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from gluon.capture import changelog
 from gluon.capture import objects as source_objects
-from gluon.errors import UnsupportedError
+from gluon.errors import UnsupportedError, UsageError
 from gluon.extract.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
 from gluon.schema import TableSpec
 from gluon.source.base import SourceDialect
+from gluon.states import SlotScope
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -135,6 +137,49 @@ class ChangeFeed(Protocol):
         ...
 
     @classmethod
+    def placed(
+        cls,
+        objects: list[source_objects.SourceObjectRef],
+        spec: TableSpec,
+        scope: SlotScope,
+    ) -> list[source_objects.SourceObjectRef]:
+        """The capture objects a new enabling records, ``objects`` as planned placed in
+        ``scope`` (``--incremental-pg-logical-slot``).
+
+        Raises:
+            UsageError: the feed has no such choice.
+        """
+        ...
+
+    @classmethod
+    def capturing(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        objects: Sequence[source_objects.SourceObjectRef],
+        *,
+        copying: bool,
+    ) -> AbstractContextManager[object]:
+        """Around the enable's creation of ``objects`` and its copy (``copying``: this run
+        copies the table): joins what the table shares with others (``JOINED_KINDS``); the
+        copy reads the snapshot it holds."""
+        ...
+
+    @classmethod
+    def release(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        objects: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """Leave what ``objects`` (being dropped) share with other tables."""
+        ...
+
+    @classmethod
     def pending_in(
         cls,
         source: SourceDialect,
@@ -235,6 +280,46 @@ class TableFeed:
     def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """See :meth:`ChangeFeed.held_in`."""
         return None
+
+    @classmethod
+    def placed(
+        cls,
+        objects: list[source_objects.SourceObjectRef],
+        spec: TableSpec,
+        scope: SlotScope,
+    ) -> list[source_objects.SourceObjectRef]:
+        """See :meth:`ChangeFeed.placed` (a feed without a slot has no choice)."""
+        if scope is not SlotScope.TABLE:
+            raise UsageError(
+                f"--incremental-pg-logical-slot={scope.value} is for log-based extraction: "
+                "leave it out for this method"
+            )
+        return objects
+
+    @classmethod
+    def capturing(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        objects: Sequence[source_objects.SourceObjectRef],
+        *,
+        copying: bool,
+    ) -> AbstractContextManager[object]:
+        """See :meth:`ChangeFeed.capturing` (nothing shared)."""
+        return nullcontext()
+
+    @classmethod
+    def release(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        objects: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """See :meth:`ChangeFeed.release` (nothing shared)."""
 
     def shipping(self, changes: pa.Table) -> None:
         """Raise the repository's ``shipped_seq`` to the batch's highest ``gl_seq``, before the

@@ -13,21 +13,23 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections.abc import Generator, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gluon.capture import changelog, objects
 from gluon.errors import SourceError, StateError
+from gluon.extract.feeds import shared_slot, unfit
 from gluon.extract.feeds import slot as slots
-from gluon.extract.feeds import unfit
 from gluon.extract.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects, highest_seq
 from gluon.faults import fault_point
 from gluon.methods.base import ExtractionMethod, SourceObject
-from gluon.repo import OffloadedTable
+from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
 from gluon.schema import TableSpec
 from gluon.source import logical
 from gluon.source.base import SourceDialect
+from gluon.states import SlotScope
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -142,6 +144,12 @@ def _slot_of(state: IncrementalState) -> objects.SourceObjectRef:
     return found
 
 
+def _member_of_shared_slot(objects: Sequence[objects.SourceObjectRef]) -> bool:
+    """The table was enabled into its database's shared slot (``--incremental-pg-logical-slot
+    =database``): its feed is ``shared_feed.SharedSlotFeed``."""
+    return any(item.kind is SourceObject.SHARED_SLOT_TABLE for item in objects)
+
+
 @dataclass(slots=True)
 class PgLogicalFeed(TableFeed):
     marks_shipped: ClassVar[str] = "the replication slot is advanced past the transactions read"
@@ -164,9 +172,77 @@ class PgLogicalFeed(TableFeed):
     """The ``gl_seq`` of the changes set aside (``gluon.extract.set_aside``), read once: the slot
     still holds them until an extraction confirms past them, and every read skips them."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> PgLogicalFeed:
+        """A table recorded in its database's shared slot gets the feed that reads it
+        (chosen by its recorded objects: ``FEEDS`` has one feed per change reader)."""
+        if cls is PgLogicalFeed:
+            state = kwargs.get("state", args[2] if len(args) > 2 else None)
+            if isinstance(state, IncrementalState) and _member_of_shared_slot(
+                capture_objects(state)
+            ):
+                from gluon.extract.feeds.shared_feed import SharedSlotFeed
+
+                return object.__new__(SharedSlotFeed)
+        return object.__new__(cls)
+
     @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
         return None
+
+    @classmethod
+    def placed(
+        cls,
+        planned: list[objects.SourceObjectRef],
+        spec: TableSpec,
+        scope: SlotScope,
+    ) -> list[objects.SourceObjectRef]:
+        """``scope`` database: the table's place in the shared slot instead of a slot of its
+        own (recorded under the table's name)."""
+        if scope is SlotScope.TABLE:
+            return planned
+        return [
+            objects.SourceObjectRef(
+                SourceObject.SHARED_SLOT_TABLE, spec.schema, spec.name, "PUBLICATION TABLE"
+            )
+            if item.kind is SourceObject.REPLICATION_SLOT
+            else item
+            for item in planned
+        ]
+
+    @classmethod
+    def capturing(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        planned: Sequence[objects.SourceObjectRef],
+        *,
+        copying: bool,
+    ) -> AbstractContextManager[object]:
+        """A member of the shared slot joins it; the copy reads its offload snapshot. An
+        enable run again without a copy (killed after its copy finished) is joined already:
+        joining again would take a snapshot the lake's copy does not hold."""
+        if not _member_of_shared_slot(planned):
+            return nullcontext()
+        if not copying and shared_slot.joined(repo, state.table_key):
+            return nullcontext()
+        return shared_slot.joining(
+            source, repo, state.table_key, state.enablement_id, spec.schema, spec.name
+        )
+
+    @classmethod
+    def release(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        dropped: Sequence[objects.SourceObjectRef],
+    ) -> None:
+        """A member of the shared slot leaves it (the last one drops slot and publication)."""
+        if _member_of_shared_slot(dropped):
+            shared_slot.leave(source, repo, state.table_key, spec.schema, spec.name)
 
     @property
     def slot(self) -> objects.SourceObjectRef:
@@ -199,6 +275,10 @@ class PgLogicalFeed(TableFeed):
     ) -> Pending:
         """The changes of the table the slot keeps, from one bounded peek (``slot_backlog``),
         and the WAL it makes the source keep; a slot that is gone stopped capture."""
+        if _member_of_shared_slot(capture_objects(state)):
+            from gluon.extract.feeds.shared_feed import SharedSlotFeed
+
+            return SharedSlotFeed.pending_in(source, record, state)
         slot = _slot_of(state)
         spec = record.spec()
         figures = slots.slot_backlog(source, slot, spec.schema, spec.name)

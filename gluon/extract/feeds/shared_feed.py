@@ -1,0 +1,116 @@
+"""The PG_LOGICAL feed of a table enabled into its database's shared slot
+(``--incremental-pg-logical-slot=database``; issue 33 item 1): ``PgLogicalFeed`` gives a
+table whose recorded objects hold ``SourceObject.SHARED_SLOT_TABLE`` this feed, which reads
+through ``shared_reader.SharedSlotReader`` (one decoding per extraction, the table's position
+saved after each batch's Delta commit, then the slot confirmed to the least position).
+
+Discarding and setting aside changes are not offered for it yet: each says so in one line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar
+
+from gluon.capture import objects
+from gluon.errors import StateError, UnsupportedError
+from gluon.extract.feeds import shared_slot, unfit
+from gluon.extract.feeds.base import Pending, highest_seq
+from gluon.extract.feeds.pg_logical import POSITION_BITS, PgLogicalFeed
+from gluon.extract.feeds.shared_reader import SharedSlotReader
+from gluon.methods.base import SourceObject
+from gluon.repo import OffloadedTable, Repository
+from gluon.repo.incremental import IncrementalState
+from gluon.source.base import SourceDialect
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+NOT_YET = "is not offered yet for a table of its database's shared slot"
+
+
+def _reader(
+    source: SourceDialect, repo: Repository, record: OffloadedTable, state: IncrementalState
+) -> SharedSlotReader:
+    return SharedSlotReader(source, repo, state.table_key, record.spec(), state.key_columns)
+
+
+@dataclass(slots=True)
+class SharedSlotFeed(PgLogicalFeed):
+    marks_shipped: ClassVar[str] = (
+        "the table's position in its database's shared slot is saved past the transactions "
+        "read, and the slot confirmed to the least position of its tables"
+    )
+    waits_in: ClassVar[str] = "its database's shared replication slot"
+    _shared: SharedSlotReader | None = field(default=None, init=False)
+    _read_any: bool = field(default=False, init=False)
+
+    @classmethod
+    def pending_in(
+        cls,
+        source: SourceDialect,
+        record: OffloadedTable,
+        state: IncrementalState,
+        *,
+        counted: int | None = None,
+        oldest: bool = True,
+        check_capture: bool = False,
+    ) -> Pending:
+        """Unknown, with the reason: the table's position is in the repository, which
+        status does not pass to a feed yet (``SharedSlotReader.backlog`` counts it)."""
+        return Pending(
+            None,
+            None,
+            "a table of its database's shared slot: status does not count its changes yet "
+            "(an extraction ships them all)",
+        )
+
+    def _reading(self) -> SharedSlotReader:
+        if self._shared is None:
+            self._shared = _reader(self.source, self.repo, self.record, self.state)
+        return self._shared
+
+    def lost_on_drop(self, droppable: Sequence[objects.SourceObjectRef]) -> int:
+        """What the shared slot keeps of the table, when it is to leave it (0 otherwise)."""
+        if not any(item.kind is SourceObject.SHARED_SLOT_TABLE for item in droppable):
+            return 0
+        row = self.repo.slot_positions.get(self.state.table_key)
+        if row is None or row.released_reason is not None:
+            return 0  # never joined, or released: the slot keeps nothing for it
+        return self.backlog() or 0
+
+    def verify(self) -> None:
+        """Refuse to read when the table has no position, or was released from the slot."""
+        self._reading().start()
+
+    def read(self, limit: int) -> pa.Table:
+        self._read_any = True
+        return self._reading().read(limit)
+
+    def done(self, changes: pa.Table) -> None:
+        reader = self._reading()
+        if not self._read_any:
+            # A batch a dead run staged (merge mode IMMEDIATE): past its last commit.
+            commit = highest_seq(changes) >> POSITION_BITS
+            start = reader.start()
+            shared_slot.save_position(self.repo, self.state.table_key, start.past(commit + 1))
+            return
+        reader.done()
+
+    def backlog(self) -> int | None:
+        figures = _reader(self.source, self.repo, self.record, self.state).backlog(1 << 62)
+        if figures.pending is None:
+            raise StateError(f"{self.state.table_key}: {figures.unknown_reason}")
+        return figures.pending
+
+    def discard_step(self, count: int | None) -> str:
+        return f"discarding changes {NOT_YET}"
+
+    def discard(self) -> int | None:
+        raise UnsupportedError(
+            f"--incremental-discard-changes {NOT_YET}: run --incremental-run-extraction"
+        )
+
+    def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
+        raise UnsupportedError(f"{unfit.SET_ASIDE_OPTION} {NOT_YET}")

@@ -1,0 +1,144 @@
+"""A table joining and leaving its database's shared PG_LOGICAL slot, with its position in
+the repository (``gluon.source.publication``, ``gluon.repo.slot_positions``; issue 33 item 1).
+What enable (``PgLogicalFeed.capturing``), disable (``PgLogicalFeed.release``) and the
+shared slot's feed (``shared_reader``) call.
+
+Every step may be killed and run again:
+
+- joining holds the table at position 0 in the repository before anything else, so no
+  other table's extraction confirms the slot while it joins; publishing is idempotent and
+  its wait is taken again; the offload snapshot is taken again (the copy is redone); the
+  table's start position and snapshot are saved last;
+- leaving forgets the table's position first (the slot may move on without it), then takes
+  it out of the publication (until then its changes are decoded and ignored), and drops the
+  slot and publication once neither the publication nor the repository has a table of it;
+- a feed saves a table's position after the lake holds what it shipped, then confirms the
+  slot to the least position (:func:`confirm_slot`): a kill between re-reads transactions
+  the lake holds, which the already-shipped check leaves out, as for the per-table slot.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from gluon.faults import fault_point
+from gluon.repo import Repository
+from gluon.source import publication, shared_shipping
+from gluon.source.base import SourceDialect
+from gluon.source.publication import DatabaseSlot
+from gluon.source.shared_shipping import ConfirmPlan, OffloadSnapshot, TablePosition
+
+log = logging.getLogger(__name__)
+
+
+def shared_slot(source: SourceDialect, repo: Repository) -> DatabaseSlot:
+    """The shared slot of ``source``'s database for this installation."""
+    return DatabaseSlot.of(source, repo.installation_id)
+
+
+@contextmanager
+def joining(
+    source: SourceDialect,
+    repo: Repository,
+    table_key: str,
+    enablement_id: int | None,
+    schema: str,
+    table: str,
+) -> Iterator[OffloadSnapshot]:
+    """Join ``schema.table`` to the shared slot; inside, every Arrow read of ``source`` sees
+    the offload snapshot (yielded): the table ships exactly what it does not see. Its start
+    position and snapshot are saved as soon as the snapshot is taken, before the copy: a
+    copy that finishes always has its snapshot recorded, so an enable killed after it goes
+    on without joining again (:func:`joined`); a failed copy leaves the table holding the
+    slot at its start until the enable runs again (a new copy, a new snapshot) or is undone.
+
+    Raises:
+        StateError: a transaction older than the table's publication keeps running.
+        SourceError: the server refused (no free slot, no REPLICATION privilege).
+    """
+    shared = shared_slot(source, repo)
+    repo.slot_positions.hold(table_key, enablement_id, shared.slot)
+    publication.ensure_database_slot(source, shared)
+    start = publication.publish_table(source, shared, schema, table)
+    fault_point("capture.after_publish_table")
+    with publication.offload_snapshot(source) as snapshot:
+        repo.slot_positions.save(table_key, start, snapshot.text(), snapshot.boundary)
+        log.info("%s joined shared slot %s at %s", table_key, shared.slot, start)
+        yield snapshot
+
+
+def joined(repo: Repository, table_key: str) -> bool:
+    """``table_key`` has its start position and snapshot recorded (not held, not released)."""
+    row = repo.slot_positions.get(table_key)
+    return row is not None and not row.held and row.released_reason is None
+
+
+def leave(source: SourceDialect, repo: Repository, table_key: str, schema: str, table: str) -> None:
+    """Take ``schema.table`` out of the shared slot; drop the slot and publication when it
+    was the last.
+
+    Raises:
+        SourceError: the server refused (the slot is being read).
+    """
+    shared = shared_slot(source, repo)
+    repo.slot_positions.forget(table_key)
+    publication.unpublish_table(source, shared, schema, table)
+    fault_point("capture.after_unpublish_table")
+    if not publication.published_tables(source, shared) and not repo.slot_positions.of_slot(
+        shared.slot
+    ):
+        log.info("dropping shared slot %s and its publication: no table uses them", shared.slot)
+        publication.drop_database_slot(source, shared)
+
+
+def position_of(repo: Repository, table_key: str) -> TablePosition | None:
+    """Where ``table_key`` stands in its shared slot (None: not in one, or still joining)."""
+    row = repo.slot_positions.get(table_key)
+    if row is None or row.held:
+        return None
+    snapshot = None
+    if row.offload_snapshot is not None and row.snapshot_boundary is not None:
+        snapshot = OffloadSnapshot.parse(row.offload_snapshot, row.snapshot_boundary)
+    return TablePosition(row.position, snapshot)
+
+
+def save_position(repo: Repository, table_key: str, position: TablePosition) -> None:
+    """Record ``table_key``'s position once the lake holds what it shipped before it."""
+    snapshot = position.snapshot
+    repo.slot_positions.save(
+        table_key,
+        position.position,
+        None if snapshot is None else snapshot.text(),
+        None if snapshot is None else snapshot.boundary,
+    )
+
+
+def confirm_slot(
+    source: SourceDialect, repo: Repository, max_retained_wal: int | None
+) -> ConfirmPlan:
+    """Confirm the shared slot to the least position over its tables not released; a table
+    lagging the WAL by more than ``max_retained_wal`` bytes is released first (recorded,
+    with a warning: it needs a re-offload).
+
+    Raises:
+        SourceError: the slot cannot be advanced.
+    """
+    shared = shared_slot(source, repo)
+    rows = [row for row in repo.slot_positions.of_slot(shared.slot) if row.released_reason is None]
+    flushed = publication.wal_flush_position(source)
+    plan = shared_shipping.confirm_plan(
+        {row.table_key: row.position for row in rows}, flushed, max_retained_wal
+    )
+    for table_key, behind in plan.released.items():
+        reason = (
+            f"left out of shared slot {shared.slot}: it kept {behind / 2**20:.0f} MiB of WAL, "
+            f"past [pg_logical] max_retained_wal ({(max_retained_wal or 0) / 2**20:.0f} MiB); "
+            "changes since are lost to it: offload it again with --reset-backend-table"
+        )
+        log.warning("%s: %s", table_key, reason)
+        repo.slot_positions.release(table_key, reason)
+    if plan.target:  # None: no table; HELD: a table is joining, the slot stays
+        publication.confirm(source, shared, plan.target)
+    return plan
