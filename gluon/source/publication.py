@@ -262,12 +262,34 @@ def stream_database_slot(
     Raises:
         SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
     """
-    deadline = time.monotonic() + wait_seconds
     params = {"slot": shared.slot, "publication": shared.publication, "upto": format_lsn(upto)}
+    chunks = stream_when_free(source, "stream_database_slot", params, rows, wait_seconds)
+    try:
+        for chunk in chunks:
+            yield _messages(chunk)
+    finally:
+        chunks.close()
+
+
+def stream_when_free(
+    source: SourceDialect,
+    template: str,
+    params: dict[str, Any],
+    rows: int = STREAM_FETCH_ROWS,
+    wait_seconds: float = SLOT_BUSY_WAIT_SECONDS,
+) -> Generator[list[Any]]:
+    """The rows of a slot read by the ``template`` stream, ``rows`` at a time; started
+    again while another process reads the slot (its first fetch is where the server
+    decodes, holding the slot), for ``wait_seconds`` at most.
+
+    Raises:
+        SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
+    """
+    deadline = time.monotonic() + wait_seconds
     while True:
-        stream = source.stream_query("stream_database_slot", params, rows=rows)
+        stream = source.stream_query(template, params, rows=rows)
         try:
-            first = next(stream, None)  # the server decodes here, holding the slot
+            first = next(stream, None)
         except SourceError as exc:
             if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
                 raise
@@ -275,9 +297,8 @@ def stream_database_slot(
             continue
         try:
             if first is not None:
-                yield _messages(first)
-                for chunk in stream:
-                    yield _messages(chunk)
+                yield first
+                yield from stream
             return
         finally:
             stream.close()

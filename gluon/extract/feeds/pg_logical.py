@@ -29,6 +29,7 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import TableSpec
 from gluon.source import logical
 from gluon.source.base import SourceDialect
+from gluon.source.publication import SLOT_BUSY_WAIT_SECONDS, STREAM_FETCH_ROWS, stream_when_free
 from gluon.states import SlotScope
 
 if TYPE_CHECKING:
@@ -75,11 +76,6 @@ def logical_sequence(commit_lsn: int, position: int) -> int:
     return (commit_lsn << POSITION_BITS) | position
 
 
-SLOT_BUSY_WAIT_SECONDS = 30.0
-"""How long a read waits for another reader of the slot: status counting the backlog holds
-it for a bounded peek (``gluon.extract.feeds.slot``); a slot has one reader at a time."""
-
-
 def peek_slot(
     source: SourceDialect, slot: str, limit: int, wait_seconds: float = SLOT_BUSY_WAIT_SECONDS
 ) -> list[Any]:
@@ -98,10 +94,6 @@ def peek_slot(
         time.sleep(0.2)
 
 
-STREAM_FETCH_ROWS = 10_000
-"""Slot rows fetched from the extraction's cursor at a time (``stream_slot``)."""
-
-
 def stream_slot(
     source: SourceDialect,
     slot: str,
@@ -115,24 +107,8 @@ def stream_slot(
     Raises:
         SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
     """
-    deadline = time.monotonic() + wait_seconds
     params = {"slot": slot, "upto": format_lsn(upto)}
-    while True:
-        stream = source.stream_query("stream_slot_changes", params, rows=rows)
-        try:
-            first = next(stream, None)  # the server decodes here, holding the slot
-        except SourceError as exc:
-            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.2)
-            continue
-        try:
-            if first is not None:
-                yield first
-                yield from stream
-            return
-        finally:
-            stream.close()
+    return stream_when_free(source, "stream_slot_changes", params, rows, wait_seconds)
 
 
 def _slot_of(state: IncrementalState) -> objects.SourceObjectRef:
