@@ -34,10 +34,10 @@ the slot (pgoutput refuses to decode WAL older than the publication it is asked 
 from __future__ import annotations
 
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gluon.errors import SourceError, StateError
 from gluon.naming import database_slot_name
@@ -53,6 +53,25 @@ SLOT_BUSY_WAIT_SECONDS = 30.0
 
 STREAM_FETCH_ROWS = 10_000
 """Slot messages fetched from the stream's cursor at a time."""
+
+T = TypeVar("T")
+
+
+def when_slot_free(action: Callable[[], T], wait_seconds: float = SLOT_BUSY_WAIT_SECONDS) -> T:
+    """``action()`` (a read or an advance of a slot), again every 0.2 s while another
+    process reads the slot (``... is active for PID ...``), for ``wait_seconds`` at most.
+
+    Raises:
+        SourceError: ``action`` failed otherwise, or the slot stayed busy.
+    """
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return action()
+        except SourceError as exc:
+            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,23 +304,18 @@ def stream_when_free(
     Raises:
         SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
     """
-    deadline = time.monotonic() + wait_seconds
-    while True:
+
+    def opened() -> tuple[Generator[list[Any]], list[Any] | None]:
         stream = source.stream_query(template, params, rows=rows)
-        try:
-            first = next(stream, None)
-        except SourceError as exc:
-            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
-                raise
-            time.sleep(0.2)
-            continue
-        try:
-            if first is not None:
-                yield first
-                yield from stream
-            return
-        finally:
-            stream.close()
+        return stream, next(stream, None)
+
+    stream, first = when_slot_free(opened, wait_seconds)
+    try:
+        if first is not None:
+            yield first
+            yield from stream
+    finally:
+        stream.close()
 
 
 def _messages(rows: list[Any]) -> list[bytes]:
@@ -331,15 +345,10 @@ def confirm(
     Raises:
         SourceError: the slot cannot be advanced (or stayed busy ``wait_seconds``).
     """
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            source.execute_script("advance_slot", slot=shared.slot, lsn=format_lsn(lsn))
-            return
-        except SourceError as exc:
-            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.2)
+    when_slot_free(
+        lambda: source.execute_script("advance_slot", slot=shared.slot, lsn=format_lsn(lsn)),
+        wait_seconds,
+    )
 
 
 def table_leaves(source: SourceDialect, schema: str, table: str) -> frozenset[int]:

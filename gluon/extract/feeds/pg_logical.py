@@ -11,7 +11,6 @@ counting the slot change together.
 from __future__ import annotations
 
 import datetime as dt
-import time
 from collections.abc import Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -29,7 +28,12 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import TableSpec
 from gluon.source import logical
 from gluon.source.base import SourceDialect
-from gluon.source.publication import SLOT_BUSY_WAIT_SECONDS, STREAM_FETCH_ROWS, stream_when_free
+from gluon.source.publication import (
+    SLOT_BUSY_WAIT_SECONDS,
+    STREAM_FETCH_ROWS,
+    stream_when_free,
+    when_slot_free,
+)
 from gluon.states import SlotScope
 
 if TYPE_CHECKING:
@@ -84,14 +88,10 @@ def peek_slot(
     Raises:
         SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
     """
-    deadline = time.monotonic() + wait_seconds
-    while True:
-        try:
-            return source.run_query("peek_slot_changes", {"slot": slot, "limit": limit})
-        except SourceError as exc:
-            if "is active for PID" not in str(exc) or time.monotonic() >= deadline:
-                raise
-        time.sleep(0.2)
+    return when_slot_free(
+        lambda: source.run_query("peek_slot_changes", {"slot": slot, "limit": limit}),
+        wait_seconds,
+    )
 
 
 def stream_slot(
