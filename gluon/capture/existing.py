@@ -12,6 +12,7 @@ from gluon.capture.objects import (
     creation_rank,
     find_object,
     object_exists,
+    statement_trigger_names,
     truncate_trigger_name,
 )
 from gluon.capture.ownership import (
@@ -247,10 +248,13 @@ def capture_problems(
 def _trigger_state_params(
     source: SourceDialect, table: TableSpec, trigger: SourceObjectRef
 ) -> dict[str, Any]:
+    statement_triggers = statement_trigger_names(source, trigger)
     return {
         "schema": trigger.schema,
         "name": trigger.name,
         "truncate_name": truncate_trigger_name(source, trigger),
+        "insert_name": statement_triggers["INSERT"],
+        "delete_name": statement_triggers["DELETE"],
         "table_schema": table.schema,
         "table_name": table.name,
     }
