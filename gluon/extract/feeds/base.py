@@ -198,6 +198,22 @@ class ChangeFeed(Protocol):
         """
         ...
 
+    @classmethod
+    def pending_ahead(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """The changes waiting of those of ``tables`` whose feed counts many tables in one
+        read (a shared slot decoded once for all its members), by table key; the others are
+        left to :meth:`pending_in`.
+
+        Raises:
+            GluonError: the source cannot be read.
+        """
+        ...
+
     def verify(self) -> None:
         """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
         ...
@@ -280,6 +296,16 @@ class TableFeed:
     def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """See :meth:`ChangeFeed.held_in`."""
         return None
+
+    @classmethod
+    def pending_ahead(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """See :meth:`ChangeFeed.pending_ahead` (none: each table counts its own)."""
+        return {}
 
     @classmethod
     def placed(

@@ -263,6 +263,26 @@ class PgLogicalFeed(TableFeed):
             return Pending(None, None, missing, (f"{missing}: changes were not captured since",))
         return Pending(figures.pending, figures.oldest, figures.unknown_reason, slot=figures)
 
+    @classmethod
+    def pending_ahead(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """The members of the shared slot among ``tables``, from one decoding of it (a table
+        with its own slot peeks it in :meth:`pending_in`)."""
+        members = [
+            (record, state)
+            for record, state in tables
+            if _member_of_shared_slot(capture_objects(state))
+        ]
+        if not members:
+            return {}
+        from gluon.extract.feeds.shared_feed import SharedSlotFeed
+
+        return SharedSlotFeed.pending_of_members(source, repo, members)
+
     def lost_on_drop(self, droppable: Sequence[objects.SourceObjectRef]) -> int:
         """What the slot keeps of the table, when it is to be dropped (0 otherwise)."""
         if self.slot not in droppable:

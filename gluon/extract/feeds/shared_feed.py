@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from gluon.capture import objects
 from gluon.errors import StateError, UnsupportedError
-from gluon.extract.feeds import shared_slot, unfit
+from gluon.extract.feeds import shared_backlog, shared_slot, unfit
 from gluon.extract.feeds.base import Pending, highest_seq
 from gluon.extract.feeds.pg_logical import POSITION_BITS, PgLogicalFeed
 from gluon.extract.feeds.shared_reader import SharedSlotReader
@@ -57,14 +57,43 @@ class SharedSlotFeed(PgLogicalFeed):
         oldest: bool = True,
         check_capture: bool = False,
     ) -> Pending:
-        """Unknown, with the reason: the table's position is in the repository, which
-        status does not pass to a feed yet (``SharedSlotReader.backlog`` counts it)."""
+        """Unknown, with the reason: the table's position is in the repository, which this
+        call does not have (status and the report count through :meth:`pending_of_members`,
+        ``PgLogicalFeed.pending_ahead``)."""
         return Pending(
             None,
             None,
-            "a table of its database's shared slot: status does not count its changes yet "
-            "(an extraction ships them all)",
+            "a table of its database's shared slot: counted with the repository only "
+            "(display_incremental_status counts it)",
         )
+
+    @classmethod
+    def pending_of_members(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """The changes waiting of each member table in ``tables``, from one bounded decoding
+        of the shared slot (``shared_backlog``), with the WAL the slot keeps; a member left
+        out of the slot (``[pg_logical]`` WAL bound) says what to run.
+
+        Raises:
+            SourceError: the slot or the catalog cannot be read.
+        """
+        members = [
+            shared_backlog.Member(state.table_key, record.spec(), state.key_columns)
+            for record, state in tables
+        ]
+        figures = shared_backlog.members_backlog(source, repo, members)
+        pending: dict[str, Pending] = {}
+        for key, slot in figures.items():
+            problems: tuple[str, ...] = ()
+            row = repo.slot_positions.get(key)
+            if row is not None and row.released_reason is not None:
+                problems = (row.released_reason,)
+            pending[key] = Pending(slot.pending, slot.oldest, slot.unknown_reason, problems, slot)
+        return pending
 
     def _reading(self) -> SharedSlotReader:
         if self._shared is None:

@@ -1,0 +1,134 @@
+"""Status, the report and ``--json`` of tables in their database's shared slot (issue 33
+item 1): each member shows its own changes waiting and its oldest one, counted from one
+decoding of the slot for all the members a report covers.
+
+Real PostgreSQL (wal_level=logical), Sail and Delta tables.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Generator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from typer.testing import Result
+
+from gluon.source import publication
+
+SETUP = (
+    "CREATE SCHEMA IF NOT EXISTS app",
+    "CREATE TABLE app.orders (id INTEGER PRIMARY KEY, v TEXT)",
+    "INSERT INTO app.orders SELECT g, 'o' || g FROM generate_series(1, 20) g",
+    "CREATE TABLE app.docs (id INTEGER PRIMARY KEY, v TEXT)",
+    "INSERT INTO app.docs SELECT g, 'd' || g FROM generate_series(1, 20) g",
+    "CREATE TABLE app.other (id INTEGER PRIMARY KEY)",
+)
+SHARED = "--incremental-pg-logical-slot=database"
+
+
+@pytest.fixture
+def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> sa.Engine:
+    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
+    engine = sa.create_engine(pg_url)
+    run(engine, *SETUP)
+    return engine
+
+
+def run(engine: sa.Engine, *statements: str) -> None:
+    with engine.begin() as db:
+        for statement in statements:
+            db.execute(sa.text(statement))
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, result.stdout + result.stderr
+    return result
+
+
+def enable(run_cli: Callable[..., Result], table: str) -> None:
+    ok(
+        run_cli(
+            "offload",
+            "-t",
+            table,
+            "-x",
+            "--incremental-updates-enabled",
+            "--incremental-extraction-method=PG_LOGICAL",
+            SHARED,
+        )
+    )
+
+
+def status_json(run_cli: Callable[..., Result], table: str) -> dict[str, Any]:
+    status: dict[str, Any] = json.loads(
+        ok(run_cli("display_incremental_status", "-t", table, "--json")).stdout
+    )
+    return status
+
+
+def test_status_and_report_count_each_member_from_one_decoding(
+    engine: sa.Engine,
+    run_cli: Callable[..., Result],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    enable(run_cli, "app.orders")
+    enable(run_cli, "app.docs")
+    before = time.time()
+    time.sleep(1.1)  # the oldest pending change commits a measurable while ago
+    run(
+        engine, "UPDATE app.orders SET v = 'x' WHERE id <= 4", "DELETE FROM app.orders WHERE id = 5"
+    )
+    run(engine, "INSERT INTO app.other SELECT generate_series(1, 50)")  # not published
+    run(engine, "INSERT INTO app.docs VALUES (100, 'a'), (101, 'b')", "UPDATE app.docs SET v = 'y'")
+    time.sleep(1.1)
+
+    status = status_json(run_cli, "app.orders")
+    backlog, lag = status["changelog"], status["lag"]
+    assert backlog["rows"] == 5, backlog
+    assert backlog["slot"]["retained_bytes"] > 0, backlog
+    assert lag["backlog"] == 5, lag
+    waited = lag["oldest_pending_age_seconds"]
+    assert waited is not None and 1.0 <= waited <= time.time() - before + 1, lag
+    text = ok(run_cli("display_incremental_status", "-t", "app.docs")).stdout
+    assert "24 (in slot " in text, text  # 2 inserts, then 22 rows updated
+
+    decodings: list[int] = []
+    streamed = publication.stream_database_slot
+
+    def counted(*args: Any, **kwargs: Any) -> Generator[list[bytes]]:
+        decodings.append(1)
+        return streamed(*args, **kwargs)
+
+    monkeypatch.setattr(publication, "stream_database_slot", counted)
+    out = tmp_path / "report"
+    ok(
+        run_cli(
+            "offload_status_report",
+            "--output-format=json",
+            "--output-level=detail",
+            f"--output-dir={out}",
+        )
+    )
+    (path,) = out.iterdir()
+    report = json.loads(path.read_text())
+    rows = {
+        table["status"]["table_key"]: table["status"]["changelog"]["rows"]
+        for table in _tables(report)
+    }
+    assert rows == {"APP.ORDERS": 5, "APP.DOCS": 24}, rows
+    assert len(decodings) == 1, "one decoding of the shared slot for both members"
+
+    monkeypatch.setattr(publication, "stream_database_slot", streamed)
+    ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-run-extraction"))
+    assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 0
+    assert status_json(run_cli, "app.docs")["changelog"]["rows"] == 24
+
+
+def _tables(report: dict[str, Any]) -> list[dict[str, Any]]:
+    tables: list[dict[str, Any]] = report["tables"]
+    return tables
