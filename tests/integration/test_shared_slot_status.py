@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from support.incremental import lake_rows
 from typer.testing import Result
 
 from gluon.source import publication
@@ -132,3 +133,60 @@ def test_status_and_report_count_each_member_from_one_decoding(
 def _tables(report: dict[str, Any]) -> list[dict[str, Any]]:
     tables: list[dict[str, Any]] = report["tables"]
     return tables
+
+
+def test_a_member_past_the_wal_bound_is_left_out_warned_about_and_rebuilt(
+    engine: sa.Engine,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    offload_home: Path,
+) -> None:
+    monkeypatch.setenv("GLUON_PG_LOGICAL_MAX_RETAINED_WAL", "1")  # MiB
+    enable(run_cli, "app.orders")
+    enable(run_cli, "app.docs")
+    run(engine, "UPDATE app.orders SET v = 'stuck' WHERE id <= 3")  # never extracted
+    run(
+        engine,
+        "INSERT INTO app.docs SELECT g, repeat(md5(g::text), 8) FROM generate_series(1000, 9000) g",
+    )
+    ok(run_cli("offload", "-t", "app.docs", "-x", "--incremental-run-extraction"))
+    logged = "".join(path.read_text() for path in (offload_home / "log").glob("offload_*.log"))
+    assert "WARNING" in logged and "APP.ORDERS was left out of shared slot" in logged
+
+    status = status_json(run_cli, "app.orders")
+    (problem,) = status["changelog"]["capture_problems"]
+    assert "left out of shared slot" in problem and "GLUON_PG_LOGICAL_MAX_RETAINED_WAL" in problem
+    assert status["changelog"]["rows"] is None
+    assert status_json(run_cli, "app.docs")["changelog"]["rows"] == 0
+    refused = run_cli("offload", "-t", "app.orders", "-x", "--incremental-run-extraction")
+    lines = refused.stderr.strip().splitlines()
+    assert refused.exit_code == 1 and len(lines) == 1, refused.stderr
+    assert "then offload -t APP.ORDERS -x --reset-backend-table" in lines[0], lines[0]
+
+    # The way back the line gives: disable, then a new copy into the slot.
+    ok(run_cli("offload", "-t", "APP.ORDERS", "-x", "--incremental-updates-disabled"))
+    ok(
+        run_cli(
+            "offload",
+            "-t",
+            "APP.ORDERS",
+            "-x",
+            "--reset-backend-table",
+            "--incremental-updates-enabled",
+            "--incremental-extraction-method=PG_LOGICAL",
+            SHARED,
+        )
+    )
+    run(engine, "DELETE FROM app.orders WHERE id = 7", "UPDATE app.docs SET v = 'z' WHERE id = 1")
+    for table in ("app.orders", "app.docs"):
+        ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
+        assert _lake(table) == _source(engine, table), table
+
+
+def _source(engine: sa.Engine, table: str) -> list[tuple[Any, ...]]:
+    with engine.connect() as db:
+        return sorted(tuple(row) for row in db.execute(sa.text(f"SELECT * FROM {table}")))
+
+
+def _lake(table: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(row.values()) for row in lake_rows(f"SELECT * FROM {table}"))

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from gluon.capture import objects
-from gluon.errors import StateError, UnsupportedError
+from gluon.config import DEFAULT_MAX_RETAINED_WAL_MB, load_settings
+from gluon.errors import ConfigError, StateError, UnsupportedError
 from gluon.extract.feeds import shared_backlog, shared_slot, unfit
 from gluon.extract.feeds.base import Pending, highest_seq
 from gluon.extract.feeds.pg_logical import POSITION_BITS, PgLogicalFeed
@@ -33,7 +34,18 @@ NOT_YET = "is not offered yet for a table of its database's shared slot"
 def _reader(
     source: SourceDialect, repo: Repository, record: OffloadedTable, state: IncrementalState
 ) -> SharedSlotReader:
-    return SharedSlotReader(source, repo, state.table_key, record.spec(), state.key_columns)
+    return SharedSlotReader(
+        source, repo, state.table_key, record.spec(), state.key_columns, _max_retained_wal()
+    )
+
+
+def _max_retained_wal() -> int | None:
+    """GLUON_PG_LOGICAL_MAX_RETAINED_WAL in bytes (the command checked it when it started;
+    outside a command's settings, the default)."""
+    try:
+        return load_settings().max_retained_wal
+    except ConfigError:
+        return int(DEFAULT_MAX_RETAINED_WAL_MB * 2**20)
 
 
 @dataclass(slots=True)
