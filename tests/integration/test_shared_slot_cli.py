@@ -247,9 +247,6 @@ def test_status_disable_and_other_methods_on_a_member_table(
     assert refused.exit_code == 1, refused.stdout
     assert "changes in its database's shared replication slot" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
-    discard = run_cli("offload", "-t", ORDERS, "-x", "--incremental-discard-changes")
-    assert discard.exit_code != 0 and len(discard.stderr.strip().splitlines()) == 1
-    assert "not offered yet" in discard.stderr, discard.stderr
     other = run_cli(
         "offload",
         "-t",

@@ -4,7 +4,8 @@ table whose recorded objects hold ``SourceObject.SHARED_SLOT_TABLE`` this feed, 
 through ``shared_reader.SharedSlotReader`` (one decoding per extraction, the table's position
 saved after each batch's Delta commit, then the slot confirmed to the least position).
 
-Discarding and setting aside changes are not offered for it yet: each says so in one line.
+Discarding its changes moves its position past them; setting some aside is not offered yet
+(refused in one line naming the discard or a rebuild).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gluon.capture import objects
 from gluon.config import DEFAULT_MAX_RETAINED_WAL_MB, load_settings
 from gluon.errors import ConfigError, StateError, UnsupportedError
 from gluon.extract.feeds import shared_backlog, shared_slot, unfit
-from gluon.extract.feeds.base import Pending, highest_seq
+from gluon.extract.feeds.base import REBUILD_HINT, Pending, highest_seq
 from gluon.extract.feeds.pg_logical import POSITION_BITS, PgLogicalFeed
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.methods.base import SourceObject
@@ -146,12 +147,29 @@ class SharedSlotFeed(PgLogicalFeed):
         return figures.pending
 
     def discard_step(self, count: int | None) -> str:
-        return f"discarding changes {NOT_YET}"
-
-    def discard(self) -> int | None:
-        raise UnsupportedError(
-            f"--incremental-discard-changes {NOT_YET}: run --incremental-run-extraction"
+        slot = shared_slot.shared_slot(self.source, self.repo).slot
+        return (
+            f"move the table's position in shared slot {slot} past the {count} changes of it "
+            "the slot keeps, without shipping them (the slot is confirmed to the least "
+            "position of its tables)"
         )
 
+    def discard(self) -> int | None:
+        """Move the table's position past every change of it the slot keeps up to the WAL
+        flushed now, without shipping them; return how many. One saved position: a kill
+        before it discards nothing (run the discard again), after it all of them."""
+        reader = _reader(self.source, self.repo, self.record, self.state)
+        figures = reader.backlog(1 << 62)  # decodes up to the WAL flushed now, all of it
+        if figures.pending is None:
+            raise StateError(
+                f"{self.state.table_key}: cannot discard its changes now: {figures.unknown_reason}"
+            )
+        reader.done()  # its position past the horizon, then the slot confirmed
+        return figures.pending
+
     def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
-        raise UnsupportedError(f"{unfit.SET_ASIDE_OPTION} {NOT_YET}")
+        raise UnsupportedError(
+            f"{unfit.SET_ASIDE_OPTION} {NOT_YET}: skip every change of the table waiting in "
+            "the slot with --incremental-discard-changes -x (the lake misses them until each "
+            f"row changes again), or {REBUILD_HINT}"
+        )

@@ -1,6 +1,9 @@
-"""Status, the report and ``--json`` of tables in their database's shared slot (issue 33
-item 1): each member shows its own changes waiting and its oldest one, counted from one
-decoding of the slot for all the members a report covers.
+"""Member tables of their database's shared slot (issue 33 item 1): status, the report and
+``--json`` show each member's own changes waiting and its oldest one, counted from one
+decoding of the slot for all the members a report covers; a member lagging past
+GLUON_PG_LOGICAL_MAX_RETAINED_WAL is left out (warned about, refused in one line, rebuilt by
+the commands the line gives); discarding a member's changes skips them in the slot, and
+setting aside is refused in one line with the way out.
 
 Real PostgreSQL (wal_level=logical), Sail and Delta tables.
 """
@@ -181,6 +184,38 @@ def test_a_member_past_the_wal_bound_is_left_out_warned_about_and_rebuilt(
     for table in ("app.orders", "app.docs"):
         ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
         assert _lake(table) == _source(engine, table), table
+
+
+def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
+    engine: sa.Engine, run_cli: Callable[..., Result]
+) -> None:
+    enable(run_cli, "app.orders")
+    enable(run_cli, "app.docs")
+    run(
+        engine,
+        "UPDATE app.orders SET v = 'gone' WHERE id <= 3",
+        "DELETE FROM app.orders WHERE id = 4",
+    )
+    run(engine, "UPDATE app.docs SET v = 'kept' WHERE id <= 2")
+    plan = ok(run_cli("offload", "-t", "app.orders", "--incremental-discard-changes"))
+    assert "past the 4 changes of it the slot keeps" in plan.stdout, plan.stdout
+    assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 4  # a plan changes nothing
+    done = ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-discard-changes"))
+    assert "Discarded 4 changes from its database's shared replication slot" in done.stdout
+    assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 0
+    assert status_json(run_cli, "app.docs")["changelog"]["rows"] == 2  # the other member's stay
+
+    run(engine, "UPDATE app.orders SET v = 'after' WHERE id = 9")
+    for table in ("app.orders", "app.docs"):
+        ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
+    assert [row for row in _lake("app.orders") if row[1] in {"gone", "after"}] == [(9, "after")]
+    assert len(_lake("app.orders")) == 20  # the discarded DELETE never reached the lake
+    assert _lake("app.docs") == _source(engine, "app.docs")
+
+    refused = run_cli("offload", "-t", "app.orders", "-x", "--incremental-set-aside-changes=5")
+    lines = refused.stderr.strip().splitlines()
+    assert refused.exit_code != 0 and len(lines) == 1, refused.stderr
+    assert "--incremental-discard-changes" in lines[0], lines[0]
 
 
 def _source(engine: sa.Engine, table: str) -> list[tuple[Any, ...]]:
