@@ -3,7 +3,8 @@
 decoding of the slot for all the members a report covers; a member lagging past
 GLUON_PG_LOGICAL_MAX_RETAINED_WAL is left out (warned about, refused in one line, rebuilt by
 the commands the line gives); discarding a member's changes skips them in the slot, and
-setting aside is refused in one line with the way out.
+setting aside is refused in one line with the way out, as is a table with generated columns
+(pgoutput does not send their values).
 
 Real PostgreSQL (wal_level=logical), Sail and Delta tables.
 """
@@ -21,6 +22,8 @@ import sqlalchemy as sa
 from support.incremental import lake_rows
 from typer.testing import Result
 
+from gluon.config import load_settings
+from gluon.repo import Repository
 from gluon.source import publication
 
 SETUP = (
@@ -225,3 +228,32 @@ def _source(engine: sa.Engine, table: str) -> list[tuple[Any, ...]]:
 
 def _lake(table: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(row.values()) for row in lake_rows(f"SELECT * FROM {table}"))
+
+
+def test_a_table_with_generated_columns_is_refused_as_a_member_in_one_line(
+    engine: sa.Engine, run_cli: Callable[..., Result]
+) -> None:
+    run(
+        engine,
+        "CREATE TABLE app.gen (id INTEGER PRIMARY KEY, twice BIGINT GENERATED ALWAYS AS "
+        "(id * 2) STORED)",
+        "INSERT INTO app.gen (id) SELECT generate_series(1, 5)",
+    )
+    refused = run_cli(
+        "offload",
+        "-t",
+        "app.gen",
+        "-x",
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=PG_LOGICAL",
+        SHARED,
+    )
+    lines = refused.stderr.strip().splitlines()
+    assert refused.exit_code != 0 and len(lines) == 1, refused.stderr
+    assert "generated columns (twice)" in lines[0], lines[0]
+    assert "--incremental-pg-logical-slot=table" in lines[0], lines[0]
+    with engine.connect() as db:
+        slots = db.execute(sa.text("SELECT count(*) FROM pg_replication_slots")).scalar()
+        publications = db.execute(sa.text("SELECT count(*) FROM pg_publication")).scalar()
+    assert (slots, publications) == (0, 0), "nothing created"
+    assert Repository(load_settings().repo_url).get_table("APP.GEN") is None

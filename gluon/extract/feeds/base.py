@@ -199,6 +199,18 @@ class ChangeFeed(Protocol):
         ...
 
     @classmethod
+    def check_placed(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        placed_objects: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """Refuse, before anything is created, a table the ``placed_objects`` it is in
+        (:meth:`placed`) cannot capture whole (raises ``UnsupportedError``, one line with
+        the fix)."""
+        ...
+
+    @classmethod
     def pending_ahead(
         cls,
         source: SourceDialect,
@@ -296,6 +308,15 @@ class TableFeed:
     def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """See :meth:`ChangeFeed.held_in`."""
         return None
+
+    @classmethod
+    def check_placed(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        objects: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """See :meth:`ChangeFeed.check_placed` (the objects a feed plans capture it all)."""
 
     @classmethod
     def pending_ahead(

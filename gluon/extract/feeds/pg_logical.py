@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gluon.capture import changelog, objects
-from gluon.errors import SourceError, StateError
+from gluon.errors import SourceError, StateError, UnsupportedError
 from gluon.extract.feeds import shared_slot, unfit
 from gluon.extract.feeds import slot as slots
 from gluon.extract.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects, highest_seq
@@ -31,6 +31,7 @@ from gluon.source.base import SourceDialect
 from gluon.source.publication import (
     SLOT_BUSY_WAIT_SECONDS,
     STREAM_FETCH_ROWS,
+    generated_columns,
     stream_when_free,
     when_slot_free,
 )
@@ -184,6 +185,25 @@ class PgLogicalFeed(TableFeed):
             else item
             for item in planned
         ]
+
+    @classmethod
+    def check_placed(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        placed_objects: Sequence[objects.SourceObjectRef],
+    ) -> None:
+        """A member of the shared slot: refuse a table with generated columns, whose values
+        pgoutput does not send (the lake would hold NULL for them)."""
+        if not _member_of_shared_slot(placed_objects):
+            return
+        generated = generated_columns(source, spec.schema, spec.name)
+        if generated:
+            raise UnsupportedError(
+                f"{spec.schema}.{spec.name} has generated columns ({', '.join(generated)}) "
+                "whose values the shared slot's pgoutput does not send: enable it with "
+                "--incremental-pg-logical-slot=table (a slot of its own)"
+            )
 
     @classmethod
     def capturing(
