@@ -4,7 +4,8 @@ decoding of the slot for all the members a report covers; a member lagging past
 GLUON_PG_LOGICAL_MAX_RETAINED_WAL is left out (warned about, refused in one line, rebuilt by
 the commands the line gives); discarding a member's changes skips them in the slot, and
 setting aside is refused in one line with the way out, as is a table with generated columns
-(pgoutput does not send their values).
+(pgoutput does not send their values); a column added to a member reaches the lake, with
+changes from both sides of the ALTER in one extraction, in both merge modes.
 
 Real PostgreSQL (wal_level=logical), Sail and Delta tables.
 """
@@ -219,6 +220,45 @@ def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
     lines = refused.stderr.strip().splitlines()
     assert refused.exit_code != 0 and len(lines) == 1, refused.stderr
     assert "--incremental-discard-changes" in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
+def test_a_column_added_to_a_member_reaches_the_lake_with_changes_on_both_sides(
+    engine: sa.Engine, run_cli: Callable[..., Result], mode: str
+) -> None:
+    for table in ("app.orders", "app.docs"):
+        ok(
+            run_cli(
+                "offload",
+                "-t",
+                table,
+                "-x",
+                "--incremental-updates-enabled",
+                "--incremental-extraction-method=PG_LOGICAL",
+                f"--incremental-merge-mode={mode}",
+                SHARED,
+            )
+        )
+    # Changes before and after the ALTER wait in the slot for one extraction: the slot
+    # describes the table again in between.
+    run(
+        engine,
+        "UPDATE app.orders SET v = 'before' WHERE id <= 2",
+        "DELETE FROM app.orders WHERE id = 3",
+    )
+    run(engine, "ALTER TABLE app.orders ADD COLUMN note TEXT")
+    run(
+        engine,
+        "UPDATE app.orders SET note = 'n' || id WHERE id BETWEEN 2 AND 5",
+        "INSERT INTO app.orders VALUES (50, 'new', 'noted'), (51, 'bare', NULL)",
+        "UPDATE app.docs SET v = 'other' WHERE id = 1",
+    )
+    for table in ("app.orders", "app.docs"):
+        ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
+        assert _lake(table) == _source(engine, table), table
+    run(engine, "UPDATE app.orders SET note = NULL, v = 'after' WHERE id = 4")
+    ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-run-extraction"))
+    assert _lake("app.orders") == _source(engine, "app.orders")
 
 
 def _source(engine: sa.Engine, table: str) -> list[tuple[Any, ...]]:
