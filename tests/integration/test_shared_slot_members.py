@@ -26,6 +26,7 @@ from typer.testing import Result
 from gluon.config import load_settings
 from gluon.repo import Repository
 from gluon.source import publication
+from gluon.status.lag import table_lag
 
 SETUP = (
     "CREATE SCHEMA IF NOT EXISTS app",
@@ -102,6 +103,7 @@ def test_status_and_report_count_each_member_from_one_decoding(
     assert lag["backlog"] == 5, lag
     waited = lag["oldest_pending_age_seconds"]
     assert waited is not None and 1.0 <= waited <= time.time() - before + 1, lag
+    assert table_lag(load_settings(), "APP.ORDERS").backlog == 5  # the lag entry point too
     text = ok(run_cli("display_incremental_status", "-t", "app.docs")).stdout
     assert "24 (in slot " in text, text  # 2 inserts, then 22 rows updated
 
