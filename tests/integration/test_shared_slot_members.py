@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import lake_rows
+from support.incremental import lake_rows, run_offload_process
 from typer.testing import Result
 
 from gluon.config import load_settings
+from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 from gluon.source import publication
 from gluon.status.lag import table_lag
@@ -206,6 +207,15 @@ def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
     plan = ok(run_cli("offload", "-t", "app.orders", "--incremental-discard-changes"))
     assert "past the 4 changes of it the slot keeps" in plan.stdout, plan.stdout
     assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 4  # a plan changes nothing
+    died = run_offload_process(
+        "-t",
+        "app.orders",
+        "-x",
+        "--incremental-discard-changes",
+        env={"GLUON_FAULT": "extract.before_shared_position"},
+    )
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 4  # nothing discarded
     done = ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-discard-changes"))
     assert "Discarded 4 changes from its database's shared replication slot" in done.stdout
     assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 0
@@ -222,6 +232,22 @@ def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
     lines = refused.stderr.strip().splitlines()
     assert refused.exit_code != 0 and len(lines) == 1, refused.stderr
     assert "--incremental-discard-changes" in lines[0], lines[0]
+
+    # Killed once its position is saved: the changes are discarded, the slot confirmed by
+    # the next command that confirms it.
+    run(engine, "UPDATE app.orders SET v = 'dropped' WHERE id = 10")
+    died = run_offload_process(
+        "-t",
+        "app.orders",
+        "-x",
+        "--incremental-discard-changes",
+        env={"GLUON_FAULT": "extract.after_shared_position"},
+    )
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 0
+    ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-discard-changes"))
+    ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-run-extraction"))
+    assert "dropped" not in {row[1] for row in _lake("app.orders")}
 
 
 @pytest.mark.parametrize("mode", ["DEFERRED", "IMMEDIATE"])
