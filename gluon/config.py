@@ -59,9 +59,30 @@ MAX_TIMEOUT_SECONDS = 1_000_000
 milliseconds stop at 2^31), about 11.5 days: a larger value would pass here and fail at
 the server."""
 
+DEFAULT_MAX_RETAINED_WAL_MB = 10240.0
+"""GLUON_PG_LOGICAL_MAX_RETAINED_WAL's default, in MiB: a table of a shared PG_LOGICAL slot
+lagging the WAL by more is left out of the slot (it needs a rebuild), so one table that
+cannot ship never makes the source keep WAL without end."""
+MAX_RETAINED_WAL_VARIABLE = "GLUON_PG_LOGICAL_MAX_RETAINED_WAL"
+
 DEFAULT_UMASK = 0o077
 """Files gluon writes (repository, lake, reports, lock files) are its user's alone unless
 GLUON_UMASK says otherwise: they hold copies of source data."""
+
+
+def _max_retained_wal(env: Mapping[str, str]) -> int | None:
+    """GLUON_PG_LOGICAL_MAX_RETAINED_WAL (MiB) in bytes; None: no bound (0)."""
+    text = env.get(MAX_RETAINED_WAL_VARIABLE) or str(DEFAULT_MAX_RETAINED_WAL_MB)
+    try:
+        mib = float(text)
+    except ValueError:
+        mib = math.nan
+    if not (math.isfinite(mib) and 0 <= mib <= 2**40):
+        raise ConfigError(
+            f"{MAX_RETAINED_WAL_VARIABLE} must be a number of MiB from 0 to {2**40} (0 for "
+            f"no bound), found {text!r}"
+        )
+    return int(mib * 2**20) or None
 
 
 def _source_timeouts(env: Mapping[str, str]) -> SourceTimeouts:
@@ -103,6 +124,9 @@ class Settings:
     object_store: Mapping[str, str] = field(default_factory=dict)
     """The ``AWS_*``, ``AZURE_*`` and ``GOOGLE_*`` settings (environment and env file), with
     the commit protocol gluon adds for an S3 lake (see :func:`export_object_store`)."""
+    max_retained_wal: int | None = int(DEFAULT_MAX_RETAINED_WAL_MB * 2**20)
+    """Bytes of WAL a table of a shared PG_LOGICAL slot may lag before it is left out of the
+    slot (GLUON_PG_LOGICAL_MAX_RETAINED_WAL, MiB); None: no bound."""
 
     @property
     def run_dir(self) -> Path:
@@ -356,4 +380,5 @@ def load_settings(environ: Mapping[str, str] | None = None) -> Settings:
         umask=_umask(env),
         warnings=warnings,
         object_store=_object_store(env, lake_root),
+        max_retained_wal=_max_retained_wal(env),
     )

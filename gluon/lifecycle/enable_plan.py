@@ -324,6 +324,7 @@ def plan_enable(
             options.slot_scope,
         )
     )
+    FEEDS[method.change_reader].check_placed(source, spec, objects)
     _preflight(source, spec, method, objects)
     marker = ownership.Marker(repo.installation_id, ref.key)
     taken_over = check_existing_objects(

@@ -51,7 +51,7 @@ def table_lag(
             verify_differences=differences,
             seconds_since_verify=since_verify,
         )
-    backlog = counter.backlog(record, state)
+    backlog = counter.backlog(record, state, repo)
     measured = counter.lag(repo, state, backlog)
     last = repo.incremental.extraction_totals(record.table_key, state.enablement_id).last_success_at
     return TableLag(

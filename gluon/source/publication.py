@@ -360,3 +360,14 @@ def table_leaves(source: SourceDialect, schema: str, table: str) -> frozenset[in
     """
     rows = source.run_query("table_leaves", {"schema": schema, "table": table})
     return frozenset(int(row[0]) for row in rows)
+
+
+def generated_columns(source: SourceDialect, schema: str, table: str) -> list[str]:
+    """The stored generated columns of ``schema.table``: the shared slot's pgoutput does not
+    send their values.
+
+    Raises:
+        SourceError: the table is gone, or the catalog cannot be read.
+    """
+    rows = source.run_query("generated_columns", {"schema": schema, "table": table})
+    return [str(row[0]) for row in rows]

@@ -96,18 +96,25 @@ class ConfirmPlan:
 
 
 def confirm_plan(
-    positions: dict[str, int], flushed: int, max_retained_wal: int | None
+    positions: dict[str, int],
+    flushed: int,
+    max_retained_wal: int | None,
+    shipping: str | None = None,
 ) -> ConfirmPlan:
     """Plan the slot's confirmation over ``positions`` (table -> position; a table being
     enabled holds 0), the WAL flushed at ``flushed``: a table more than ``max_retained_wal``
     bytes behind is left out of the minimum (None: no bound), so one table that cannot ship
     does not make the source keep WAL without end; a table being enabled is never left out
-    (its enable waits for nothing the slot keeps).
+    (its enable waits for nothing the slot keeps), nor the table ``shipping`` now (the one
+    whose extraction confirms: it is catching up).
     """
     released = {
         table: flushed - position
         for table, position in positions.items()
-        if max_retained_wal is not None and position and flushed - position > max_retained_wal
+        if max_retained_wal is not None
+        and position
+        and table != shipping
+        and flushed - position > max_retained_wal
     }
     kept = [position for table, position in positions.items() if table not in released]
     return ConfirmPlan(min(kept, default=None), released)

@@ -100,6 +100,9 @@ class ChangelogCounter:
     the tables whose changelogs were counted ahead."""
     _described: dict[str, TableSpec | GluonError] = field(default_factory=dict, init=False)
     """Each table's source description now, per table key, read ahead (``describe_ahead``)."""
+    _pending: dict[str, Pending] = field(default_factory=dict, init=False)
+    """The changes waiting per table key, read ahead by feeds that count many tables in one
+    read (``ChangeFeed.pending_ahead``: a shared slot decoded once for all its members)."""
 
     def _dialect(self) -> SourceDialect:
         if self._failure:
@@ -120,6 +123,7 @@ class ChangelogCounter:
         """Count the changelogs of ``records`` in one query (a report over 200 tables made
         200 round trips); ``backlog`` then uses these counts. Nothing is counted ahead when
         the source cannot be read or one changelog cannot (each table then finds out)."""
+        self._pending_ahead(repo, records)
         tables: list[str] = []
         changelogs: list[source_objects.SourceObjectRef] = []
         triggers: dict[str, tuple[TableSpec, source_objects.SourceObjectRef]] = {}
@@ -160,6 +164,27 @@ class ChangelogCounter:
             return  # each table reads its own oldest change (and finds out which fails)
         self._oldest.update(zip(tables, oldest, strict=True))
 
+    def _pending_ahead(self, repo: Repository, records: list[OffloadedTable]) -> None:
+        """Read ahead what feeds count for many tables at once (``ChangeFeed.pending_ahead``);
+        a failure is each such table's reason (reading again per table would fail as well)."""
+        by_feed: dict[type[Any], list[tuple[OffloadedTable, IncrementalState]]] = {}
+        for record in records:
+            state = repo.incremental.get_state(record.table_key)
+            if state is not None:
+                feed = FEEDS[get_method(state.method).change_reader]
+                by_feed.setdefault(feed, []).append((record, state))
+        for feed, tables in by_feed.items():
+            try:
+                source = self._dialect()
+                if any(record.source_dialect != source.name for record, _ in tables):
+                    continue
+                self._pending.update(feed.pending_ahead(source, repo, tables))
+            except GluonError as exc:
+                failed = Pending(None, None, str(exc))
+                self._pending.update((record.table_key, failed) for record, _ in tables)
+                if self._failure:
+                    return
+
     def describe_ahead(self, records: list[OffloadedTable]) -> None:
         """Describe the source tables of ``records`` in one catalog query a database (a
         report over 200 tables made four a table); ``schema_drift`` then compares these.
@@ -177,8 +202,11 @@ class ChangelogCounter:
             (record.table_key, described[ref]) for record, ref in zip(mine, refs, strict=True)
         )
 
-    def backlog(self, record: OffloadedTable, state: IncrementalState) -> Backlog:
-        """The changes waiting in the source, as the table's feed counts them."""
+    def backlog(
+        self, record: OffloadedTable, state: IncrementalState, repo: Repository | None = None
+    ) -> Backlog:
+        """The changes waiting in the source, as the table's feed counts them (``repo``: for
+        a feed that counts with it, when not read ahead)."""
         feed = FEEDS[get_method(state.method).change_reader]
         name = feed.held_in(capture_objects(state))
         if not feed.counts_pending:
@@ -193,6 +221,11 @@ class ChangelogCounter:
                     f"the table came from {record.source_dialect}",
                 )
             states = self._trigger_states.get(record.table_key)
+            ahead = self._pending.get(record.table_key)
+            if ahead is None and repo is not None:
+                ahead = feed.pending_ahead(source, repo, [(record, state)]).get(record.table_key)
+            if ahead is not None:
+                return Backlog(name, ahead.count, ahead.unknown_reason, ahead.problems, ahead.slot)
             pending = feed.pending_in(
                 source,
                 record,
@@ -352,7 +385,7 @@ def collect_status(
             f"incremental update of {record.table_key} is {state.status}: the command that "
             "started it did not finish; run it again"
         )
-    backlog = counter.backlog(record, state)
+    backlog = counter.backlog(record, state, repo)
     return TableStatus(
         table_key=record.table_key,
         collected_at=now(),

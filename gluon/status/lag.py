@@ -134,7 +134,10 @@ def measure_lag(
     if pending is None and reason is None and source is not None:
         try:
             record = repo.offloaded_table(state.table_key)
-            pending = feed.pending_in(source, record, state, counted=counted)
+            # A feed that counts with the repository (a member of a shared slot) first.
+            pending = feed.pending_ahead(source, repo, [(record, state)]).get(state.table_key)
+            if pending is None:
+                pending = feed.pending_in(source, record, state, counted=counted)
         except GluonError as exc:
             reason = str(exc)
     elif pending is None and reason is None:

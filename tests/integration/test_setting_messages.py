@@ -65,6 +65,20 @@ def test_a_timeout_no_source_takes_is_refused_at_load(
     nothing_written(offload_home)
 
 
+@pytest.mark.parametrize("value", ["ten", "-1", "inf"])
+def test_a_bad_shared_slot_wal_bound_is_refused_at_load(
+    sqlite_source: str,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    value: str,
+) -> None:
+    monkeypatch.setenv("GLUON_PG_LOGICAL_MAX_RETAINED_WAL", value)
+    result = run_cli("offload", "-t", "main.products", "-x")
+    one_line(result, "offload", 2, "GLUON_PG_LOGICAL_MAX_RETAINED_WAL", "MiB", repr(value))
+    nothing_written(offload_home)
+
+
 def test_a_relative_lake_root_is_refused(
     sqlite_source: str,
     offload_home: Path,

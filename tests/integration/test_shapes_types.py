@@ -4,7 +4,8 @@ One wide table per dialect whose rows cycle through edge values: numeric precisi
 scale extremes, NaN and the infinities (float8, unconstrained numeric), timestamps with
 time zones (read in a non-UTC session), time with time zone, interval, bytea with zero
 bytes, large TOASTed values changed and left unchanged, json/jsonb, inet/cidr, an enum,
-a domain, a generated column. Every method, the merge mode drawn; compared value for value.
+a domain, a generated column. Every method, the merge mode drawn (PG_LOGICAL also as a member
+of the shared slot, in the other mode); compared value for value.
 What gluon refuses is asserted as a refusal (arrays, infinite dates and timestamps).
 """
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from support.shape_matrix import RunCli, SourceDb, run_case, sqlite_url
-from support.shapes import Case, cases, pg_type_shape, sqlite_type_shape
+from support.shapes import Case, cases, member_cases, pg_type_shape, sqlite_type_shape
 
 
 @pytest.mark.parametrize("case", cases([sqlite_type_shape()]))
@@ -26,7 +27,7 @@ def test_sqlite_edge_values(
     run_case(case, url, run_cli)
 
 
-@pytest.mark.parametrize("case", cases([pg_type_shape()]))
+@pytest.mark.parametrize("case", cases([pg_type_shape()]) + member_cases([pg_type_shape()]))
 def test_postgresql_edge_values(
     case: Case, pg_url: str, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

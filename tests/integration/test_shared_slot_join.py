@@ -235,7 +235,9 @@ def test_a_stuck_table_is_released_with_its_reason_recorded(world: World) -> Non
     assert list(plan.released) == ["public.b"]
     row = world.repo.slot_positions.get("public.b")
     assert row is not None and row.released_reason is not None
-    assert "offload it again with --reset-backend-table" in row.released_reason
+    assert "-x --incremental-updates-disabled, then offload -t public.b -x --reset" in (
+        row.released_reason
+    )
     shared = shared_slot.shared_slot(world.source, world.repo)
     confirmed = publication.slot_state(world.source, shared).confirmed
     assert confirmed is not None and confirmed > stuck.position

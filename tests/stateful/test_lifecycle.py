@@ -146,6 +146,10 @@ INCREMENT_POINTS = _points(
     "repo.before_finish_increment", "repo.after_finish_increment",
 )  # fmt: skip
 STAGE_POINTS = _points("stage.")
+MEMBER_ENABLE_POINTS = _points("capture.after_publish_table")
+MEMBER_DISABLE_POINTS = _points("capture.after_unpublish_table")
+"""A member table of the shared slot joins and leaves its publication (the extraction's
+``extract.before_shared_position``/``after_shared_position`` are in EXTRACTION_POINTS)."""
 
 
 VERBOSE = bool(os.environ.get("GLUON_STATEFUL_VERBOSE"))
@@ -189,12 +193,18 @@ def lifecycle_machine(
     make_url: Callable[[], str],
     merge_modes: tuple[str, ...] = ("DEFERRED",),
     shapes: tuple[Shape, ...] = (),
+    slot_scope: str = "table",
 ) -> type:
     """The state machine class for one dialect and method; the model enables with one of
     ``merge_modes`` (``--incremental-merge-mode``) for the whole example, on a table of
     one of ``shapes`` (default: every shape of the dialect; the first is the simplest
-    example's)."""
+    example's); PG_LOGICAL with ``slot_scope`` ``database``: the table is a member of its
+    database's shared slot (``--incremental-pg-logical-slot=database``), killed also where
+    it joins and leaves the publication."""
     shapes = shapes or shapes_for(dialect)
+    member = slot_scope == "database"
+    enable_points = ENABLE_POINTS + (MEMBER_ENABLE_POINTS if member else [])
+    disable_points = DISABLE_POINTS + (MEMBER_DISABLE_POINTS if member else [])
     method = registered_methods()[method_name]
     triggers = method.has_object(SourceObject.CHANGELOG_TRIGGER)
     logged = method.has_object(SourceObject.REPLICATION_SLOT)
@@ -341,6 +351,7 @@ def lifecycle_machine(
                 f"--incremental-extraction-method={method_name}",
                 *self.key_flags,
                 *(("--incremental-merge-mode=IMMEDIATE",) if self.immediate else ()),
+                *(("--incremental-pg-logical-slot=database",) if member else ()),
             )
 
         def enable_expecting_success(self, *extra: str) -> None:
@@ -660,7 +671,7 @@ def lifecycle_machine(
             self.disabled(self.offload("--incremental-updates-disabled"))
 
         @precondition(lambda self: self.enabled)
-        @rule(dml=DML, point=st.sampled_from(DISABLE_POINTS), nth=NTH)
+        @rule(dml=DML, point=st.sampled_from(disable_points), nth=NTH)
         def disable_killed(self, dml: list[Statement], point: str, nth: int) -> None:
             self.run_dml(dml)
             finished = self.killed(point, nth, "--incremental-updates-disabled")
@@ -680,7 +691,7 @@ def lifecycle_machine(
             self.enable_expecting_success()
 
         @precondition(lambda self: not self.enabled)
-        @rule(dml=DML, point=st.sampled_from(ENABLE_POINTS), nth=NTH)
+        @rule(dml=DML, point=st.sampled_from(enable_points), nth=NTH)
         def enable_killed(self, dml: list[Statement], point: str, nth: int) -> None:
             self.run_dml(dml)
             finished = self.killed(point, nth, *self.enable_args())
@@ -978,17 +989,26 @@ FIRST_SHAPE = {
     "postgresql-UPDATABLE_INSERT": RANGE_PARTITIONED,
     "postgresql-CHANGELOG-merge-mode": LIST_PARTITIONED,
     "postgresql-PG_LOGICAL-merge-mode": RANGE_PARTITIONED,
+    "postgresql-PG_LOGICAL-member": COMPOSITE,
 }
 """The shape of each case's first, simplest example (its second draws any shape): the
 default run covers every shape, and each on a trigger method and on PG_LOGICAL or
 IMMEDIATE."""
 
 
-def _case(dialect: str, method: str, merge_modes: tuple[str, ...]) -> Any:
-    case = f"{dialect}-{method}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
+def _case_id(dialect: str, method: str, merge_modes: tuple[str, ...], slot_scope: str) -> str:
+    if slot_scope == "database":
+        return f"{dialect}-{method}-member"
+    return f"{dialect}-{method}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
+
+
+def _case(
+    dialect: str, method: str, merge_modes: tuple[str, ...], slot_scope: str = "table"
+) -> Any:
+    case = _case_id(dialect, method, merge_modes, slot_scope)
     first = FIRST_SHAPE.get(case, PLAIN)
     shapes = (first, *(shape for shape in shapes_for(dialect) if shape != first))
-    return pytest.param(dialect, method, merge_modes, shapes, id=case)
+    return pytest.param(dialect, method, merge_modes, shapes, slot_scope, id=case)
 
 
 def _cases() -> list[Any]:
@@ -1000,16 +1020,19 @@ def _cases() -> list[Any]:
         ]
         + [_case(dialect, "CHANGELOG", MODEL_CHOOSES) for dialect in ("sqlite", "postgresql")]
         + [_case("postgresql", "PG_LOGICAL", MODEL_CHOOSES)]
+        # A member of its database's shared slot, in either merge mode.
+        + [_case("postgresql", "PG_LOGICAL", MODEL_CHOOSES, "database")]
     )
 
 
 @pytest.mark.timeout(3600)  # shrinking a failure re-runs many sequences
-@pytest.mark.parametrize(("dialect", "method", "merge_modes", "shapes"), _cases())
+@pytest.mark.parametrize(("dialect", "method", "merge_modes", "shapes", "slot_scope"), _cases())
 def test_lifecycle_keeps_the_lake_equal_to_the_model(
     dialect: str,
     method: str,
     merge_modes: tuple[str, ...],
     shapes: tuple[Shape, ...],
+    slot_scope: str,
     stateful_tmp: Path,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -1024,10 +1047,10 @@ def test_lifecycle_keeps_the_lake_equal_to_the_model(
         def make_url() -> str:
             return server.create_database(f"lifecycle_{uuid.uuid4().hex[:12]}")
 
-    machine = lifecycle_machine(dialect, method, make_url, merge_modes, shapes)
+    machine = lifecycle_machine(dialect, method, make_url, merge_modes, shapes, slot_scope)
     test = get_state_machine_test(machine, settings=_machine_settings(), _min_steps=STEPS)
     # Each case draws its own sequences from the one seed (a soak run varies the seed).
-    case = f"{dialect}-{method}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
+    case = _case_id(dialect, method, merge_modes, slot_scope)
     case_seed = SEED + zlib.crc32(case.encode())
     try:
         seed(case_seed)(test)()

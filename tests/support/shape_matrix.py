@@ -407,6 +407,7 @@ class CaseRun:
             "--incremental-updates-enabled",
             f"--incremental-extraction-method={case.method}",
             f"--incremental-merge-mode={case.mode}",
+            *(("--incremental-pg-logical-slot=database",) if case.slot_scope == "database" else ()),
             *shape.enable_flags,
         )
         immediate = case.mode == "IMMEDIATE"

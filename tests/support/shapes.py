@@ -10,6 +10,7 @@ each method meet both modes across the matrix. The draw is fixed: every run is t
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import uuid
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ __all__ = [
     "Round",
     "Shape",
     "cases",
+    "member_cases",
     "quote",
 ]
 
@@ -241,10 +243,14 @@ class Case:
     shape: Shape
     method: str
     mode: str
+    slot_scope: str = "table"
+    """PG_LOGICAL's ``--incremental-pg-logical-slot``: ``database`` makes the table a member
+    of its database's shared slot."""
 
     @property
     def id(self) -> str:
-        return f"{self.shape.dialect}-{self.shape.id}-{self.method}-{self.mode}"
+        member = "-member" if self.slot_scope == "database" else ""
+        return f"{self.shape.dialect}-{self.shape.id}-{self.method}{member}-{self.mode}"
 
 
 def cases(shapes: Sequence[Shape]) -> list[object]:
@@ -259,6 +265,23 @@ def cases(shapes: Sequence[Shape]) -> list[object]:
             mode = MODES[(first + index) % 2]
             case = Case(shape, method, mode)
             params.append(pytest.param(case, id=case.id))
+    return params
+
+
+def member_cases(shapes: Sequence[Shape]) -> list[object]:
+    """pytest params: each PostgreSQL shape PG_LOGICAL applies to as a member of the shared
+    slot, in the merge mode its own-slot case does not draw (both modes meet the shape),
+    without its generated columns (pgoutput does not send them: enabling refuses them,
+    tests/integration/test_shared_slot_members.py)."""
+    params: list[object] = []
+    for param in cases(shapes):
+        case = param.values[0]  # type: ignore[attr-defined]
+        if case.method == "PG_LOGICAL":
+            other = MODES[1 - MODES.index(case.mode)]
+            columns = tuple(column for column in case.shape.columns if not column.generated)
+            shape = dataclasses.replace(case.shape, columns=columns)
+            member = Case(shape, case.method, other, "database")
+            params.append(pytest.param(member, id=member.id))
     return params
 
 

@@ -65,3 +65,12 @@ def test_the_slot_is_confirmed_to_the_least_table_past_a_bound_none() -> None:
     plan = confirm_plan({"a": HELD, "b": 9_000}, flushed=10_000, max_retained_wal=1)
     assert (plan.target, plan.released) == (HELD, {"b": 1_000})
     assert confirm_plan({}, flushed=10_000, max_retained_wal=1).target is None
+
+
+def test_the_table_whose_extraction_confirms_is_never_left_out() -> None:
+    # a ships a large backlog: its own confirm keeps it while it catches up; b's does not.
+    positions = {"a": 5_000, "b": 9_000}
+    plan = confirm_plan(positions, flushed=10_000, max_retained_wal=4_000, shipping="a")
+    assert (plan.target, plan.released) == (5_000, {})
+    plan = confirm_plan(positions, flushed=10_000, max_retained_wal=4_000, shipping="b")
+    assert (plan.target, plan.released) == (9_000, {"a": 5_000})

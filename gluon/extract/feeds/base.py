@@ -198,6 +198,34 @@ class ChangeFeed(Protocol):
         """
         ...
 
+    @classmethod
+    def check_placed(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        placed_objects: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """Refuse, before anything is created, a table the ``placed_objects`` it is in
+        (:meth:`placed`) cannot capture whole (raises ``UnsupportedError``, one line with
+        the fix)."""
+        ...
+
+    @classmethod
+    def pending_ahead(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """The changes waiting of those of ``tables`` whose feed counts many tables in one
+        read (a shared slot decoded once for all its members), by table key; the others are
+        left to :meth:`pending_in`.
+
+        Raises:
+            GluonError: the source cannot be read.
+        """
+        ...
+
     def verify(self) -> None:
         """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
         ...
@@ -280,6 +308,25 @@ class TableFeed:
     def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """See :meth:`ChangeFeed.held_in`."""
         return None
+
+    @classmethod
+    def check_placed(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        objects: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """See :meth:`ChangeFeed.check_placed` (the objects a feed plans capture it all)."""
+
+    @classmethod
+    def pending_ahead(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """See :meth:`ChangeFeed.pending_ahead` (none: each table counts its own)."""
+        return {}
 
     @classmethod
     def placed(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gluon.capture import changelog, objects
-from gluon.errors import SourceError, StateError
+from gluon.errors import SourceError, StateError, UnsupportedError
 from gluon.extract.feeds import shared_slot, unfit
 from gluon.extract.feeds import slot as slots
 from gluon.extract.feeds.base import REBUILD_HINT, Pending, TableFeed, capture_objects, highest_seq
@@ -31,6 +31,7 @@ from gluon.source.base import SourceDialect
 from gluon.source.publication import (
     SLOT_BUSY_WAIT_SECONDS,
     STREAM_FETCH_ROWS,
+    generated_columns,
     stream_when_free,
     when_slot_free,
 )
@@ -186,6 +187,25 @@ class PgLogicalFeed(TableFeed):
         ]
 
     @classmethod
+    def check_placed(
+        cls,
+        source: SourceDialect,
+        spec: TableSpec,
+        placed_objects: Sequence[objects.SourceObjectRef],
+    ) -> None:
+        """A member of the shared slot: refuse a table with generated columns, whose values
+        pgoutput does not send (the lake would hold NULL for them)."""
+        if not _member_of_shared_slot(placed_objects):
+            return
+        generated = generated_columns(source, spec.schema, spec.name)
+        if generated:
+            raise UnsupportedError(
+                f"{spec.schema}.{spec.name} has generated columns ({', '.join(generated)}) "
+                "whose values the shared slot's pgoutput does not send: enable it with "
+                "--incremental-pg-logical-slot=table (a slot of its own)"
+            )
+
+    @classmethod
     def capturing(
         cls,
         source: SourceDialect,
@@ -262,6 +282,26 @@ class PgLogicalFeed(TableFeed):
             missing = f"replication slot {slot.name} is missing"
             return Pending(None, None, missing, (f"{missing}: changes were not captured since",))
         return Pending(figures.pending, figures.oldest, figures.unknown_reason, slot=figures)
+
+    @classmethod
+    def pending_ahead(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """The members of the shared slot among ``tables``, from one decoding of it (a table
+        with its own slot peeks it in :meth:`pending_in`)."""
+        members = [
+            (record, state)
+            for record, state in tables
+            if _member_of_shared_slot(capture_objects(state))
+        ]
+        if not members:
+            return {}
+        from gluon.extract.feeds.shared_feed import SharedSlotFeed
+
+        return SharedSlotFeed.pending_of_members(source, repo, members)
 
     def lost_on_drop(self, droppable: Sequence[objects.SourceObjectRef]) -> int:
         """What the slot keeps of the table, when it is to be dropped (0 otherwise)."""

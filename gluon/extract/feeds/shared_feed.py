@@ -4,7 +4,8 @@ table whose recorded objects hold ``SourceObject.SHARED_SLOT_TABLE`` this feed, 
 through ``shared_reader.SharedSlotReader`` (one decoding per extraction, the table's position
 saved after each batch's Delta commit, then the slot confirmed to the least position).
 
-Discarding and setting aside changes are not offered for it yet: each says so in one line.
+Discarding its changes moves its position past them; setting some aside is not offered yet
+(refused in one line naming the discard or a rebuild).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, ClassVar
 
 from gluon.capture import objects
-from gluon.errors import StateError, UnsupportedError
-from gluon.extract.feeds import shared_slot, unfit
-from gluon.extract.feeds.base import Pending, highest_seq
+from gluon.config import DEFAULT_MAX_RETAINED_WAL_MB, load_settings
+from gluon.errors import ConfigError, StateError, UnsupportedError
+from gluon.extract.feeds import shared_backlog, shared_slot, unfit
+from gluon.extract.feeds.base import REBUILD_HINT, Pending, highest_seq
 from gluon.extract.feeds.pg_logical import POSITION_BITS, PgLogicalFeed
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.methods.base import SourceObject
@@ -33,7 +35,18 @@ NOT_YET = "is not offered yet for a table of its database's shared slot"
 def _reader(
     source: SourceDialect, repo: Repository, record: OffloadedTable, state: IncrementalState
 ) -> SharedSlotReader:
-    return SharedSlotReader(source, repo, state.table_key, record.spec(), state.key_columns)
+    return SharedSlotReader(
+        source, repo, state.table_key, record.spec(), state.key_columns, _max_retained_wal()
+    )
+
+
+def _max_retained_wal() -> int | None:
+    """GLUON_PG_LOGICAL_MAX_RETAINED_WAL in bytes (the command checked it when it started;
+    outside a command's settings, the default)."""
+    try:
+        return load_settings().max_retained_wal
+    except ConfigError:
+        return int(DEFAULT_MAX_RETAINED_WAL_MB * 2**20)
 
 
 @dataclass(slots=True)
@@ -57,14 +70,43 @@ class SharedSlotFeed(PgLogicalFeed):
         oldest: bool = True,
         check_capture: bool = False,
     ) -> Pending:
-        """Unknown, with the reason: the table's position is in the repository, which
-        status does not pass to a feed yet (``SharedSlotReader.backlog`` counts it)."""
+        """Unknown, with the reason: the table's position is in the repository, which this
+        call does not have (status and the report count through :meth:`pending_of_members`,
+        ``PgLogicalFeed.pending_ahead``)."""
         return Pending(
             None,
             None,
-            "a table of its database's shared slot: status does not count its changes yet "
-            "(an extraction ships them all)",
+            "a table of its database's shared slot: counted with the repository only "
+            "(display_incremental_status counts it)",
         )
+
+    @classmethod
+    def pending_of_members(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        tables: Sequence[tuple[OffloadedTable, IncrementalState]],
+    ) -> dict[str, Pending]:
+        """The changes waiting of each member table in ``tables``, from one bounded decoding
+        of the shared slot (``shared_backlog``), with the WAL the slot keeps; a member left
+        out of the slot (``[pg_logical]`` WAL bound) says what to run.
+
+        Raises:
+            SourceError: the slot or the catalog cannot be read.
+        """
+        members = [
+            shared_backlog.Member(state.table_key, record.spec(), state.key_columns)
+            for record, state in tables
+        ]
+        figures = shared_backlog.members_backlog(source, repo, members)
+        pending: dict[str, Pending] = {}
+        for key, slot in figures.items():
+            problems: tuple[str, ...] = ()
+            row = repo.slot_positions.get(key)
+            if row is not None and row.released_reason is not None:
+                problems = (row.released_reason,)
+            pending[key] = Pending(slot.pending, slot.oldest, slot.unknown_reason, problems, slot)
+        return pending
 
     def _reading(self) -> SharedSlotReader:
         if self._shared is None:
@@ -105,12 +147,29 @@ class SharedSlotFeed(PgLogicalFeed):
         return figures.pending
 
     def discard_step(self, count: int | None) -> str:
-        return f"discarding changes {NOT_YET}"
-
-    def discard(self) -> int | None:
-        raise UnsupportedError(
-            f"--incremental-discard-changes {NOT_YET}: run --incremental-run-extraction"
+        slot = shared_slot.shared_slot(self.source, self.repo).slot
+        return (
+            f"move the table's position in shared slot {slot} past the {count} changes of it "
+            "the slot keeps, without shipping them (the slot is confirmed to the least "
+            "position of its tables)"
         )
 
+    def discard(self) -> int | None:
+        """Move the table's position past every change of it the slot keeps up to the WAL
+        flushed now, without shipping them; return how many. One saved position: a kill
+        before it discards nothing (run the discard again), after it all of them."""
+        reader = _reader(self.source, self.repo, self.record, self.state)
+        figures = reader.backlog(1 << 62)  # decodes up to the WAL flushed now, all of it
+        if figures.pending is None:
+            raise StateError(
+                f"{self.state.table_key}: cannot discard its changes now: {figures.unknown_reason}"
+            )
+        reader.done()  # its position past the horizon, then the slot confirmed
+        return figures.pending
+
     def find_unfit(self, seqs: list[int], set_aside: set[int]) -> unfit.UnfitSearch:
-        raise UnsupportedError(f"{unfit.SET_ASIDE_OPTION} {NOT_YET}")
+        raise UnsupportedError(
+            f"{unfit.SET_ASIDE_OPTION} {NOT_YET}: skip every change of the table waiting in "
+            "the slot with --incremental-discard-changes -x (the lake misses them until each "
+            f"row changes again), or {REBUILD_HINT}"
+        )

@@ -202,7 +202,9 @@ class SharedSlotReader:
         fault_point("extract.before_shared_position")
         shared_slot.save_position(self.repo, self.table_key, self._read_to)
         fault_point("extract.after_shared_position")
-        shared_slot.confirm_slot(self.source, self.repo, self.max_retained_wal)
+        shared_slot.confirm_slot(
+            self.source, self.repo, self.max_retained_wal, shipping=self.table_key
+        )
 
 
 def _within(messages: Iterable[bytes], budget: list[int]) -> Iterator[bytes]:

@@ -115,12 +115,29 @@ def save_position(repo: Repository, table_key: str, position: TablePosition) -> 
     )
 
 
+def left_out_reason(table_key: str, slot: str, behind: int, bound: int) -> str:
+    """Why ``table_key`` was left out of ``slot``, and the way back: its changes since are
+    gone from the slot, so only a new copy catches it up (disable, then offload again)."""
+    return (
+        f"{table_key} was left out of shared slot {slot}: it was {behind / 2**20:.1f} MiB "
+        f"behind, past GLUON_PG_LOGICAL_MAX_RETAINED_WAL ({bound / 2**20:g} MiB), and the "
+        f"slot no longer keeps its changes; rebuild it: run offload -t {table_key} -x "
+        f"--incremental-updates-disabled, then offload -t {table_key} -x --reset-backend-table "
+        "--incremental-updates-enabled --incremental-extraction-method=PG_LOGICAL "
+        "--incremental-pg-logical-slot=database"
+    )
+
+
 def confirm_slot(
-    source: SourceDialect, repo: Repository, max_retained_wal: int | None
+    source: SourceDialect,
+    repo: Repository,
+    max_retained_wal: int | None,
+    shipping: str | None = None,
 ) -> ConfirmPlan:
     """Confirm the shared slot to the least position over its tables not released; a table
     lagging the WAL by more than ``max_retained_wal`` bytes is released first (recorded,
-    with a warning: it needs a re-offload).
+    with a warning: it needs a re-offload), except ``shipping``, the table whose extraction
+    confirms (it is catching up).
 
     Raises:
         SourceError: the slot cannot be advanced.
@@ -129,14 +146,10 @@ def confirm_slot(
     rows = [row for row in repo.slot_positions.of_slot(shared.slot) if row.released_reason is None]
     flushed = publication.wal_flush_position(source)
     plan = shared_shipping.confirm_plan(
-        {row.table_key: row.position for row in rows}, flushed, max_retained_wal
+        {row.table_key: row.position for row in rows}, flushed, max_retained_wal, shipping
     )
     for table_key, behind in plan.released.items():
-        reason = (
-            f"left out of shared slot {shared.slot}: it kept {behind / 2**20:.0f} MiB of WAL, "
-            f"past [pg_logical] max_retained_wal ({(max_retained_wal or 0) / 2**20:.0f} MiB); "
-            "changes since are lost to it: offload it again with --reset-backend-table"
-        )
+        reason = left_out_reason(table_key, shared.slot, behind, max_retained_wal or 0)
         log.warning("%s: %s", table_key, reason)
         repo.slot_positions.release(table_key, reason)
     if plan.target:  # None: no table; HELD: a table is joining, the slot stays
