@@ -41,6 +41,11 @@ class EngineWarmUp:
         except Exception:  # the lake's side opens its own session and reports the failure
             log.debug("starting the lake engine ahead of verify failed", exc_info=True)
 
+    @property
+    def started(self) -> bool:
+        """Whether a thread is starting the engine (or did)."""
+        return self._thread is not None
+
     def join(self) -> None:
         """Wait for the start to end (a failed verify leaves no thread inside the engine)."""
         if self._thread is not None:
