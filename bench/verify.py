@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import sys
 import tempfile
 import time
@@ -44,6 +46,50 @@ def read_once(url: str) -> None:
     print(RESULT_MARK + json.dumps({"rows": table.num_rows, "bytes": table.nbytes, "s": seconds}))
 
 
+def children_cpu() -> float:
+    """CPU seconds of this process's ended children (the commands run_process waited for)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def postgres_cpu(data_dir: Path) -> float | None:
+    """CPU seconds of the bench's PostgreSQL cluster so far: the postmaster's backends and
+    workers from /proc, the ended ones through the postmaster's own children's times
+    (None where /proc is not there)."""
+    try:
+        postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+        tick = os.sysconf("SC_CLK_TCK")
+        total = 0
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # ended meanwhile
+            if int(entry) == postmaster:
+                total += sum(int(value) for value in fields[11:15])  # own and children's
+            elif int(fields[1]) == postmaster:
+                total += int(fields[11]) + int(fields[12])
+        return total / tick
+    except (OSError, ValueError):
+        return None
+
+
+def timed(run: Any, data_dir: Path) -> tuple[Any, dict[str, float | None]]:
+    """``run()``'s result and the CPU it cost: the child's and PostgreSQL's."""
+    child, server = children_cpu(), postgres_cpu(data_dir)
+    result = run()
+    server_after = postgres_cpu(data_dir)
+    return result, {
+        "child_cpu_s": round(children_cpu() - child, 2),
+        "postgres_cpu_s": None
+        if server is None or server_after is None
+        else round(server_after - server, 2),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
+
+
 def verify(lake: ItemsLake) -> tuple[Proc, dict[str, Any]]:
     proc = run_process(
         [str(BIN / "gluon"), "verify", "-t", TABLE_KEY, "--json"], env=lake.home.env, check=False
@@ -63,6 +109,10 @@ def tamper(lake: ItemsLake) -> None:
     DeltaTable(lake.base_path).update(updates={"grp": "-1"}, predicate="id = 11")
 
 
+def cpu_text(cpu: dict[str, float | None]) -> str:
+    return f"{cpu['child_cpu_s']} + {cpu['postgres_cpu_s']} s"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.verify", description=__doc__)
     parser.add_argument("--scale", choices=sorted(SIZES), default="small")
@@ -76,10 +126,14 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="gluon-verify-bench-"))
     with Workspace(work) as workspace:
         lake = ItemsLake.build(workspace, f"verify_{args.scale}", rows, PARTITIONS)
-        baseline = run_process(
-            [sys.executable, "-m", "bench.verify", "--read-once", dataset.libpq_url(lake.url)]
+        data_dir = workspace.server.data_dir
+        baseline, baseline_cpu = timed(
+            lambda: run_process(
+                [sys.executable, "-m", "bench.verify", "--read-once", dataset.libpq_url(lake.url)]
+            ),
+            data_dir,
         )
-        equal, equal_verdict = verify(lake)
+        (equal, equal_verdict), equal_cpu = timed(lambda: verify(lake), data_dir)
         note(f"verify (equal): {equal.seconds:.1f} s, ADBC read once: {baseline.seconds:.1f} s")
         tamper(lake)
         broken, broken_verdict = verify(lake)
@@ -97,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{fmt(baseline.seconds):>7} s   {ratio:.2f}x (goal <= {GOAL_RATIO}x)\n"
         f"verify (3 broken)      {fmt(broken.seconds):>7} s   bytes moved "
         f"{broken_verdict['bytes_moved']:,} = {moved:.3%} of the table (goal < {GOAL_BYTES:.0%})\n"
+        f"CPU (the command's + PostgreSQL's): verify {cpu_text(equal_cpu)}, ADBC "
+        f"{cpu_text(baseline_cpu)}; load average {equal_cpu['load_average']}\n"
         f"found: {found}"
     )
     args.out.mkdir(parents=True, exist_ok=True)
@@ -110,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
                 "verify_equal_s": round(equal.seconds, 2),
                 "adbc_read_once_s": round(baseline.seconds, 2),
                 "adbc_read_in_process_s": round(float(baseline.result["s"]), 2),
+                "verify_equal_cpu": equal_cpu,
+                "adbc_read_once_cpu": baseline_cpu,
                 "ratio": round(ratio, 2),
                 "equal_verdict": equal_verdict,
                 "verify_broken_s": round(broken.seconds, 2),

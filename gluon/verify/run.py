@@ -34,6 +34,7 @@ from gluon.verify.compare import Differences, diff
 from gluon.verify.look import look
 from gluon.verify.pace import Pace
 from gluon.verify.sides import Shape
+from gluon.verify.warm import EngineWarmUp
 
 log = logging.getLogger(__name__)
 
@@ -103,8 +104,15 @@ def verify_table(
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
     recorded in the repository). ``progress`` shows the checksum levels as they end (a bar at
     a terminal)."""
-    with (progress or NullProgress()).task(f"verifying {record.table_key}", None) as task:
-        return _verify_table(settings, repo, record, max_rows_per_second, lock_wait_seconds, task)
+    # The engine starts while the extraction and the source's first pass run.
+    warm_up = EngineWarmUp(settings)
+    try:
+        with (progress or NullProgress()).task(f"verifying {record.table_key}", None) as task:
+            return _verify_table(
+                settings, repo, record, max_rows_per_second, lock_wait_seconds, task
+            )
+    finally:
+        warm_up.join()
 
 
 def _verify_table(

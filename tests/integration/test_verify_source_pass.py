@@ -79,3 +79,35 @@ def test_the_checksum_pass_takes_its_settings_and_leaves_the_connection_as_it_wa
     with source.engine.connect() as connection:
         jit = connection.execute(sa.text("SHOW jit")).scalar()
     assert jit == "on"  # local to the pass: the pooled connection keeps the server's default
+
+
+def test_the_checksum_pass_hashes_its_buckets_instead_of_sorting_every_row(pg_url: str) -> None:
+    _create(pg_url)
+    source = sources.connect(pg_url)
+    columns = [
+        {"expr": '"id"', "kind": "integer", "framed": False, "digits": (38, 0)},
+        {"expr": '"label"', "kind": "text", "framed": True, "digits": (38, 0)},
+    ]
+    statement = source.render(
+        "verify_buckets",
+        schema="public",
+        table="items",
+        columns=columns,
+        keys=columns[:1],
+        residue_key=True,
+        digits=3,
+        mask=mask(3),
+        parent_digits=0,
+        parent_mask=mask(0),
+        buckets=[],
+        where=None,
+    )
+    assert source.checksum_settings is not None
+    with source.engine.connect() as connection, connection.begin():
+        # A small work_mem makes the planner, which guesses a bucket per row, sort the rows
+        # by bucket as it does at millions of rows (its guess of the hash table's size).
+        connection.execute(sa.text("SET LOCAL work_mem = '64kB'"))
+        connection.execute(sa.text(source.render(source.checksum_settings)))
+        plan = "\n".join(row[0] for row in connection.execute(sa.text("EXPLAIN " + statement)))
+    assert "HashAggregate" in plan, plan
+    assert "Sort" not in plan, plan
