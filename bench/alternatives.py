@@ -23,7 +23,9 @@ the source: ``phantom rows`` are keys a table holds that the source deleted.
 One run per figure (no repeats): ratios under ~20% apart are noise on a shared machine. Each
 day is a round (every contender back to back), so the run also prints, for the IMMEDIATE
 sync against the hand merge and the one-command extraction + compaction against the
-reload, each day's ratio and their median.
+reload, each day's ratio and their median, by wall time and by the child's CPU time (user +
+system, steadier on a shared machine; PostgreSQL's own work for a child is in neither side's
+CPU time, so gluon's changelog delete counts only by wall time).
 """
 
 from __future__ import annotations
@@ -118,10 +120,12 @@ def one_fraction(
     reload_target, upsert_target = str(scratch / "reload"), str(scratch / "upsert")
     watermark = users("upsert", "--url", url, "--target", upsert_target).result["watermark"]
     times: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
     reads: dict[str, Any] = {}
 
     def took(name: str, proc: Proc) -> None:
         times.setdefault(name, []).append(proc.seconds)
+        cpu.setdefault(name, []).append(proc.cpu_seconds)
 
     try:
         for day in range(1, size.days + 1):
@@ -204,7 +208,7 @@ def one_fraction(
     phantoms = {"updated_at upsert": upserted["phantoms"], "full reload": reloaded["phantoms"]}
     for name, rows in counts.items():
         note(f"{tag} after {size.days} days: {name} holds {rows:,} rows (source {truth:,})")
-    return {"times": times, "counts": counts, "phantoms": phantoms}
+    return {"times": times, "cpu_seconds": cpu, "counts": counts, "phantoms": phantoms}
 
 
 def _reads(lake: ItemsLake) -> dict[str, dict[str, float]]:
@@ -262,6 +266,12 @@ def main(argv: list[str] | None = None) -> int:
                 f"{float(fraction) * 100:g}%: {gluon_name} / {other}, day by day: "
                 + ", ".join(f"{ratio:.2f}x" for ratio in ratios)
                 + f"; median {statistics.median(ratios):.2f}x"
+            )
+            cpu_ratios = round_ratios(data["cpu_seconds"], gluon_name, other)
+            print(
+                f"{float(fraction) * 100:g}%: the same by process CPU time, day by day: "
+                + ", ".join(f"{ratio:.2f}x" for ratio in cpu_ratios)
+                + f"; median {statistics.median(cpu_ratios):.2f}x"
             )
         truth = data["counts"]["source"]
         for name, rows in data["phantoms"].items():

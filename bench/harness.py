@@ -44,6 +44,9 @@ class Proc:
     stderr: str
     result: dict[str, Any] = field(default_factory=dict)
     """What a ``bench.worker`` child reported (its ``BENCH_RESULT`` line)."""
+    cpu_seconds: float = 0.0
+    """The child's user + system CPU time (from ``wait4``): steadier than wall time on a
+    shared machine (a database server's work for the child is not in it)."""
 
 
 def runs_detail(side: str, best: Proc, in_process_s: float, runs: list[Proc]) -> dict[str, Any]:
@@ -96,6 +99,7 @@ def run_process(
             returncode=child.returncode,
             stdout=out.read(),
             stderr=err.read(),
+            cpu_seconds=usage.ru_utime + usage.ru_stime,
         )
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):

@@ -5,6 +5,10 @@ The command's options are declared once, as the fields of ``OffloadArguments``
 fields, and the command copies what it was given into ``OffloadArguments``.
 """
 
+# isort: off
+from gluon.cli import startup  # first: the modules below load with the collector paused
+
+# isort: on
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +23,8 @@ from gluon.cli.options import DebugOption, VerboseOption
 
 if TYPE_CHECKING:
     from gluon.progress import Shows
+
+startup.done()
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None)
 
