@@ -44,6 +44,9 @@ class Proc:
     stderr: str
     result: dict[str, Any] = field(default_factory=dict)
     """What a ``bench.worker`` child reported (its ``BENCH_RESULT`` line)."""
+    cpu_seconds: float = 0.0
+    """The child's CPU time (user + system, with the children it waited for; ``wait4``):
+    on a shared machine, beside the wall time that other load stretches."""
 
 
 def runs_detail(side: str, best: Proc, in_process_s: float, runs: list[Proc]) -> dict[str, Any]:
@@ -54,6 +57,8 @@ def runs_detail(side: str, best: Proc, in_process_s: float, runs: list[Proc]) ->
         f"{side}_in_process_s": in_process_s,
         f"{side}_peak_rss_mb": max(proc.peak_rss_mb for proc in runs),
         f"{side}_runs_s": [proc.seconds for proc in runs],
+        f"{side}_cpu_s": best.cpu_seconds,
+        f"{side}_runs_cpu_s": [proc.cpu_seconds for proc in runs],
     }
 
 
@@ -96,6 +101,7 @@ def run_process(
             returncode=child.returncode,
             stdout=out.read(),
             stderr=err.read(),
+            cpu_seconds=usage.ru_utime + usage.ru_stime,
         )
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):

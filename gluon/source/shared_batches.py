@@ -7,14 +7,27 @@ transaction and per value, for ``gluon.extract.feeds.shared_reader``.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gluon.source.pgoutput import Relation
 from gluon.source.pgoutput_batch import Batch, TableChanges, frame
+from gluon.source.publication import (
+    SLOT_BUSY_WAIT_SECONDS,
+    DatabaseSlot,
+    stream_database_slot,
+    when_slot_free,
+)
 from gluon.source.shared_shipping import PartialTruncateError, TablePosition, format_lsn
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from gluon.schema import TableSpec
+    from gluon.source.base import SourceDialect
 
 FRAME_MESSAGES = 100_000
 """Messages framed at once (at least: whole transactions): the numpy work per batch is
@@ -22,8 +35,57 @@ amortised, memory stays bounded (a transaction larger than this is framed whole)
 _BEGIN, _COMMIT = ord("B"), ord("C")
 
 
+def slot_messages(
+    source: SourceDialect,
+    shared: DatabaseSlot,
+    upto: int,
+    spec: TableSpec,
+    wait_seconds: float = SLOT_BUSY_WAIT_SECONDS,
+) -> Generator[pa.Array]:
+    """The slot's pgoutput messages (``stream_database_slot``: one decoding up to
+    ``upto``), as Arrow binary arrays: through the driver's Arrow stream where the source
+    has one (one buffer per batch, no Python object per message), else the rows' bytes.
+    Started again while another process reads the slot; ``spec`` names the read in errors.
+
+    Raises:
+        SourceError: the slot cannot be read (or stayed busy ``wait_seconds``).
+    """
+    import pyarrow as pa
+    import sqlalchemy as sa
+
+    params = {"slot": shared.slot, "publication": shared.publication, "upto": format_lsn(upto)}
+    statement = sa.text(source.render("stream_database_slot"))
+
+    def opened() -> tuple[Iterator[pa.RecordBatch] | None, pa.RecordBatch | None]:
+        batches = source.arrow_batches(spec, statement, params)
+        if batches is None:
+            return None, None
+        try:
+            return batches, next(batches, None)
+        except BaseException:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()  # a stream that met a busy slot: closed before the retry
+            raise
+
+    batches, first = when_slot_free(opened, wait_seconds)
+    if batches is None:  # no Arrow stream: the rows, as bytes
+        for chunk in stream_database_slot(source, shared, upto, wait_seconds=wait_seconds):
+            yield pa.array(chunk, type=pa.binary())
+        return
+    try:
+        if first is not None:
+            yield first.column("data")
+            for batch in batches:
+                yield batch.column("data")
+    finally:
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
+
+
 def framed_batches(
-    chunks: Iterable[list[bytes]], relations: dict[int, Relation], budget: list[int] | None
+    chunks: Iterable[pa.Array], relations: dict[int, Relation], budget: list[int] | None
 ) -> Generator[Batch]:
     """``chunks`` (the slot's messages, in order) framed into batches of whole
     transactions; a transaction the messages end inside is left out (a later stream reads
@@ -32,43 +94,61 @@ def framed_batches(
     Raises:
         ProtocolError: a message is malformed, or a change comes outside a transaction.
     """
-    pending: list[bytes] = []
-    carried: list[bytes] = []  # the open transaction's messages so far
+    pending: list[pa.Array] = []
+    pending_count = 0
+    carried: list[pa.Array] = []  # the open transaction's messages so far
     try:
         for chunk in chunks:
             if budget is not None:
-                chunk = chunk[: max(budget[0], 0)]
+                chunk = chunk.slice(0, max(budget[0], 0))
                 budget[0] -= len(chunk)
             whole, open_at = _last_open(chunk)
             if whole:
-                pending += carried
-                pending += chunk[:open_at]
-                carried = chunk[open_at:]
+                pending += [*carried, chunk.slice(0, open_at)]
+                pending_count += sum(len(part) for part in carried) + open_at
+                carried = [chunk.slice(open_at)]
             else:
-                carried += chunk
-            if len(pending) >= FRAME_MESSAGES:
-                yield frame(pending, relations)
-                pending = []
+                carried.append(chunk)
+            if pending_count >= FRAME_MESSAGES:
+                yield frame(_chunked(pending), relations)
+                pending, pending_count = [], 0
             if budget is not None and budget[0] <= 0:
                 break
-        if pending:
-            yield frame(pending, relations)
+        if pending_count:
+            yield frame(_chunked(pending), relations)
     finally:
         close = getattr(chunks, "close", None)
         if close is not None:
             close()
 
 
-def _last_open(chunk: list[bytes]) -> tuple[bool, int]:
-    """Whether ``chunk`` ends a transaction (has a COMMIT or BEGIN), and where the
-    transaction still open at its end begins (its length: none is open)."""
-    for at in range(len(chunk) - 1, -1, -1):
-        kind = chunk[at][0] if chunk[at] else 0
-        if kind == _COMMIT:
-            return True, len(chunk)
-        if kind == _BEGIN:
-            return True, at
-    return False, 0
+def _chunked(arrays: list[pa.Array]) -> pa.ChunkedArray:
+    import pyarrow as pa
+
+    return pa.chunked_array([array for array in arrays if len(array)], type=arrays[0].type)
+
+
+def _last_open(chunk: pa.Array) -> tuple[bool, int]:
+    """Whether ``chunk`` (binary messages) has a BEGIN or COMMIT, and where the transaction
+    still open at its end begins (its length: none is open)."""
+    import pyarrow as pa
+
+    if not len(chunk):
+        return False, 0
+    wide = pa.types.is_large_binary(chunk.type)
+    _, offsets_buffer, data_buffer = chunk.buffers()
+    every: np.ndarray = np.frombuffer(offsets_buffer, dtype=np.int64 if wide else np.int32)
+    offsets = every[chunk.offset : chunk.offset + len(chunk) + 1].astype(np.int64)
+    if data_buffer is None or not len(data_buffer):
+        return False, 0
+    data = np.frombuffer(data_buffer, dtype=np.uint8)
+    starts, ends = offsets[:-1], offsets[1:]
+    kinds = np.where(ends > starts, data[np.minimum(starts, len(data) - 1)], 0)
+    marks = np.flatnonzero((kinds == _BEGIN) | (kinds == _COMMIT))
+    if not len(marks):
+        return False, 0
+    last = int(marks[-1])
+    return True, len(chunk) if kinds[last] == _COMMIT else last
 
 
 @dataclass(slots=True)

@@ -140,13 +140,13 @@ def _batched(
         patch.setattr(shared_shipping, "table_changes", scalar_path)
         if small_frames:
             patch.setattr(shared_batches, "FRAME_MESSAGES", 5)
-            stream = publication.stream_database_slot
+            stream = shared_batches.slot_messages
 
-            def rechunked(*args: Any) -> Iterator[list[bytes]]:
-                messages = [m for chunk in stream(*args) for m in chunk]
+            def rechunked(*args: Any) -> Iterator[pa.Array]:
+                messages = pa.concat_arrays(list(stream(*args)))
                 return iter([messages[at : at + 3] for at in range(0, len(messages), 3)])
 
-            patch.setattr(publication, "stream_database_slot", rechunked)
+            patch.setattr(shared_batches, "slot_messages", rechunked)
         parts = []
         while (part := reader.read(limit)).num_rows:
             parts.append(part)

@@ -159,10 +159,10 @@ class SharedSlotReader:
         shared = shared_slot.shared_slot(self.source, self.repo)
         self._leaves = publication.table_leaves(self.source, self.spec.schema, self.spec.name)
         self._horizon = publication.wal_flush_position(self.source)
-        chunks = publication.stream_database_slot(self.source, shared, self._horizon)
-        from gluon.source.shared_batches import framed_batches  # loads numpy and pyarrow
+        from gluon.source import shared_batches  # loads numpy and pyarrow
 
-        self._batches = framed_batches(chunks, self._relations, budget)
+        chunks = shared_batches.slot_messages(self.source, shared, self._horizon, self.spec)
+        self._batches = shared_batches.framed_batches(chunks, self._relations, budget)
         self._piece = None
 
     def backlog(self, max_messages: int) -> SlotBacklog:
