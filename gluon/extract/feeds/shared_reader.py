@@ -146,12 +146,16 @@ class SharedSlotReader:
 
     def done(self) -> None:
         """Record the table's position past what :meth:`read` returned (call after the Delta
-        commit holds it), then confirm the slot.
+        commit holds it); confirm the slot once the stream ended (the read that finds the
+        end confirms it otherwise). Confirming advances the slot, which decodes the WAL up
+        to there again: once per extraction, not once per batch (2.9 s of a 1M-change
+        extraction in ten batches). A run that stops early leaves the slot where it was:
+        the saved positions say what each table shipped, the next run confirms.
 
         Raises:
             SourceError: the slot cannot be confirmed (the position stays saved).
         """
-        self._save_and_confirm()
+        self._save_and_confirm(confirm=self._batches is None)
 
     def _open(self, budget: list[int] | None = None) -> None:
         """Open the extraction's one decoding; ``budget`` (one count, for status): stop after
@@ -237,13 +241,14 @@ class SharedSlotReader:
         except pgoutput.ProtocolError as exc:
             raise SourceError(f"shared slot of {self.table_key}: {exc}") from None
 
-    def _save_and_confirm(self) -> None:
+    def _save_and_confirm(self, *, confirm: bool = True) -> None:
         if self._read_to is None:
             return
         fault_point("extract.before_shared_position")
         shared_slot.save_position(self.repo, self.table_key, self._read_to)
         fault_point("extract.after_shared_position")
-        shared_slot.confirm_slot(self.source, self.repo, self.max_retained_wal)
+        if confirm:
+            shared_slot.confirm_slot(self.source, self.repo, self.max_retained_wal)
 
 
 def _unknown_reason(
