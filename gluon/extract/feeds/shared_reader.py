@@ -8,11 +8,16 @@ hands out whole transactions of the table, numbered as the per-table feed number
 (``gl_seq`` = commit LSN << 20 | position in the transaction: a re-read gives a change the
 same number). After each batch's Delta commit, :meth:`SharedSlotReader.done` saves the
 table's position past the batch's last transaction (``extract.before_shared_position``,
-``extract.after_shared_position``), then confirms the slot to the least position of its
-tables (``confirm_slot``): a run killed between the Delta commit and the save reads the
-batch again at the next run, with the same numbers, which the extraction's already-shipped
-check leaves out. A read that finds nothing more of the table saves its position past the
-other tables' transactions at once (nothing of the table lies between).
+``extract.after_shared_position``); once the stream ended the slot is confirmed to the
+least position of its tables (``confirm_slot``): a run killed between the Delta commit and
+the save reads the batch again at the next run, with the same numbers, which the
+extraction's already-shipped check leaves out. A read that finds nothing more of the table
+saves its position past the other tables' transactions at once (nothing of the table lies
+between).
+
+The stream is decoded by the batch decoder (issue 33 item 2): the slot's messages read as
+Arrow, framed a batch of whole transactions at a time, the table's changes taken column at
+a time (``gluon.source.shared_batches``); no Python object per change or value.
 """
 
 from __future__ import annotations
