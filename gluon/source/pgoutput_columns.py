@@ -227,8 +227,7 @@ class RelationChanges:
                 new = string_array(
                     self.data, new_tuples[1][column][in_new][compared], new_length[compared]
                 )
-                equal = pc.equal(old, new).to_numpy(zero_copy_only=False)
-                changed[compared] |= ~equal
+                changed[compared] |= ~_booleans_of(pc.equal(old, new))
         if not changed.any():
             return None
         found = np.zeros(len(self.starts), dtype=bool)
@@ -270,6 +269,14 @@ class RelationChanges:
             lengths.append(length)
             at = following
         return kinds, starts, lengths, at
+
+
+def _booleans_of(array: pa.Array) -> np.ndarray:
+    """A boolean Arrow array without nulls as numpy, from its bitmap (``to_numpy`` would
+    make pyarrow import pandas)."""
+    bits = np.frombuffer(array.buffers()[1], dtype=np.uint8)
+    unpacked = np.unpackbits(bits, bitorder="little")
+    return unpacked[array.offset : array.offset + len(array)].astype(bool)
 
 
 def _booleans(

@@ -102,13 +102,13 @@ class SharedSlotReader:
         schema = pa.schema([*self.spec.arrow_schema, *change_fields()])
         if self._batches is None:
             if self._horizon:
-                return schema.empty_table()  # the stream ended: the rest is the next run's
+                return _empty(schema)  # the stream ended: the rest is the next run's
             self._read_to = self.start()
             self._open()
         taken = self._take(limit)
         if not taken:
             self._save_and_confirm()  # only other tables' transactions: let the slot go on
-            return schema.empty_table()
+            return _empty(schema)
         ops = pa.concat_arrays([part.changes.ops for part in taken])
         columns = [
             pa.concat_arrays([part.changes.columns[at] for part in taken])
@@ -254,6 +254,14 @@ class SharedSlotReader:
         fault_point("extract.after_shared_position")
         if confirm:
             shared_slot.confirm_slot(self.source, self.repo, self.max_retained_wal)
+
+
+def _empty(schema: pa.Schema) -> pa.Table:
+    """No changes, in ``schema``: ``Schema.empty_table`` would make pyarrow import pandas
+    (0.5 s of the read that closes every extraction)."""
+    import pyarrow as pa
+
+    return pa.Table.from_batches([], schema=schema)
 
 
 def _unknown_reason(
