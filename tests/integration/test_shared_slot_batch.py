@@ -23,6 +23,7 @@ from support import shapes
 from support.shapes import Shape
 
 from gluon.capture.objects import change_fields
+from gluon.errors import SourceError
 from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.naming import TableRef
@@ -246,3 +247,20 @@ def test_key_updates_toast_and_a_truncate_ship_as_the_scalar_decoder_ships_them(
         assert one_by_one == rare < len(ops)  # descriptions and the truncate only
         again, _ = _batched(world, "app", table, spec, limit, monkeypatch)
         assert again.num_rows == 0, f"{table}: its position was not saved past what it read"
+
+
+def test_a_malformed_message_fails_the_read_in_one_line(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message the batch decoder cannot frame (a COMMIT without its BEGIN) is a
+    SourceError naming the table, not a decoder exception."""
+    _run(world, "CREATE TABLE public.t (id INTEGER PRIMARY KEY)")
+    spec = _join(world, "public", "t")
+    commit = b"C" + bytes(25)
+    monkeypatch.setattr(
+        shared_batches, "slot_messages", lambda *_: iter([pa.array([commit], pa.binary())])
+    )
+    reader = SharedSlotReader(world.source, world.repo, "public.t", spec, spec.primary_key)
+    expected = r"^shared slot of public\.t: a COMMIT without its BEGIN$"
+    with pytest.raises(SourceError, match=expected):
+        reader.read(10)

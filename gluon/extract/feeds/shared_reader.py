@@ -217,7 +217,10 @@ class SharedSlotReader:
         while self._piece is None or not self._piece.left():
             if self._piece is not None:  # every change handed out: past the whole batch
                 self._read_to = self._piece.end(self._read_to)
-            batch = next(self._batches, None)
+            try:
+                batch = next(self._batches, None)
+            except pgoutput.ProtocolError as exc:  # framing: a malformed message
+                raise SourceError(f"shared slot of {self.table_key}: {exc}") from None
             if batch is None:
                 self._batches = self._piece = None
                 self._read_to = self._read_to.past(self._horizon)
