@@ -57,6 +57,8 @@ def runs_detail(side: str, best: Proc, in_process_s: float, runs: list[Proc]) ->
         f"{side}_in_process_s": in_process_s,
         f"{side}_peak_rss_mb": max(proc.peak_rss_mb for proc in runs),
         f"{side}_runs_s": [proc.seconds for proc in runs],
+        f"{side}_cpu_s": best.cpu_seconds,
+        f"{side}_runs_cpu_s": [proc.cpu_seconds for proc in runs],
     }
 
 

@@ -17,78 +17,105 @@ other database's changes: the order (PG_LOGICAL's changes and extraction first,
 then CHANGELOG's) keeps the CHANGELOG round's WAL behind the slot's next start
 only where it must be. Restoring the lake does not rewind the slot: every round
 makes new changes after the slot's position, as a round of the changelog's does.
+
+``ways`` may add a third lake, :data:`SHARED_SLOT`: PG_LOGICAL through the database's
+shared pgoutput slot (``--incremental-pg-logical-slot=database``, issue 33), its own figure
+against the same CHANGELOG runs (``python -m bench.logical_typed --shared-slot``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from bench import dataset
 from bench.harness import Figure, Proc, Results, Workspace, note, runs_detail
 from bench.items import ItemsLake
 from bench.scales import Scale
 
-METHODS = {"logical_pg": "PG_LOGICAL", "logical_changelog": "CHANGELOG"}
-"""Database (and gluon home) name of each lake, and its extraction method; PG_LOGICAL first."""
+
+@dataclass(frozen=True)
+class Way:
+    """One lake of the figure: its label, database (and gluon home) name, extraction
+    method and further enable options."""
+
+    label: str
+    database: str
+    method: str
+    options: tuple[str, ...] = ()
+
+
+CHANGELOG = Way("CHANGELOG", "logical_changelog", "CHANGELOG")
+WAYS = (Way("PG_LOGICAL", "logical_pg", "PG_LOGICAL"), CHANGELOG)
+"""The lakes of ``bench.run``'s figure; PG_LOGICAL first, CHANGELOG last."""
+SHARED_SLOT = Way(
+    "PG_LOGICAL shared slot",
+    "logical_shared",
+    "PG_LOGICAL",
+    ("--incremental-pg-logical-slot=database",),
+)
 TRANSACTION_ROWS = 10_000
 
 
-def run(workspace: Workspace, scale: Scale, results: Results) -> None:
-    lakes = {method: _build(workspace, name, method, scale) for name, method in METHODS.items()}
+def run(workspace: Workspace, scale: Scale, results: Results, ways: tuple[Way, ...] = WAYS) -> None:
+    """One figure per way but CHANGELOG (which must be the last), each against it; the
+    ways' rounds interleaved."""
+    assert ways[-1] == CHANGELOG
+    lakes = {way.label: _build(workspace, way, scale) for way in ways}
     try:
         for count in scale.extraction_changes:
-            runs: dict[str, list[tuple[Proc, float]]] = {method: [] for method in lakes}
+            runs: dict[str, list[tuple[Proc, float]]] = {label: [] for label in lakes}
             for _ in range(scale.repeats):
-                for method, lake in lakes.items():
+                for label, lake in lakes.items():
                     lake.home.restore("pristine")
                     changed = _update(lake.url, count, scale.base_rows)
-                    assert changed == count, (method, changed, count)
+                    assert changed == count, (label, changed, count)
                     proc = lake.extract()
                     inner = lake.last_extraction()
-                    assert inner["rows"] == count, (method, inner, count)
-                    runs[method].append((proc, inner["seconds"]))
+                    assert inner["rows"] == count, (label, inner, count)
+                    runs[label].append((proc, inner["seconds"]))
             best = {
-                method: min(pairs, key=lambda pair: pair[0].seconds)
-                for method, pairs in runs.items()
+                label: min(pairs, key=lambda pair: pair[0].seconds) for label, pairs in runs.items()
             }
-            logical, changelog = best["PG_LOGICAL"], best["CHANGELOG"]
-            results.add(
-                Figure(
-                    "log-based extraction",
-                    f"extract {count:,} changes, PG_LOGICAL",
-                    "changes/s",
-                    count / logical[0].seconds,
-                    count / changelog[0].seconds,
-                    "gluon CHANGELOG",
-                    higher_is_better=True,
-                    params={
-                        "changes": count,
-                        "repeats": scale.repeats,
-                        "rows_per_transaction": TRANSACTION_ROWS,
-                    },
-                    detail={
-                        **runs_detail(
-                            "pg_logical",
-                            logical[0],
-                            logical[1],
-                            [p for p, _ in runs["PG_LOGICAL"]],
-                        ),
-                        **runs_detail(
-                            "changelog",
-                            changelog[0],
-                            changelog[1],
-                            [p for p, _ in runs["CHANGELOG"]],
-                        ),
-                    },
+            changelog = best[CHANGELOG.label]
+            for label in [way.label for way in ways[:-1]]:
+                logical = best[label]
+                results.add(
+                    Figure(
+                        "log-based extraction",
+                        f"extract {count:,} changes, {label}",
+                        "changes/s",
+                        count / logical[0].seconds,
+                        count / changelog[0].seconds,
+                        "gluon CHANGELOG",
+                        higher_is_better=True,
+                        params={
+                            "changes": count,
+                            "repeats": scale.repeats,
+                            "rows_per_transaction": TRANSACTION_ROWS,
+                        },
+                        detail={
+                            **runs_detail(
+                                "pg_logical", logical[0], logical[1], [p for p, _ in runs[label]]
+                            ),
+                            **runs_detail(
+                                "changelog",
+                                changelog[0],
+                                changelog[1],
+                                [p for p, _ in runs[CHANGELOG.label]],
+                            ),
+                        },
+                    )
                 )
-            )
     finally:
         for lake in lakes.values():
             _drop_slots(lake.url)
             lake.drop()
 
 
-def _build(workspace: Workspace, name: str, method: str, scale: Scale) -> ItemsLake:
-    """``bench.items`` in database ``name``, offloaded with ``method`` enabled; saved as
+def _build(workspace: Workspace, way: Way, scale: Scale) -> ItemsLake:
+    """``bench.items`` in the way's database, offloaded with its method enabled; saved as
     ``pristine``."""
+    name, method = way.database, way.method
     url = workspace.server.create_database(name)
     created = dataset.create_items(url, scale.base_rows, scale.base_partitions)
     home = workspace.home(name, url)
@@ -100,9 +127,10 @@ def _build(workspace: Workspace, name: str, method: str, scale: Scale) -> ItemsL
         "--partition-columns=part",
         "--incremental-updates-enabled",
         f"--incremental-extraction-method={method}",
+        *way.options,
     )
     note(
-        f"{name}: {scale.base_rows:,} rows offloaded with {method} in {lake.offload.seconds:.1f} s"
+        f"{name}: {scale.base_rows:,} rows offloaded as {way.label} in {lake.offload.seconds:.1f} s"
     )
     home.save("pristine")
     return lake

@@ -8,7 +8,10 @@ measured before and after a change to the PG_LOGICAL read without the 1M round::
     python -m bench.logical_typed --scale small --changes 100000
 
 prints both methods' figures and their ratio, and writes
-``bench/results/results-<scale>-logical-<N>.json``.
+``bench/results/results-<scale>-logical-<N>.json``. ``--shared-slot`` adds a third lake,
+PG_LOGICAL through the database's shared pgoutput slot (issue 33 item 2), its rounds
+interleaved with the other two and its figure against the same CHANGELOG runs
+(``...-logical-shared-<N>.json``); each side's wall and process CPU seconds are printed.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.logical_typed", description=__doc__)
     parser.add_argument("--scale", choices=sorted(SCALES), default="small")
     parser.add_argument("--changes", type=int, nargs="+", default=[100_000])
+    parser.add_argument("--shared-slot", action="store_true")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = parser.parse_args(argv)
     scale = dataclasses.replace(SCALES[args.scale], extraction_changes=tuple(args.changes))
@@ -40,8 +44,12 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="gluon-bench-"))
     with Workspace(work) as workspace:
         info = machine(workspace)
-        logical.run(workspace, scale, results)
-    stem = "-".join([scale.name, "logical", *(str(n) for n in args.changes)])
+        ways = logical.WAYS
+        if args.shared_slot:
+            ways = (ways[0], logical.SHARED_SLOT, logical.CHANGELOG)
+        logical.run(workspace, scale, results, ways)
+    shared = ["shared"] if args.shared_slot else []
+    stem = "-".join([scale.name, "logical", *shared, *(str(n) for n in args.changes)])
     args.out.mkdir(parents=True, exist_ok=True)
     path = args.out / f"results-{stem}.json"
     output = {
@@ -57,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     for figure in results.figures:
         detail = figure.detail
         note(
-            f"{figure.name}: PG_LOGICAL {detail['pg_logical_wall_s']:.2f} s, CHANGELOG "
-            f"{detail['changelog_wall_s']:.2f} s, ratio {figure.ratio:.2f}"
+            f"{figure.name}: {detail['pg_logical_wall_s']:.2f} s (CPU "
+            f"{detail['pg_logical_cpu_s']:.2f} s), CHANGELOG {detail['changelog_wall_s']:.2f} s "
+            f"(CPU {detail['changelog_cpu_s']:.2f} s), ratio {figure.ratio:.2f}, CPU ratio "
+            f"{detail['pg_logical_cpu_s'] / max(detail['changelog_cpu_s'], 1e-9):.2f}"
         )
     note(f"wrote {path}")
     return 0

@@ -35,6 +35,7 @@ from gluon.source.pgoutput import (
 from gluon.source.pgoutput_columns import (
     BOOLEAN_TEXTS,
     PADDING,
+    ColumnValues,
     RelationChanges,
     big_endian,
     string_array,
@@ -97,21 +98,32 @@ class Batch:
     initial: dict[int, Relation]
     """The relations known before the batch's first message."""
 
-    def table(self, tables: set[int], names: list[str]) -> TableChanges:
+    def table(
+        self,
+        tables: set[int],
+        names: list[str],
+        keys: Sequence[str] = (),
+        shipped: np.ndarray | None = None,
+    ) -> TableChanges:
         """The changes of the relations ``tables`` (a table's oid, or its root's with
         ``publish_via_partition_root``), values in the order of ``names`` (a column the
         relation lacks is NULL; a DELETE or a key-only old row has its key, the rest NULL).
+        An UPDATE that changed any of ``keys`` is a DELETE of the old row and an INSERT of
+        the new (as :func:`gluon.source.pgoutput.table_rows` ships it). ``shipped`` (per
+        whole transaction): read those only (None: every whole one).
 
         Raises:
             UnloggedValueError: an UPDATE left a large value out and no old row holds it.
             ProtocolError: a change is malformed, or names a relation never described.
         """
         whole = self.transaction >= 0
+        if shipped is not None:
+            whole &= shipped[np.maximum(self.transaction, 0)]
         changed = np.flatnonzero(whole & np.isin(self.relation_ids, list(tables)))
         truncated = [
             at
             for at, truncate in self.truncates
-            if self.transaction[at] >= 0 and not tables.isdisjoint(truncate.relations)
+            if whole[at] and not tables.isdisjoint(truncate.relations)
         ]
         rows = changed
         if truncated:  # rare: a sort only then (np.union1d hashes a million rows)
@@ -119,6 +131,7 @@ class Batch:
         starts = np.zeros((len(names), len(rows)), dtype=np.int64)
         lengths = np.full((len(names), len(rows)), -1, dtype=np.int64)
         unlogged: tuple[int, list[str]] | None = None
+        split = _KeyUpdates(len(names), len(rows))
         for relation, messages in self._versions(changed, tables):
             # One relation definition and no TRUNCATE (the usual batch): its rows are all.
             at = slice(None) if len(messages) == len(rows) else np.searchsorted(rows, messages)
@@ -128,27 +141,35 @@ class Batch:
                 self.starts[messages],
                 self.ends[messages],
                 self.kinds[messages],
-            ).values()
+            ).values(keys)
             order = {column.name: index for index, column in enumerate(relation.columns)}
             for slot, name in enumerate(names):
                 if name in order:
                     starts[slot, at], lengths[slot, at] = values.column(order[name])
+            if values.key_changed is not None:
+                split.add(at, values, [order.get(name) for name in names])
             first = values.first_unlogged()
             if first is not None and (unlogged is None or messages[first[0]] < unlogged[0]):
                 unlogged = (int(messages[first[0]]), first[1])
         if unlogged is not None:
             raise UnloggedValueError(unlogged[1])
         transactions = self.transaction[rows]
+        if split.any():
+            ops, transactions, starts, lengths = split.expanded(
+                self.kinds[rows], transactions, starts, lengths
+            )
+        else:
+            ops = string_array(self.data, self.starts[rows], np.ones_like(rows))  # kind = gl_op
         # Where each change's transaction starts among the rows: carried from each boundary.
-        first_of_transaction = np.zeros(len(rows), dtype=np.int64)
+        first_of_transaction = np.zeros(len(transactions), dtype=np.int64)
         boundaries = np.flatnonzero(np.diff(transactions)) + 1
         first_of_transaction[boundaries] = boundaries
         np.maximum.accumulate(first_of_transaction, out=first_of_transaction)
         return TableChanges(
-            ops=string_array(self.data, self.starts[rows], np.ones_like(rows)),  # kind = gl_op
+            ops=ops,
             columns=[string_array(self.data, s, n) for s, n in zip(starts, lengths, strict=True)],
             transactions=transactions,
-            positions=np.arange(len(rows)) - first_of_transaction,
+            positions=np.arange(len(transactions)) - first_of_transaction,
         )
 
     def _versions(self, changed: np.ndarray, tables: set[int]) -> list[tuple[Relation, np.ndarray]]:
@@ -173,6 +194,56 @@ class Batch:
                     raise ProtocolError(f"a change of relation {oid} before its description")
                 groups.append((relation, run))
         return groups
+
+
+class _KeyUpdates:
+    """The UPDATEs of a table's rows that changed its key: each becomes a DELETE of its old
+    row, then an INSERT of its new row."""
+
+    def __init__(self, width: int, count: int) -> None:
+        self.rows = np.zeros(count, dtype=bool)
+        self.starts = np.zeros((width, count), dtype=np.int64)
+        self.lengths = np.full((width, count), -1, dtype=np.int64)
+
+    def add(self, at: slice | np.ndarray, values: ColumnValues, columns: list[int | None]) -> None:
+        """One relation definition's changes, at ``at`` among the rows; ``columns``: each
+        wanted name's index in the relation (None: not one of its columns)."""
+        assert values.key_changed is not None
+        self.rows[at] = values.key_changed
+        for slot, column in enumerate(columns):
+            if column is not None:
+                self.starts[slot, at], self.lengths[slot, at] = values.old_column(column)
+
+    def any(self) -> bool:
+        return bool(self.rows.any())
+
+    def expanded(
+        self, kinds: np.ndarray, transactions: np.ndarray, starts: np.ndarray, lengths: np.ndarray
+    ) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+        """The rows with a DELETE before each key-changing UPDATE, which becomes an INSERT:
+        ``gl_op``, transactions, value starts and lengths."""
+        split = self.rows
+        before = np.cumsum(split) - split  # the DELETEs placed before each row
+        count = len(split) + int(split.sum())
+        kept = np.arange(len(split)) + before + split
+        deletes = (np.arange(len(split)) + before)[split]
+        out_starts = np.zeros((len(starts), count), dtype=np.int64)
+        out_lengths = np.full((len(starts), count), -1, dtype=np.int64)
+        out_starts[:, kept], out_lengths[:, kept] = starts, lengths
+        out_starts[:, deletes] = self.starts[:, split]
+        out_lengths[:, deletes] = self.lengths[:, split]
+        ops = np.empty(count, dtype=np.uint8)
+        ops[kept] = kinds
+        ops[kept[split]] = _I
+        ops[deletes] = _D
+        out_transactions = np.empty(count, dtype=transactions.dtype)
+        out_transactions[kept] = transactions
+        out_transactions[deletes] = transactions[split]
+        offsets = np.arange(count + 1, dtype=np.int32)
+        op_texts = pa.Array.from_buffers(
+            pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(ops)]
+        )
+        return op_texts, out_transactions, out_starts, out_lengths
 
 
 def frame(

@@ -6,10 +6,12 @@ values cut from the batch's buffer into Arrow string arrays.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gluon.source.logical_values import _int64s
 from gluon.source.pgoutput import BOOL_OID, ProtocolError, Relation
@@ -54,9 +56,18 @@ class ColumnValues:
     unlogged: list[np.ndarray]
     """Per column: those of them whose old row does not hold it either."""
     names: list[str]
+    key_changed: np.ndarray | None = None
+    """Per change: an UPDATE whose old row's key differs from its new row's (shipped as a
+    DELETE of the old row and an INSERT of the new, as the scalar path ships it); None: none."""
+    old_starts: list[np.ndarray] = field(default_factory=list)
+    """Per column, with :attr:`key_changed`: each change's old row's value (the DELETE's)."""
+    old_lengths: list[np.ndarray] = field(default_factory=list)
 
     def column(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         return self.starts[index], self.lengths[index]
+
+    def old_column(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.old_starts[index], self.old_lengths[index]
 
     def first_unlogged(self) -> tuple[int, list[str]] | None:
         """The first change (index among the relation's) an UPDATE left a value out of,
@@ -96,7 +107,8 @@ class RelationChanges:
             kind = chr(self.kinds[rows[0]])
             raise ProtocolError(f"a truncated or malformed pgoutput {kind!r} message: {why}")
 
-    def values(self) -> ColumnValues:
+    def values(self, keys: Sequence[str] = ()) -> ColumnValues:
+        """Every column's values; with ``keys``, the UPDATEs that changed one of them."""
         marker = self.data[self.starts + 5]
         is_update, is_delete = self.kinds == _U, self.kinds == _D
         has_old = (is_update | is_delete) & ((marker == _KEY) | (marker == _OLD))
@@ -160,7 +172,67 @@ class RelationChanges:
             starts.append(start)
             lengths.append(length)
         names = [column.name for column in self.relation.columns]
-        return ColumnValues(starts, lengths, unchanged, unlogged, names)
+        found = ColumnValues(starts, lengths, unchanged, unlogged, names)
+        key_changed = self._key_changed(
+            keys,
+            old_rows,
+            new_rows,
+            (old_kinds, old_starts, old_lengths),
+            (new_kinds, new_starts, new_lengths),
+        )
+        if key_changed is not None:
+            found.key_changed = key_changed
+            for column in range(self.width):
+                start = np.zeros(count, dtype=np.int64)
+                length = np.full(count, -1, dtype=np.int64)
+                start[old_rows] = old_starts[column]
+                length[old_rows] = np.where(old_kinds[column] == _TEXT, old_lengths[column], -1)
+                if self.relation.columns[column].type_oid == BOOL_OID:
+                    start, length = _booleans(self.data, start, length)
+                found.old_starts.append(start)
+                found.old_lengths.append(length)
+        return found
+
+    def _key_changed(
+        self,
+        keys: Sequence[str],
+        old_rows: np.ndarray,
+        new_rows: np.ndarray,
+        old_tuples: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]],
+        new_tuples: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]],
+    ) -> np.ndarray | None:
+        """Per change: an UPDATE with an old row whose value of one of ``keys`` differs
+        from its new row's (kind, or text compared byte for byte); None if there is none."""
+        updates = old_rows[self.kinds[old_rows] == _U]
+        if not keys or not len(updates):
+            return None
+        in_old = np.searchsorted(old_rows, updates)
+        in_new = np.searchsorted(new_rows, updates)
+        order = {column.name: index for index, column in enumerate(self.relation.columns)}
+        changed = np.zeros(len(updates), dtype=bool)
+        for key in keys:
+            if key not in order:
+                continue  # NULL on both sides, as the scalar path compares it
+            column = order[key]
+            old_kind, new_kind = old_tuples[0][column][in_old], new_tuples[0][column][in_new]
+            old_length = old_tuples[2][column][in_old]
+            new_length = new_tuples[2][column][in_new]
+            texts = (old_kind == _TEXT) & (new_kind == _TEXT)
+            changed |= (old_kind != new_kind) | (texts & (old_length != new_length))
+            compared = np.flatnonzero(texts & (old_length == new_length))
+            if len(compared):
+                old = string_array(
+                    self.data, old_tuples[1][column][in_old][compared], old_length[compared]
+                )
+                new = string_array(
+                    self.data, new_tuples[1][column][in_new][compared], new_length[compared]
+                )
+                changed[compared] |= ~_booleans_of(pc.equal(old, new))
+        if not changed.any():
+            return None
+        found = np.zeros(len(self.starts), dtype=bool)
+        found[updates[changed]] = True
+        return found
 
     def _tuple(
         self, rows: np.ndarray, at: np.ndarray
@@ -197,6 +269,14 @@ class RelationChanges:
             lengths.append(length)
             at = following
         return kinds, starts, lengths, at
+
+
+def _booleans_of(array: pa.Array) -> np.ndarray:
+    """A boolean Arrow array without nulls as numpy, from its bitmap (``to_numpy`` would
+    make pyarrow import pandas)."""
+    bits = np.frombuffer(array.buffers()[1], dtype=np.uint8)
+    unpacked = np.unpackbits(bits, bitorder="little")
+    return unpacked[array.offset : array.offset + len(array)].astype(bool)
 
 
 def _booleans(

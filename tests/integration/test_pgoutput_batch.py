@@ -40,14 +40,16 @@ class Decoded:
     positions: list[int]
 
 
-def scalar(messages: list[bytes], tables: set[int], names: list[str]) -> Decoded:
+def scalar(
+    messages: list[bytes], tables: set[int], names: list[str], keys: tuple[str, ...] = ()
+) -> Decoded:
     """The scalar path as a feed uses it: each transaction's rows taken as it is yielded
     (so a change is read with the relation as described when it was made)."""
     relations: dict[int, Relation] = {}
     found = Decoded([], [], [], [])
     for transaction in pgoutput.transactions(messages, relations):
         assert transaction.commit is not None
-        ops, rows = pgoutput.table_rows(transaction, relations, tables, names)
+        ops, rows = pgoutput.table_rows(transaction, relations, tables, names, keys)
         commit = transaction.commit
         found.ops += ops
         found.rows += rows
@@ -57,10 +59,13 @@ def scalar(messages: list[bytes], tables: set[int], names: list[str]) -> Decoded
 
 
 def batched(
-    messages: list[bytes] | pa.Array | pa.ChunkedArray, tables: set[int], names: list[str]
+    messages: list[bytes] | pa.Array | pa.ChunkedArray,
+    tables: set[int],
+    names: list[str],
+    keys: tuple[str, ...] = (),
 ) -> Decoded:
     batch = frame(messages, {})
-    changes = batch.table(tables, names)
+    changes = batch.table(tables, names, keys)
     columns = [column.to_pylist() for column in changes.columns]
     at = changes.transactions
     lsns = zip(batch.commit_lsns[at], batch.end_lsns[at], strict=True)
@@ -246,6 +251,12 @@ def test_key_updates_truncates_and_a_column_added_mid_batch(order: sa.Engine) ->
     for oid in tables:  # one table of the two
         assert batched(messages, {oid}, names) == scalar(messages, {oid}, names)
     assert batched(messages, {_oid(order, "app.other")}, names) == Decoded([], [], [], [])
+    # With the key (as the shared slot's reader asks): an UPDATE of it is a DELETE of the
+    # old row and an INSERT, numbered in the transaction as the scalar path numbers them.
+    key = ("region", "select")
+    with_key = scalar(messages, tables, names, key)
+    assert with_key.ops.count("D") > expected.ops.count("D")
+    assert batched(messages, tables, names, key) == with_key
     # The same batch read through ADBC, as Arrow: the slot's buffer, no bytes per message.
     url = order.url.set(drivername="postgresql").render_as_string(hide_password=False)
     database = ArrowDatabase(url)
