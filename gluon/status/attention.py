@@ -23,6 +23,7 @@ from gluon.status.text import (
     run_label,
     set_aside_summary,
     wal_over_threshold,
+    wal_way_out,
 )
 
 ERROR = "error"
@@ -65,8 +66,8 @@ def _wal_retained(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
         return []
     message = (
         f"replication slot {slot.slot} makes the source keep {size(slot.retained_bytes or 0)} "
-        f"of WAL (threshold {limits.wal_retained_mb:g} MiB): run an extraction, or disable "
-        "incremental update (which drops the slot) before the source's disk fills"
+        f"of WAL (threshold {limits.wal_retained_mb:g} MiB): {wal_way_out(slot)}, before the "
+        "source's disk fills"
     )
     return [Finding(status.table_key, WARNING, "wal_retained", message)]
 

@@ -96,10 +96,21 @@ def wal_retained(slot: SlotBacklog, threshold_mb: float | None = None) -> str:
     if threshold_mb is not None and wal_over_threshold(slot, threshold_mb):
         text += (
             f"; WARNING: above {threshold_mb:g} MiB, the source keeps this WAL until an "
-            "extraction confirms it: run an extraction, or disable incremental update (which "
-            "drops the slot)"
+            f"extraction confirms it: {wal_way_out(slot)}"
         )
     return text
+
+
+def wal_way_out(slot: SlotBacklog) -> str:
+    """What releases the WAL ``slot`` keeps: a table's own slot goes with the table's
+    incremental update; a shared slot stays while any member table reads it."""
+    if slot.shared:
+        return (
+            "run an extraction of each table of the shared slot (a member further behind "
+            "than GLUON_PG_LOGICAL_MAX_RETAINED_WAL is left out at the next one's confirm), "
+            "or disable incremental update of the tables holding it back"
+        )
+    return "run an extraction, or disable incremental update (which drops the slot)"
 
 
 def backlog_line(backlog: Backlog | None) -> tuple[str, str]:

@@ -80,6 +80,25 @@ def status_json(run_cli: Callable[..., Result], table: str) -> dict[str, Any]:
     return status
 
 
+def test_a_shared_slot_past_the_wal_threshold_gives_a_members_way_out(
+    engine: sa.Engine, run_cli: Callable[..., Result], tmp_path: Path
+) -> None:
+    """Disabling one member does not drop a shared slot: the warning says what releases it."""
+    enable(run_cli, "app.orders")
+    enable(run_cli, "app.docs")
+    run(engine, "UPDATE app.orders SET v = 'w'")
+    status = ok(
+        run_cli("display_incremental_status", "-t", "app.orders", "--wal-retained-threshold=0")
+    )
+    assert "WARNING: above 0 MiB" in status.stdout, status.stdout
+    assert "each table of the shared slot" in status.stdout, status.stdout
+    assert "which drops the slot" not in status.stdout
+    out = tmp_path / "report"
+    ok(run_cli("offload_status_report", f"--output-dir={out}", "--wal-retained-threshold=0"))
+    (report,) = out.glob("*.txt")
+    assert "each table of the shared slot" in report.read_text()
+
+
 def test_status_and_report_count_each_member_from_one_decoding(
     engine: sa.Engine,
     run_cli: Callable[..., Result],

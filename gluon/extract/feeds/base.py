@@ -63,6 +63,8 @@ class SlotBacklog:
     or unknown)."""
     unknown_reason: str | None = None
     """Why ``pending`` and ``oldest`` are unknown."""
+    shared: bool = False
+    """The slot is the database's, shared by its member tables (not the table's own)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gluon.capture import changelog
 from gluon.extract.feeds import shared_slot
@@ -69,11 +69,13 @@ def members_backlog(
     for member in members:
         row = repo.slot_positions.get(member.table_key)
         behind = None if row is None or row.held else max(flushed - row.position, 0)
-        figures[member.table_key] = SlotBacklog(shared.slot, state.retained, behind, None, None)
+        figures[member.table_key] = SlotBacklog(
+            shared.slot, state.retained, behind, None, None, shared=True
+        )
         reason = unknown_reason(state, row, shared.slot)
         position = shared_slot.position_of(repo, member.table_key)
         if reason is not None or position is None:
-            figures[member.table_key] = _unknown(figures[member.table_key], reason or "")
+            figures[member.table_key] = with_unknown_reason(figures[member.table_key], reason or "")
             continue
         leaves = publication.table_leaves(source, member.spec.schema, member.spec.name)
         names = [column.name for column in member.spec.columns]
@@ -95,28 +97,15 @@ def members_backlog(
         if count.oldest is not None:
             oldest = changelog.OldestChange(count.oldest, source_now, read_at)
         if count.failure is not None:
-            figures[key] = _unknown(figures[key], count.failure)
+            figures[key] = with_unknown_reason(figures[key], count.failure)
         elif not complete:
             reason = (
                 f"more than the first {max_messages:,} messages of the shared slot hold: not "
                 "counted, that means decoding all the WAL the slot retains"
             )
-            figures[key] = SlotBacklog(
-                figures[key].slot,
-                figures[key].retained_bytes,
-                figures[key].unconfirmed_bytes,
-                None,
-                oldest,
-                reason,
-            )
+            figures[key] = replace(figures[key], oldest=oldest, unknown_reason=reason)
         else:
-            figures[key] = SlotBacklog(
-                figures[key].slot,
-                figures[key].retained_bytes,
-                figures[key].unconfirmed_bytes,
-                count.pending,
-                oldest,
-            )
+            figures[key] = replace(figures[key], pending=count.pending, oldest=oldest)
     return figures
 
 
@@ -171,10 +160,9 @@ def unknown_reason(state: publication.SlotState, row: SlotPosition | None, slot:
     return None
 
 
-def _unknown(figures: SlotBacklog, reason: str) -> SlotBacklog:
-    return SlotBacklog(
-        figures.slot, figures.retained_bytes, figures.unconfirmed_bytes, None, None, reason
-    )
+def with_unknown_reason(figures: SlotBacklog, reason: str) -> SlotBacklog:
+    """``figures`` with the table's pending changes unknown, for ``reason``."""
+    return replace(figures, pending=None, oldest=None, unknown_reason=reason)
 
 
 def _within(messages: Iterable[bytes], budget: list[int]) -> Iterator[bytes]:

@@ -30,9 +30,9 @@ from gluon.errors import SourceError, StateError
 from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.base import REBUILD_HINT, SlotBacklog
 from gluon.extract.feeds.pg_logical import POSITION_BITS, logical_sequence
+from gluon.extract.feeds.shared_backlog import unknown_reason, with_unknown_reason
 from gluon.faults import fault_point
 from gluon.repo import Repository
-from gluon.repo.slot_positions import SlotPosition
 from gluon.schema import TableSpec
 from gluon.source import pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
@@ -187,14 +187,14 @@ class SharedSlotReader:
         flushed = publication.wal_flush_position(self.source)
         row = self.repo.slot_positions.get(self.table_key)
         behind = None if row is None or row.held else max(flushed - row.position, 0)
-        figures = SlotBacklog(shared.slot, state.retained, behind, None, None)
-        reason = _unknown_reason(state, row, shared.slot)
+        figures = SlotBacklog(shared.slot, state.retained, behind, None, None, shared=True)
+        reason = unknown_reason(state, row, shared.slot)
         if reason is not None:
-            return _with_reason(figures, reason)
+            return with_unknown_reason(figures, reason)
         try:
             self._read_to = self.start()
         except StateError as exc:
-            return _with_reason(figures, str(exc))
+            return with_unknown_reason(figures, str(exc))
         budget = [max_messages]
         self._open(budget)
         count = 0
@@ -202,12 +202,12 @@ class SharedSlotReader:
             part = self._hand_out(piece, len(piece.changes))
             count += len(part.changes)
         if not budget[0]:
-            return _with_reason(
+            return with_unknown_reason(
                 figures,
                 f"more than the first {max_messages:,} messages of the shared slot hold: not "
                 "counted, that means decoding all the WAL the slot retains",
             )
-        return SlotBacklog(shared.slot, state.retained, behind, count, None)
+        return SlotBacklog(shared.slot, state.retained, behind, count, None, shared=True)
 
     def _current(self) -> Piece | None:
         """The table's changes not yet handed out in the batch being read, the next batch's
@@ -267,26 +267,3 @@ def _empty(schema: pa.Schema) -> pa.Table:
     import pyarrow as pa
 
     return pa.Table.from_batches([], schema=schema)
-
-
-def _unknown_reason(
-    state: publication.SlotState, row: SlotPosition | None, slot: str
-) -> str | None:
-    """Why a table's backlog in the shared slot cannot be counted now (None: it can)."""
-    if row is None:
-        return f"the table has no position in shared slot {slot}"
-    if state.plugin is None:
-        return f"shared replication slot {slot} is missing: changes were not captured since"
-    if row.released_reason is not None:
-        return row.released_reason
-    if row.held:
-        return "the table is joining the shared slot (its enable did not finish)"
-    if state.reader is not None:
-        return f"process {state.reader} is reading the slot (an extraction): run status again"
-    return None
-
-
-def _with_reason(figures: SlotBacklog, reason: str) -> SlotBacklog:
-    return SlotBacklog(
-        figures.slot, figures.retained_bytes, figures.unconfirmed_bytes, None, None, reason
-    )
