@@ -65,20 +65,23 @@ BENCH_APPLICATION = "gluon-bench"
 _BENCH_CONNECTIONS = {"application_name": BENCH_APPLICATION}
 
 
-def _prepare(url: str, home: Path, names: list[str]) -> None:
+def _prepare(url: str, home: Path, names: list[str], slot: str) -> None:
     create_tables(url, names)
     os.environ["OFFLOAD_HOME"] = str(home)
     from support.cli import run_cli  # in this process: one start-up for every table
 
     for number, name in enumerate(names):
+        method = method_of(number)
+        scope = [f"--incremental-pg-logical-slot={slot}"] if method == "PG_LOGICAL" else []
         result = run_cli(
             "offload",
             "-t",
             f"app.{name}",
             "-x",
             "--incremental-updates-enabled",
-            f"--incremental-extraction-method={method_of(number)}",
+            f"--incremental-extraction-method={method}",
             f"--incremental-merge-mode={merge_mode_of(number)}",
+            *scope,
         )
         if result.exit_code:
             raise RuntimeError(f"enabling app.{name} failed: {result.stderr}")
@@ -171,6 +174,15 @@ def _rss_mb(pid: int) -> float | None:
         return None
     found = re.search(r"VmRSS:\s+(\d+) kB", status)
     return round(int(found.group(1)) / 1024, 1) if found else None
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of process ``pid`` (all its threads) so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _backlog_samples(port: int) -> int | None:
@@ -274,6 +286,7 @@ def measure(
         idle_samples = len(sampler.samples)
 
         writer = _Writer(url, names, arguments.rate)
+        load_cpu, load_started = _cpu_seconds(service.pid), time.monotonic()
         writer.start()
         time.sleep(arguments.seconds)
         writer.halt.set()
@@ -292,6 +305,7 @@ def measure(
             if len(lags) >= expected:
                 break
             time.sleep(2)
+        load_cpu_end, load_seconds = _cpu_seconds(service.pid), time.monotonic() - load_started
     finally:
         sampler.halt.set()
         sampler.join()
@@ -333,6 +347,11 @@ def measure(
         "lag_p95_s": _percentile(lags, 0.95),
         "lag_p99_s": _percentile(lags, 0.99),
         "failed_runs": failed,
+        # The service's CPU (all threads) from the writer's start to the lake holding it all.
+        "load_wall_s": round(load_seconds, 1),
+        "load_service_cpu_s": (
+            None if load_cpu is None or load_cpu_end is None else round(load_cpu_end - load_cpu, 1)
+        ),
         "status_report_s": round(report_seconds, 2),
         "status_report_exit": report.returncode,
     }
@@ -347,6 +366,12 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=1.0, help="extraction interval (s)")
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument(
+        "--pg-logical-slot",
+        choices=("table", "database"),
+        default="table",
+        help="the PG_LOGICAL tables' slots: one each, or their database's shared slot",
+    )
+    parser.add_argument(
         "--profile-report", type=Path, default=None, help="cProfile offload_status_report here"
     )
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-service")
@@ -355,7 +380,7 @@ def main() -> None:
     with service_home("bench_service_scale") as (url, home):
         names = [f"s{number:03d}" for number in range(arguments.tables)]
         began = time.monotonic()
-        _prepare(url, home, names)
+        _prepare(url, home, names, arguments.pg_logical_slot)
         print(f"prepared {len(names)} tables in {time.monotonic() - began:.0f} s", flush=True)
         figure = measure(url, home, names, arguments)
     print(json.dumps(figure), flush=True)
