@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gluon.errors import SourceError, StateError
-from gluon.extract.feeds import shared_slot
+from gluon.extract.feeds import shared_pass, shared_slot
 from gluon.extract.feeds.base import REBUILD_HINT, SlotBacklog
 from gluon.extract.feeds.pg_logical import POSITION_BITS, logical_sequence
 from gluon.faults import fault_point
@@ -126,8 +126,11 @@ class SharedSlotReader:
         that many messages, the count left in it (0: stopped early)."""
         shared = shared_slot.shared_slot(self.source, self.repo)
         self._leaves = publication.table_leaves(self.source, self.spec.schema, self.spec.name)
-        self._horizon = publication.wal_flush_position(self.source)
-        chunks = publication.stream_database_slot(self.source, shared, self._horizon)
+        self._horizon, chunks = shared_pass.stream(  # a replay inside a service pass
+            shared.slot,
+            lambda: publication.wal_flush_position(self.source),
+            lambda horizon: publication.stream_database_slot(self.source, shared, horizon),
+        )
         messages: Iterable[bytes] = (message for chunk in chunks for message in chunk)
         if budget is not None:
             messages = _within(messages, budget)
