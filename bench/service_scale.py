@@ -65,7 +65,7 @@ BENCH_APPLICATION = "gluon-bench"
 _BENCH_CONNECTIONS = {"application_name": BENCH_APPLICATION}
 
 
-def _prepare(url: str, home: Path, names: list[str], slot: str) -> None:
+def _prepare(url: str, home: Path, names: list[str], slot: str = "table") -> None:
     create_tables(url, names)
     os.environ["OFFLOAD_HOME"] = str(home)
     from support.cli import run_cli  # in this process: one start-up for every table
