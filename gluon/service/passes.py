@@ -5,8 +5,9 @@ Every member of a shared slot that extracts alone decodes the slot up to its own
 N members due in a pass decoded the same WAL N times. When the scheduler picks a member's
 extraction, it takes with it every other member that is not running and is due, or due
 within half its interval (so the members' runs line up after one pass, and stay lined up:
-each is next due an interval after the pass started); the worker runs them one after the
-other inside ``shared_pass.one_decoding`` (the first decodes, the others replay it). Each
+each is next due an interval after the pass started), up to :data:`MOST_IN_A_PASS` in all;
+the worker runs them one after the other inside ``shared_pass.one_decoding`` (the first
+decodes, the others replay it). Each
 member's run is its own extraction (its lock, run row, Delta commit, position saved and
 slot confirmed), so each is reported, counted and scheduled as if it had run alone.
 """
@@ -19,6 +20,11 @@ from collections.abc import Mapping
 from gluon.service.schedule import Action, TableSchedule
 
 Run = tuple[TableSchedule, Action]
+
+MOST_IN_A_PASS = 8
+"""Members extracted in a row from one decoding, at most: the last of a pass ships up to the
+first's horizon, so a long pass would add its own length to their lag (8 runs: a few
+seconds); 40 members due take 5 decodings instead of 40."""
 
 
 def in_passes(
@@ -47,6 +53,8 @@ def in_passes(
         group: list[Run] = [(schedule, action)]
         if action is Action.EXTRACTION and shares_a_stream.get(key, False):
             for sibling in schedules:
+                if len(group) >= MOST_IN_A_PASS:
+                    break
                 other = sibling.table.key
                 if other == key or not shares_a_stream.get(other, False):
                     continue

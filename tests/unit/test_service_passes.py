@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
+
 from gluon.naming import TableRef
+from gluon.service import passes
 from gluon.service.config import TableConfig, VerifySchedule
 from gluon.service.passes import in_passes
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
@@ -67,4 +70,15 @@ def test_a_sibling_chosen_on_its_own_or_verifying_is_not_taken_twice() -> None:
     chosen = [(first, Action.EXTRACTION)]
     assert keys(in_passes(chosen, schedules, busy_verify, shares, T0)) == [
         ["S.M1:extraction", "S.M3:extraction"]
+    ]
+
+
+def test_a_pass_takes_at_most_its_share_of_members(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(passes, "MOST_IN_A_PASS", 2)
+    schedules = [schedule(f"S.M{number}", 90) for number in range(5)]
+    shares = {item.table.key: True for item in schedules}
+    chosen = due_runs(schedules, T0, set(), 3)  # the second is in the first's pass
+    assert keys(in_passes(chosen, schedules, set(), shares, T0)) == [
+        ["S.M0:extraction", "S.M1:extraction"],
+        ["S.M2:extraction", "S.M3:extraction"],
     ]
