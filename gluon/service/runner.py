@@ -23,7 +23,7 @@ from functools import partial
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import GluonError, LockHeldError, UsageError
-from gluon.extract.feeds import shared_pass
+from gluon.extract import shared_pass
 from gluon.lake.session import first_line, open_session
 from gluon.repo import Repository
 from gluon.repo.common import now as repository_now

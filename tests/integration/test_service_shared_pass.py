@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from support.incremental import lake_rows
 
 from gluon.config import load_settings
-from gluon.extract.feeds import shared_pass
+from gluon.extract import shared_pass
 from gluon.repo import Repository
 from gluon.service.config import load_config
 from gluon.service.metrics import ServiceMetrics

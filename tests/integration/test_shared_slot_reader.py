@@ -25,7 +25,8 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
-from gluon.extract.feeds import shared_pass, shared_slot
+from gluon.extract import shared_pass
+from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.naming import TableRef
@@ -317,7 +318,7 @@ def test_a_pass_too_long_to_keep_decodes_again(
 
 PASS_CHILD = """
 import json, sys
-from gluon.extract.feeds import shared_pass
+from gluon.extract import shared_pass
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.naming import TableRef
 from gluon.repo import Repository

@@ -140,7 +140,7 @@ class ChangeFeed(Protocol):
     def reads_shared_stream(objects: Sequence[source_objects.SourceObjectRef]) -> bool:
         """The table's changes come from one stream with other tables of its database (a
         shared slot): the service extracts those tables in a row from one decoding
-        (``gluon.extract.feeds.shared_pass``), and reading the stream is not a turn the
+        (``gluon.extract.shared_pass``), and reading the stream is not a turn the
         lag reader takes (it does not read it). No database access."""
         ...
 

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gluon.errors import SourceError, StateError
-from gluon.extract.feeds import shared_pass, shared_slot
+from gluon.extract import shared_pass
+from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.base import REBUILD_HINT, SlotBacklog
 from gluon.extract.feeds.pg_logical import POSITION_BITS, logical_sequence
 from gluon.faults import fault_point
