@@ -185,6 +185,27 @@ def _cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _slot_decoding(url: str) -> dict[str, int]:
+    """What the server's logical decoding sent the output plugins of every slot, summed over
+    the slots and every decoding (``pg_stat_replication_slots``, PostgreSQL 14+): N readers
+    decoding the same WAL count it N times. Read once the service's sessions ended (each
+    reports its counts at exit at the latest)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, pool_size=1, connect_args=_BENCH_CONNECTIONS)
+    try:
+        with engine.connect() as db:
+            txns, size = db.execute(
+                sa.text(
+                    "SELECT coalesce(sum(total_txns), 0), coalesce(sum(total_bytes), 0) "
+                    "FROM pg_stat_replication_slots"
+                )
+            ).one()
+    finally:
+        engine.dispose()
+    return {"transactions": int(txns), "bytes": int(size)}
+
+
 def _backlog_samples(port: int) -> int | None:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
@@ -311,6 +332,7 @@ def measure(
         sampler.join()
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=600)
+    decoded = _slot_decoding(url)
     started = time.monotonic()
     profile = (
         ["-m", "cProfile", "-o", str(arguments.profile_report)] if arguments.profile_report else []
@@ -347,6 +369,9 @@ def measure(
         "lag_p95_s": _percentile(lags, 0.95),
         "lag_p99_s": _percentile(lags, 0.99),
         "failed_runs": failed,
+        # Every slot's decoded transactions and bytes, over the whole run (enable included).
+        "slots_decoded_transactions": decoded["transactions"],
+        "slots_decoded_mb": round(decoded["bytes"] / 2**20, 1),
         # The service's CPU (all threads) from the writer's start to the lake holding it all.
         "load_wall_s": round(load_seconds, 1),
         "load_service_cpu_s": (
