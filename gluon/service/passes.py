@@ -21,10 +21,11 @@ from gluon.service.schedule import Action, TableSchedule
 
 Run = tuple[TableSchedule, Action]
 
-MOST_IN_A_PASS = 8
+MOST_IN_A_PASS = 50
 """Members extracted in a row from one decoding, at most: the last of a pass ships up to the
-first's horizon, so a long pass would add its own length to their lag (8 runs: a few
-seconds); 40 members due take 5 decodings instead of 40."""
+first's horizon, so a pass adds its own length to their lag, while each decoding more makes
+the server decode the database's WAL again (a pass of 40 members is a few seconds; 8 a pass
+measured no better: bench/README.md)."""
 
 
 def in_passes(
