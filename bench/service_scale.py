@@ -65,20 +65,23 @@ BENCH_APPLICATION = "gluon-bench"
 _BENCH_CONNECTIONS = {"application_name": BENCH_APPLICATION}
 
 
-def _prepare(url: str, home: Path, names: list[str]) -> None:
+def _prepare(url: str, home: Path, names: list[str], slot: str = "table") -> None:
     create_tables(url, names)
     os.environ["OFFLOAD_HOME"] = str(home)
     from support.cli import run_cli  # in this process: one start-up for every table
 
     for number, name in enumerate(names):
+        method = method_of(number)
+        scope = [f"--incremental-pg-logical-slot={slot}"] if method == "PG_LOGICAL" else []
         result = run_cli(
             "offload",
             "-t",
             f"app.{name}",
             "-x",
             "--incremental-updates-enabled",
-            f"--incremental-extraction-method={method_of(number)}",
+            f"--incremental-extraction-method={method}",
             f"--incremental-merge-mode={merge_mode_of(number)}",
+            *scope,
         )
         if result.exit_code:
             raise RuntimeError(f"enabling app.{name} failed: {result.stderr}")
@@ -171,6 +174,36 @@ def _rss_mb(pid: int) -> float | None:
         return None
     found = re.search(r"VmRSS:\s+(\d+) kB", status)
     return round(int(found.group(1)) / 1024, 1) if found else None
+
+
+def _cpu_seconds(pid: int) -> float | None:
+    """User plus system CPU time of process ``pid`` (all its threads) so far."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _slot_decoding(url: str) -> dict[str, int]:
+    """What the server's logical decoding sent the output plugins of every slot, summed over
+    the slots and every decoding (``pg_stat_replication_slots``, PostgreSQL 14+): N readers
+    decoding the same WAL count it N times. Read once the service's sessions ended (each
+    reports its counts at exit at the latest)."""
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(url, pool_size=1, connect_args=_BENCH_CONNECTIONS)
+    try:
+        with engine.connect() as db:
+            txns, size = db.execute(
+                sa.text(
+                    "SELECT coalesce(sum(total_txns), 0), coalesce(sum(total_bytes), 0) "
+                    "FROM pg_stat_replication_slots"
+                )
+            ).one()
+    finally:
+        engine.dispose()
+    return {"transactions": int(txns), "bytes": int(size)}
 
 
 def _backlog_samples(port: int) -> int | None:
@@ -274,6 +307,7 @@ def measure(
         idle_samples = len(sampler.samples)
 
         writer = _Writer(url, names, arguments.rate)
+        load_cpu, load_started = _cpu_seconds(service.pid), time.monotonic()
         writer.start()
         time.sleep(arguments.seconds)
         writer.halt.set()
@@ -292,11 +326,13 @@ def measure(
             if len(lags) >= expected:
                 break
             time.sleep(2)
+        load_cpu_end, load_seconds = _cpu_seconds(service.pid), time.monotonic() - load_started
     finally:
         sampler.halt.set()
         sampler.join()
         service.send_signal(signal.SIGTERM)
         service.wait(timeout=600)
+    decoded = _slot_decoding(url)
     started = time.monotonic()
     profile = (
         ["-m", "cProfile", "-o", str(arguments.profile_report)] if arguments.profile_report else []
@@ -333,6 +369,14 @@ def measure(
         "lag_p95_s": _percentile(lags, 0.95),
         "lag_p99_s": _percentile(lags, 0.99),
         "failed_runs": failed,
+        # Every slot's decoded transactions and bytes, over the whole run (enable included).
+        "slots_decoded_transactions": decoded["transactions"],
+        "slots_decoded_mb": round(decoded["bytes"] / 2**20, 1),
+        # The service's CPU (all threads) from the writer's start to the lake holding it all.
+        "load_wall_s": round(load_seconds, 1),
+        "load_service_cpu_s": (
+            None if load_cpu is None or load_cpu_end is None else round(load_cpu_end - load_cpu, 1)
+        ),
         "status_report_s": round(report_seconds, 2),
         "status_report_exit": report.returncode,
     }
@@ -347,6 +391,12 @@ def main() -> None:
     parser.add_argument("--interval", type=float, default=1.0, help="extraction interval (s)")
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument(
+        "--pg-logical-slot",
+        choices=("table", "database"),
+        default="table",
+        help="the PG_LOGICAL tables' slots: one each, or their database's shared slot",
+    )
+    parser.add_argument(
         "--profile-report", type=Path, default=None, help="cProfile offload_status_report here"
     )
     parser.add_argument("--out", type=Path, default=Path(tempfile.gettempdir()) / "bench-service")
@@ -355,7 +405,7 @@ def main() -> None:
     with service_home("bench_service_scale") as (url, home):
         names = [f"s{number:03d}" for number in range(arguments.tables)]
         began = time.monotonic()
-        _prepare(url, home, names)
+        _prepare(url, home, names, arguments.pg_logical_slot)
         print(f"prepared {len(names)} tables in {time.monotonic() - began:.0f} s", flush=True)
         figure = measure(url, home, names, arguments)
     print(json.dumps(figure), flush=True)

@@ -23,6 +23,7 @@ from functools import partial
 
 from gluon.config import EngineKind, Settings
 from gluon.errors import GluonError, LockHeldError, UsageError
+from gluon.extract import shared_pass
 from gluon.lake.session import first_line, open_session
 from gluon.repo import Repository
 from gluon.repo.common import now as repository_now
@@ -32,8 +33,9 @@ from gluon.service.config import ServiceConfig, TableConfig
 from gluon.service.continuous import CompactionTurns, ContinuousTable, batch_files, fold
 from gluon.service.lag import table_lag
 from gluon.service.metrics import ServiceMetrics
+from gluon.service.passes import Run, in_passes
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
-from gluon.service.slots import SlotTurns, reads_a_slot
+from gluon.service.slots import SlotTurns, reads_a_slot, shares_a_stream
 from gluon.status.incremental_status import ChangelogCounter
 
 log = logging.getLogger(__name__)
@@ -171,6 +173,9 @@ class Service:
         self._shipped_last: set[str] = set()
         """Tables whose last extraction shipped changes: under load more are waiting, so the
         next run skips the count that would only say so (``nothing_waiting``)."""
+        self._shares_a_stream: dict[str, bool] = {}
+        """Tables whose extraction reads a stream shared with others (a shared slot), as
+        their last extraction found: their due extractions run in a row (``passes``)."""
         self._totals_lock = threading.Lock()
         """Continuous loops count their runs from their own threads."""
 
@@ -206,7 +211,7 @@ class Service:
         continuous = {
             (table.key, Action.EXTRACTION) for table in self.config.tables if table.continuous
         }
-        running: dict[Future[RunReport], tuple[TableSchedule, Action]] = {}
+        running: dict[Future[list[RunReport]], list[Run]] = {}
         flushed = time.monotonic()
         with ThreadPoolExecutor(self.parallel, thread_name_prefix="gluon-run") as pool:
             while not stop.is_set():
@@ -214,28 +219,30 @@ class Service:
                     self.checks.flush()
                     flushed = time.monotonic()
                 now = self.clock()
-                busy = {(schedule.table.key, action) for schedule, action in running.values()}
+                busy = {
+                    (schedule.table.key, action)
+                    for runs in running.values()
+                    for schedule, action in runs
+                }
                 busy |= continuous  # their own loops extract them
                 busy |= {  # a fold runs: the scheduled compaction waits for its end
                     (table.key, Action.COMPACTION)
                     for table in self.config.tables
                     if table.continuous and self.compaction_turns.busy(table.key)
                 }
-                for schedule, action in due_runs(
-                    schedules, now, busy, self.parallel - len(running)
-                ):
-                    future = pool.submit(self._run, schedule.table, action, now, stop)
-                    running[future] = (schedule, action)
+                chosen = due_runs(schedules, now, busy, self.parallel - len(running))
+                for runs in in_passes(chosen, schedules, busy, self._shares_a_stream, now):
+                    running[pool.submit(self._run_pass, runs, now, stop)] = runs
                 if running:
                     done, _ = wait(list(running), timeout=TICK_SECONDS, return_when=FIRST_COMPLETED)
                     for future in done:
-                        self._ended(running.pop(future), future.result())
+                        self._passed(running.pop(future), future.result())
                 else:
                     stop.wait(TICK_SECONDS)
             if running:
                 log.info("stopping: waiting for %d running runs to end", len(running))
             for future in list(running):
-                self._ended(running.pop(future), future.result())
+                self._passed(running.pop(future), future.result())
         for loop in loops:
             loop.join()
         return self.totals
@@ -289,7 +296,27 @@ class Service:
         except GluonError as exc:  # each run reports it again, as its own failure
             log.warning("the lake engine did not start: %s", exc)
 
-    def _ended(self, started: tuple[TableSchedule, Action], report: RunReport) -> None:
+    def _run_pass(
+        self, runs: list[Run], started: dt.datetime, stop: threading.Event
+    ) -> list[RunReport]:
+        """One run, or shared-stream members' extractions in a row from one decoding (each
+        its own run; none starts once ``stop`` is set)."""
+        if len(runs) == 1:
+            schedule, action = runs[0]
+            return [self._run(schedule.table, action, started, stop)]
+        reports: list[RunReport] = []
+        with shared_pass.one_decoding():
+            for schedule, action in runs:
+                if reports and stop.is_set():
+                    break
+                reports.append(self._run(schedule.table, action, started, stop))
+        return reports
+
+    def _passed(self, runs: list[Run], reports: list[RunReport]) -> None:
+        for started, report in zip(runs, reports, strict=False):  # fewer: stopped in a pass
+            self._ended(started, report)
+
+    def _ended(self, started: Run, report: RunReport) -> None:
         schedule, action = started
         if action is Action.EXTRACTION:
             schedule.extraction_ran(report.started)
@@ -354,6 +381,7 @@ class Service:
 
         state = Repository(self.settings.repo_url).incremental.get_state(table.key)
         enablement = None if state is None else state.enablement_id
+        self._shares_a_stream[table.key] = state is not None and shares_a_stream(state)
         full_run_due = time.monotonic() >= self._full_run_at.get(table.key, 0.0)
         known_busy = table.key in self._shipped_last
         if not full_run_due and not known_busy and nothing_waiting(self.settings, table.key):
@@ -441,8 +469,9 @@ class Service:
                 repo = Repository(self.settings.repo_url)
                 # A new counter each round: it remembers a failure to connect.
                 counter = ChangelogCounter(self.settings.source_url, self.settings.source_timeouts)
-                for table in self.config.tables:
-                    self._read_lag(repo, table.key, counter)
+                with shared_pass.one_decoding():  # a shared slot read once for its members
+                    for table in self.config.tables:
+                        self._read_lag(repo, table.key, counter)
             except Exception:  # gauges go stale, the service goes on
                 log.warning("reading the lag of the tables failed", exc_info=True)
             stop.wait(LAG_REFRESH_SECONDS)

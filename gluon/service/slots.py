@@ -16,13 +16,23 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from gluon.extract.feeds import FEEDS
+from gluon.extract.feeds.base import capture_objects
 from gluon.methods import get_method
 from gluon.repo.incremental import IncrementalState
 
 
 def reads_a_slot(state: IncrementalState) -> bool:
-    """Reading the table's backlog and extracting it take turns (a replication slot)."""
-    return FEEDS[get_method(state.method).change_reader].exclusive_reads
+    """Reading the table's backlog and extracting it take turns (a table's own replication
+    slot). Not a table of its database's shared slot: the lag reader does not peek that one
+    (its members' backlog comes from their positions), so its extractions never wait for it."""
+    feed = FEEDS[get_method(state.method).change_reader]
+    return feed.exclusive_reads and not feed.reads_shared_stream(capture_objects(state))
+
+
+def shares_a_stream(state: IncrementalState) -> bool:
+    """The table reads a stream shared with other tables of its database (a shared slot):
+    the service extracts the due ones in a row from one decoding (``gluon.service.passes``)."""
+    return FEEDS[get_method(state.method).change_reader].reads_shared_stream(capture_objects(state))
 
 
 class SlotTurns:

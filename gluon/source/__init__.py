@@ -36,7 +36,7 @@ import sqlalchemy as sa
 
 from gluon.config import Settings, SourceTimeouts, parse_database_url
 from gluon.errors import ConfigError, UnsupportedError
-from gluon.reuse import kept
+from gluon.reuse import keeping, kept
 from gluon.source.base import SourceDialect, registered_dialects
 
 DIALECT_MODULES: dict[str, str] = {
@@ -125,6 +125,8 @@ def _connect(url: str, bounds: SourceTimeouts) -> SourceDialect:
     except UnsupportedError as exc:  # a setting to correct: a usage error (exit 2)
         raise ConfigError(f"GLUON_SOURCE_URL: {exc}") from None
     options = cls.engine_options()
+    if keeping():  # one worker's (the service): a nested statement's connection is not kept
+        options = {"pool_size": 1, **options}
     connect_args = {**options.get("connect_args", {}), **cls.timeout_connect_args(parsed, bounds)}
     try:
         engine = sa.create_engine(parsed, **{**options, "connect_args": connect_args})

@@ -11,7 +11,7 @@ import math
 import re
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import quote
 
@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import psycopg
 from gluon.config import SourceTimeouts
 from gluon.errors import SourceError, UnsupportedError, UsageError
 from gluon.naming import TableRef
-from gluon.reuse import keeping
+from gluon.reuse import shared_pool
 from gluon.schema import MAX_DECIMAL_PRECISION, Column, TableSpec, decimal_type
 from gluon.source.base import PartitionBound, SourceDialect, Subpartition, _first_line
 
@@ -93,6 +93,13 @@ _RANGE_BOUND = re.compile(r"^FOR VALUES FROM \((.*)\) TO \((.*)\)$", re.S)
 _LIST_BOUND = re.compile(r"^FOR VALUES IN \((.*)\)$", re.S)
 _LITERAL = re.compile(r"\s*('(?:[^']|'')*'|[^,]+)\s*(?:,|$)")
 _SNAPSHOT_NAME = re.compile(r"^[0-9A-F]+(-[0-9A-F]+)+$", re.I)
+SERVICE_ARROW_CONNECTIONS = 2
+"""The ADBC connections the service's threads share for their Arrow reads (each held for
+one read's stream): with one SQLAlchemy connection a thread, the service's bound is
+``--parallel`` plus a constant (docs/operations.md, "Connections")."""
+SERVICE_ARROW_WAIT_SECONDS = 600.0
+"""How long a read waits for a free one (holders wait for nothing of the pool's; a read a
+lock holds is ended by the source's lock and statement timeouts first)."""
 
 
 def _is_integer(value: object) -> bool:
@@ -307,26 +314,34 @@ class PostgreSQLSource(SourceDialect):
         Creating ADBC's database object loads the server's type catalog (~0.2 s, ten times a
         libpq connection; an extraction of 1M changes reads ten batches): the first read
         creates it with an idle autocommit connection that owns it, until this source is
-        dropped; each read clones a connection from it. In the service (``gluon.reuse``),
-        where this source is one worker's for the process, a read without a snapshot to
-        import runs on that autocommit connection itself: one ADBC connection a worker.
+        dropped; each read clones a connection from it. In the service (``gluon.reuse``), a
+        read without a snapshot to import borrows an autocommit connection of the process's
+        pool instead: at most :data:`SERVICE_ARROW_CONNECTIONS` for all its threads.
         """
-        from gluon.source.adbc import ArrowDatabase, error_type
+        from gluon.source.adbc import ArrowDatabase
 
+        uri = self._libpq_uri
+        pool = None
+        if self._snapshot is None:
+            pool = shared_pool(
+                ("arrow", uri),
+                lambda: ArrowDatabase(uri),
+                ArrowDatabase.close,
+                SERVICE_ARROW_CONNECTIONS,
+            )
+        if pool is not None:
+            with ExitStack() as stack:
+                try:
+                    root = stack.enter_context(pool.borrow(SERVICE_ARROW_WAIT_SECONDS))
+                except TimeoutError as exc:
+                    raise SourceError(f"reading from the source: {exc}") from None
+                yield root
+            return
         if self._arrow_root is None or self._arrow_root_uri != self._libpq_uri:
             self._close_arrow_root()
             self._arrow_root = ArrowDatabase(self._libpq_uri)
             self._arrow_root_uri = self._libpq_uri
             self._close_arrow_root = weakref.finalize(self, self._arrow_root.close)
-        if self._snapshot is None and keeping():
-            try:
-                yield self._arrow_root
-            except error_type():
-                # The connection may be gone (a restarted server): the next read opens anew.
-                self._close_arrow_root()
-                self._arrow_root = None
-                raise
-            return
         with self._arrow_root.transaction() as connection:
             yield connection
 

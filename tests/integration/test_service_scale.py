@@ -45,8 +45,9 @@ QUIET = TABLES[-1]
 WRITTEN = TABLES[:-1]
 ROWS = 10
 PARALLEL = 4
-CONNECTION_BOUND = 3 * (PARALLEL + 1)
-"""docs/operations.md, "Connections": three a worker thread and three for the lag reader."""
+CONNECTION_BOUND = PARALLEL + 3
+"""docs/operations.md, "Connections": one a worker thread, one for the lag reader, two Arrow
+connections shared by the threads."""
 TEST_APPLICATION = "gluon-test-observer"
 LIMIT_SECONDS = 240.0
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 
+from gluon.extract import shared_pass
 from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.faults import FAULT_EXIT_CODE
@@ -278,3 +279,101 @@ def test_status_counts_the_backlog_or_says_why_not(world: World) -> None:
         "public.docs", 1, shared_slot.shared_slot(world.source, world.repo).slot
     )
     assert "joining" in str(_reader(world, "docs").backlog(100_000).unknown_reason)
+
+
+def test_members_extracted_in_one_pass_decode_the_slot_once(world: World) -> None:
+    """The service's pass (``shared_pass.one_decoding``): the first member decodes the slot,
+    the next replays that decoding, from its own position and up to the first's horizon."""
+    _join(world, "orders")
+    _join(world, "docs")
+    _writer(world, 1)
+    _extract(world, "orders")  # the two members now stand at different positions
+    _writer(world, 2)
+    with shared_pass.one_decoding() as decodings:
+        _extract(world, "docs", limit=5)
+        _writer(world, 3)  # after the pass's horizon: the next pass ships it
+        _extract(world, "orders", limit=4)
+    assert (decodings.opened, decodings.replayed) == (1, 1)
+    assert world.lakes["docs"] != _source_rows(world, "docs")  # round 3 waits
+    for table in TABLES:
+        _extract(world, table)
+        assert world.lakes[table] == _source_rows(world, table), table
+        assert _extract(world, table) == 0
+
+
+def test_a_pass_too_long_to_keep_decodes_again(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _join(world, "orders")
+    _join(world, "docs")
+    _writer(world, 1)
+    monkeypatch.setattr(shared_pass, "KEPT_MESSAGES", 3)
+    with shared_pass.one_decoding() as decodings:
+        _extract(world, "orders")
+        _extract(world, "docs")
+    assert (decodings.opened, decodings.replayed) == (2, 0)
+    for table in TABLES:
+        assert world.lakes[table] == _source_rows(world, table), table
+
+
+PASS_CHILD = """
+import json, sys
+from gluon.extract import shared_pass
+from gluon.extract.feeds.shared_reader import SharedSlotReader
+from gluon.naming import TableRef
+from gluon.repo import Repository
+from gluon.source import connect
+url, repo_url, out = sys.argv[1:]
+source, repo = connect(url), Repository(repo_url)
+with shared_pass.one_decoding():
+    for table in ("orders", "docs"):
+        spec = source.describe_table(TableRef("public", table))
+        reader = SharedSlotReader(source, repo, "public." + table, spec, spec.primary_key)
+        while True:
+            batch = reader.read(4)
+            if batch.num_rows == 0:
+                break
+            with open(out, "a") as committed:  # the batch's Delta commit
+                committed.write(table + "\\t" + json.dumps(batch.to_pylist(), default=str) + "\\n")
+            reader.done()
+"""
+
+
+@pytest.mark.parametrize(
+    ("point", "killed_in"),
+    [
+        ("extract.before_shared_position@2", "orders"),  # its second batch committed
+        ("extract.after_shared_position@4", "docs"),  # its first batch marked done
+        ("extract.before_shared_position@5", "docs"),  # its second batch committed
+    ],
+)
+def test_a_pass_killed_in_either_member_ships_each_change_once(
+    world: World, point: str, killed_in: str, tmp_path: Path
+) -> None:
+    """Killed in the first member's run, or in the second's (which replays the first's
+    decoding): each change reaches the lake once, after the runs that follow."""
+    _join(world, "orders")
+    _join(world, "docs")
+    _writer(world, 1)
+    _writer(world, 2)
+    committed = tmp_path / "committed.tsv"
+    done = subprocess.run(
+        [sys.executable, "-c", PASS_CHILD, world.url, world.repo_url, str(committed)],
+        env={**os.environ, "GLUON_FAULT": point},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == FAULT_EXIT_CODE, done.stderr[-2000:]
+    tables = []
+    for line in committed.read_text().splitlines():
+        table, batch = line.split("\t")
+        tables.append(table)
+        changes = json.loads(batch)
+        assert _apply(world, table, changes) == len(changes)
+    assert tables[-1] == killed_in  # docs: the member that replays the first's decoding
+    _writer(world, 3)
+    for table in TABLES:
+        _extract(world, table, rereads=True)
+        assert world.lakes[table] == _source_rows(world, table), table
+        assert _extract(world, table) == 0

@@ -138,6 +138,14 @@ class ChangeFeed(Protocol):
         (None: the feed keeps none). No database access."""
         ...
 
+    @staticmethod
+    def reads_shared_stream(objects: Sequence[source_objects.SourceObjectRef]) -> bool:
+        """The table's changes come from one stream with other tables of its database (a
+        shared slot): the service extracts those tables in a row from one decoding
+        (``gluon.extract.shared_pass``), and reading the stream is not a turn the
+        lag reader takes (it does not read it). No database access."""
+        ...
+
     @classmethod
     def placed(
         cls,
@@ -310,6 +318,11 @@ class TableFeed:
     def held_in(objects: Sequence[source_objects.SourceObjectRef]) -> str | None:
         """See :meth:`ChangeFeed.held_in`."""
         return None
+
+    @staticmethod
+    def reads_shared_stream(objects: Sequence[source_objects.SourceObjectRef]) -> bool:
+        """See :meth:`ChangeFeed.reads_shared_stream`."""
+        return False
 
     @classmethod
     def check_placed(

@@ -163,6 +163,11 @@ class PgLogicalFeed(TableFeed):
         return object.__new__(cls)
 
     @staticmethod
+    def reads_shared_stream(objects: Sequence[objects.SourceObjectRef]) -> bool:
+        """See :meth:`ChangeFeed.reads_shared_stream`: a table of its database's shared slot."""
+        return _member_of_shared_slot(objects)
+
+    @staticmethod
     def initial_position(source: SourceDialect) -> int | None:
         return None
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from gluon.errors import SourceError, StateError
+from gluon.extract import shared_pass
 from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.base import REBUILD_HINT, SlotBacklog
 from gluon.extract.feeds.pg_logical import POSITION_BITS, logical_sequence
@@ -167,10 +168,13 @@ class SharedSlotReader:
         that many messages, the count left in it (0: stopped early)."""
         shared = shared_slot.shared_slot(self.source, self.repo)
         self._leaves = publication.table_leaves(self.source, self.spec.schema, self.spec.name)
-        self._horizon = publication.wal_flush_position(self.source)
         from gluon.source import shared_batches  # loads numpy and pyarrow
 
-        chunks = shared_batches.slot_messages(self.source, shared, self._horizon, self.spec)
+        self._horizon, chunks = shared_pass.stream(  # a replay inside a service pass
+            shared.slot,
+            lambda: publication.wal_flush_position(self.source),
+            lambda horizon: shared_batches.slot_messages(self.source, shared, horizon, self.spec),
+        )
         self._batches = shared_batches.framed_batches(chunks, self._relations, budget)
         self._piece = None
 
