@@ -387,3 +387,27 @@ def test_added_column_waits_for_a_compaction_under_way(
     extract(run_cli, source)
     assert "extra" in _recorded_columns(source)
     assert _lake_view(source) == _source_rows(source)
+
+
+@pytest.mark.parametrize("slot", ["table", "database"])
+def test_added_column_with_a_default_reaches_every_lake_row_under_pg_logical(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+    slot: str,
+) -> None:
+    """PG_LOGICAL records no row images: rows unchanged since a column was added with a
+    default must still show the default in the lake, as they do in the source."""
+    source = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    workload = workload_for(source, "PG_LOGICAL", SEED)
+    workload.create()
+    enable(run_cli, source, "PG_LOGICAL", f"--incremental-pg-logical-slot={slot}")
+    workload.round(8)
+    extract(run_cli, source)
+    table = source.table
+    _run(source, f"ALTER TABLE {table} ADD COLUMN extra VARCHAR(20) DEFAULT 'preset'")
+    _run(source, f"UPDATE {table} SET extra = 'set after' WHERE id % 3 = 0")
+    extract(run_cli, source)
+    assert _lake_view(source) == _source_rows(source)
