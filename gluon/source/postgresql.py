@@ -121,6 +121,7 @@ class PostgreSQLSource(SourceDialect):
     captures_truncate: ClassVar[bool] = True
     has_catalog_version: ClassVar[bool] = True
     """An ``AFTER TRUNCATE`` statement trigger, and test_decoding's TRUNCATE record."""
+    stores_added_defaults: ClassVar[bool] = True
     binds_arrays = True
     has_schemas = True
     name_case = "lower"
