@@ -107,6 +107,9 @@ class Column:
             default), where the extraction's changes made before the ADD COLUMN lack the
             column; None: NULL, or not an added column. Not part of the comparison with
             the source's description.
+        unfilled: added with a default computed for each row (a volatile one, such as
+            ``now()``), which a method without row images cannot carry: the lake's rows
+            unchanged since show NULL (status and the report say so).
     """
 
     name: str
@@ -115,6 +118,7 @@ class Column:
     nullable: bool = True
     read_as_text: bool = False
     missing_value: str | None = field(default=None, compare=False)
+    unfilled: bool = field(default=False, compare=False)
 
     @property
     def view_name(self) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -59,9 +60,19 @@ CAPTURE_TABLES = (SourceObject.CHANGELOG_TABLE, SourceObject.LAKE_ROWS_TABLE)
 
 
 REFILL_HINT = (
-    "to copy the values, run offload -t TABLE -x --reset-backend-table "
+    "to copy the values, rebuild the lake copy with offload --reset-backend-table "
     "(docs/operations.md, 'Source schema changes')"
 )
+"""The way to a volatile added default's values: the lake copy read again from the table."""
+
+
+def unfilled_message(names: Sequence[str]) -> str:
+    """The note on columns added with a per-row default no change carried (status, report,
+    the extraction's warning)."""
+    return (
+        f"{', '.join(names)} was added with a default computed for each row, which logical "
+        f"decoding does not carry: rows unchanged since show NULL in the lake; {REFILL_HINT}"
+    )
 
 
 def is_widening(old: str, new: str) -> bool:
@@ -118,8 +129,8 @@ def compare(recorded: tuple[Column, ...], current: tuple[Column, ...]) -> Schema
     refused: list[str] = []
     for old in recorded:
         new = now.get(old.name.lower())
-        if new is not None and old.missing_value is not None:
-            new = replace(new, missing_value=old.missing_value)
+        if new is not None and (old.missing_value is not None or old.unfilled):
+            new = replace(new, missing_value=old.missing_value, unfilled=old.unfilled)
         if new is None:
             refused.append(f"column {old.name} was dropped")
             kept.append(old)
@@ -305,16 +316,16 @@ def _with_stored_defaults(
     added: list[Column] = []
     for column in changes.added:
         found = stored.get(column.name)
-        if found is not None and found.rewritten:
-            log.warning(
-                "%s: %s was added with a default computed for each row (volatile), which "
-                "logical decoding does not carry: rows unchanged since show it as NULL in "
-                "the lake; %s",
-                record.table_key,
-                column.name,
-                REFILL_HINT,
+        rewritten = found is not None and found.rewritten
+        if rewritten:
+            log.warning("%s: %s", record.table_key, unfilled_message([column.name]))
+        added.append(
+            replace(
+                column,
+                missing_value=found.missing_value if found else None,
+                unfilled=rewritten,
             )
-        added.append(replace(column, missing_value=found.missing_value if found else None))
+        )
     by_name = {column.name: column for column in added}
     columns = tuple(by_name.get(column.name, column) for column in changes.columns)
     return replace(changes, columns=columns, added=tuple(added))

@@ -295,6 +295,9 @@ class TableStatus:
     nullable_keys: tuple[str, ...] = ()
     """Key columns that allow NULL, which enable refuses now (a table enabled before that):
     the lake shows every row with a NULL key as one row."""
+    unfilled_columns: tuple[str, ...] = ()
+    """Columns added with a per-row (volatile) default no change carried: the lake's rows
+    unchanged since show NULL (``gluon.extract.schema_changes``)."""
     truncation: str | None = None
     """The source may have been truncated: its last counted extraction found fewer rows in
     it than the lake shows (``gluon.extract.truncation``; None: not found, or not counted)."""

@@ -510,3 +510,32 @@ def test_crash_while_filling_an_added_default_is_completed_by_the_next_run(
     extract(run_cli, source)
     assert "extra" in _recorded_columns(source)
     assert _lake_view(source) == _source_rows(source)
+
+
+def test_a_volatile_added_default_is_reported_with_the_way_to_its_values(
+    pg_url: str,
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A volatile default rewrites the table with a value per row, which logical decoding
+    does not carry: the extraction, status and the report say so, with the way out."""
+    source = _pg_logical_table(pg_url, run_cli, monkeypatch)
+    table = source.table
+    _run(source, f"ALTER TABLE {table} ADD COLUMN token DOUBLE PRECISION DEFAULT random()")
+    carried = run_offload_process("-t", table, "-x", "--incremental-run-extraction")
+    hint = "--reset-backend-table"
+    assert carried.returncode == 0, carried.stderr
+    log_file = re.search(r"(\S+\.log)\s*$", carried.stdout)
+    assert log_file, carried.stdout
+    logged = Path(log_file.group(1)).read_text()
+    assert re.search(r"WARNING .*token was added with a default computed for each row", logged)
+    assert hint in logged
+    assert re.search(
+        r"Source schema changes:.*token was added.*reset-backend-table", status_text(run_cli, table)
+    )
+    findings = dict(_report_findings(run_cli, tmp_path))
+    assert "token" in findings["unfilled_default"] and hint in findings["unfilled_default"]
+    extract(run_cli, source)  # carried once: the record keeps the note, nothing to redo
+    assert "unfilled_default" in dict(_report_findings(run_cli, tmp_path))
