@@ -299,7 +299,7 @@ def _carry(
                 evolve_delta_table(session, name, location, changes)
                 fault_point("schema.after_delta_evolution")
                 if method.fills_added_defaults:
-                    _fill_stored_defaults(session, name, location, changes)
+                    _fill_stored_defaults(source, session, name, location, changes)
                     fault_point("schema.after_fill_stored_defaults")
     repo.update_columns(record.table_key, changes.columns)
     return replace(record, columns=changes.columns)
@@ -332,16 +332,15 @@ def _with_stored_defaults(
 
 
 def _fill_stored_defaults(
-    session: LakeSession, name: str, location: str, changes: SchemaChanges
+    source: SourceDialect, session: LakeSession, name: str, location: str, changes: SchemaChanges
 ) -> None:
     """Every row of a lake table, shipped before the source's ADD COLUMN (the record still
     has the old columns: nothing later was shipped), gets each added column's stored
     default. Running it again after a kill gives the same table."""
     from gluon.lake import tables
-    from gluon.source.logical_values import typed_value  # loads pyarrow
 
     values = [
-        (column, typed_value(column.missing_value, column))
+        (column, source.stored_default_value(column.missing_value, column))
         for column in changes.added
         if column.missing_value is not None
     ]

@@ -24,7 +24,7 @@ from gluon.config import SourceTimeouts
 from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
 from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.naming import TableRef
-from gluon.schema import TableSpec
+from gluon.schema import Column, TableSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -478,6 +478,15 @@ class SourceDialect:
             return {}
         rows = self.run_query("stored_defaults", {"schema": ref.schema, "table": ref.table})
         return {row.name: StoredDefault(row.missing_value, bool(row.rewritten)) for row in rows}
+
+    def stored_default_value(self, text: str, column: Column) -> object:
+        """A :meth:`stored_defaults` text as a Python value of ``column``'s Arrow type, as a
+        decoded change's value of the column is typed.
+
+        Raises:
+            SourceError: the value does not fit the column's lake type.
+        """
+        raise UnsupportedError(f"{self.name} keeps no stored defaults")
 
     def catalog_version(self, ref: TableRef) -> str | None:
         """One cheap value that changes whenever ``describe_table(ref)`` may answer

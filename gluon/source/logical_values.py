@@ -120,13 +120,13 @@ def changes_as_arrow(
     columns = [pa.array(values, type=pa.string()) for values in zip(*changes, strict=True)]
     seqs = pc.cast(columns[-2], pa.int64())
     texts = [
-        _present(values, column.missing_value)
+        present_values(values, column.missing_value)
         for values, column in zip(columns[:-2], spec.columns, strict=True)
     ]
     return _typed(texts, seqs, columns[-1], spec, schema)
 
 
-def _present(values: pa.Array, missing_value: str | None) -> pa.Array:
+def present_values(values: pa.Array, missing_value: str | None) -> pa.Array:
     """``values`` with each :data:`~gluon.source.pgoutput.ABSENT` (a change made before the
     column was added) as ``missing_value``, the value the source's rows read since."""
     absent = pc.equal(values, arrow_string_scalar(ABSENT))

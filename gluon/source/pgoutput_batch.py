@@ -22,10 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from gluon.schema import TableSpec
-from gluon.source.logical_values import _typed
+from gluon.schema import TableSpec, arrow_string_scalar
+from gluon.source.logical_values import _typed, present_values
 from gluon.source.pgoutput import (
+    ABSENT,
     ProtocolError,
     Relation,
     Truncate,
@@ -72,7 +74,11 @@ class TableChanges:
         """
         if not len(self):
             return schema.empty_table()
-        return _typed(self.columns, seqs, self.ops, spec, schema)
+        texts = [
+            present_values(values, column.missing_value)
+            for values, column in zip(self.columns, spec.columns, strict=True)
+        ]
+        return _typed(texts, seqs, self.ops, spec, schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +106,8 @@ class Batch:
     def table(self, tables: set[int], names: list[str]) -> TableChanges:
         """The changes of the relations ``tables`` (a table's oid, or its root's with
         ``publish_via_partition_root``), values in the order of ``names`` (a column the
-        relation lacks is NULL; a DELETE or a key-only old row has its key, the rest NULL).
+        relation lacks is :data:`~gluon.source.pgoutput.ABSENT`, as ``table_rows`` gives it;
+        a DELETE or a key-only old row has its key, the rest NULL).
 
         Raises:
             UnloggedValueError: an UPDATE left a large value out and no old row holds it.
@@ -118,6 +125,7 @@ class Batch:
             rows = np.sort(np.concatenate([changed, np.array(truncated, dtype=np.int64)]))
         starts = np.zeros((len(names), len(rows)), dtype=np.int64)
         lengths = np.full((len(names), len(rows)), -1, dtype=np.int64)
+        absent = np.zeros((len(names), len(rows)), dtype=bool)
         unlogged: tuple[int, list[str]] | None = None
         for relation, messages in self._versions(changed, tables):
             # One relation definition and no TRUNCATE (the usual batch): its rows are all.
@@ -133,6 +141,8 @@ class Batch:
             for slot, name in enumerate(names):
                 if name in order:
                     starts[slot, at], lengths[slot, at] = values.column(order[name])
+                else:  # a change made before the column was added
+                    absent[slot, at] = True
             first = values.first_unlogged()
             if first is not None and (unlogged is None or messages[first[0]] < unlogged[0]):
                 unlogged = (int(messages[first[0]]), first[1])
@@ -146,7 +156,10 @@ class Batch:
         np.maximum.accumulate(first_of_transaction, out=first_of_transaction)
         return TableChanges(
             ops=string_array(self.data, self.starts[rows], np.ones_like(rows)),  # kind = gl_op
-            columns=[string_array(self.data, s, n) for s, n in zip(starts, lengths, strict=True)],
+            columns=[
+                _marked_absent(string_array(self.data, s, n), gone)
+                for s, n, gone in zip(starts, lengths, absent, strict=True)
+            ],
             transactions=transactions,
             positions=np.arange(len(rows)) - first_of_transaction,
         )
@@ -173,6 +186,17 @@ class Batch:
                     raise ProtocolError(f"a change of relation {oid} before its description")
                 groups.append((relation, run))
         return groups
+
+
+def _marked_absent(values: pa.Array, absent: np.ndarray) -> pa.Array:
+    """``values`` with :data:`~gluon.source.pgoutput.ABSENT` where ``absent``: a change made
+    before the column was added (rare: nothing to do for nearly every batch)."""
+    if not absent.any():
+        return values
+    mask = pa.Array.from_buffers(
+        pa.bool_(), len(absent), [None, pa.py_buffer(np.packbits(absent, bitorder="little"))]
+    )
+    return pc.if_else(mask, arrow_string_scalar(ABSENT), values)
 
 
 def frame(

@@ -141,6 +141,11 @@ class PostgreSQLSource(SourceDialect):
         ", or declare a UNIQUE NULLS NOT DISTINCT constraint (PostgreSQL 15+) on exactly them"
     )
 
+    def stored_default_value(self, text: str, column: Column) -> object:
+        from gluon.source.logical_values import typed_value  # loads pyarrow
+
+        return typed_value(text, column)
+
     @classmethod
     def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:
         # connect_timeout covers the whole handshake (a server that accepts and never answers);
