@@ -295,9 +295,6 @@ class TableStatus:
     nullable_keys: tuple[str, ...] = ()
     """Key columns that allow NULL, which enable refuses now (a table enabled before that):
     the lake shows every row with a NULL key as one row."""
-    unfilled_columns: tuple[str, ...] = ()
-    """Columns added with a per-row (volatile) default no change carried: the lake's rows
-    unchanged since show NULL (``gluon.extract.schema_changes``)."""
     truncation: str | None = None
     """The source may have been truncated: its last counted extraction found fewer rows in
     it than the lake shows (``gluon.extract.truncation``; None: not found, or not counted)."""
@@ -305,6 +302,9 @@ class TableStatus:
     """Changes set aside out of the changelog (None: none ever were)."""
     verified: VerifyRun | None = None
     """The latest ``gluon verify`` of the table (None: never verified)."""
+    unfilled_columns: tuple[str, ...] = ()
+    """Columns added with a per-row (volatile) default no change carried: the lake's rows
+    unchanged since show NULL (``gluon.extract.schema_changes``)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------
