@@ -47,8 +47,8 @@ def _value(value: Any) -> Any:
         return str(decimal.Decimal(repr(value) if isinstance(value, float) else value).normalize())
     if isinstance(value, str) and value[:4].isdigit() and value[4:5] == "-":
         return value.replace(" ", "T")  # SQLite timestamps come back as text
-    if hasattr(value, "isoformat"):
-        return value.replace(tzinfo=None).isoformat()
+    if hasattr(value, "isoformat"):  # a date has no time zone to drop
+        return (value.replace(tzinfo=None) if hasattr(value, "tzinfo") else value).isoformat()
     return value
 
 
@@ -539,3 +539,37 @@ def test_a_volatile_added_default_is_reported_with_the_way_to_its_values(
     assert "token" in findings["unfilled_default"] and hint in findings["unfilled_default"]
     extract(run_cli, source)  # carried once: the record keeps the note, nothing to redo
     assert "unfilled_default" in dict(_report_findings(run_cli, tmp_path))
+
+
+def test_typed_defaults_added_to_a_partitioned_table_reach_every_lake_row(
+    pg_url: str,
+    offload_home: Path,
+    run_cli: Callable[..., Result],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The stored default of each lake type, read from the partitions (a partitioned
+    table's own catalog row keeps none), typed as a decoded change's value is."""
+    source = postgres_source(pg_url)
+    monkeypatch.setenv("GLUON_SOURCE_URL", source.url)
+    _run(
+        source,
+        "CREATE TABLE app.items (id int PRIMARY KEY, name text) PARTITION BY RANGE (id)",
+        "CREATE TABLE app.items_low PARTITION OF app.items FOR VALUES FROM (MINVALUE) TO (10)",
+        "CREATE TABLE app.items_high PARTITION OF app.items FOR VALUES FROM (10) TO (MAXVALUE)",
+        "INSERT INTO app.items SELECT g, 'r' || g FROM generate_series(1, 20) g",
+    )
+    enable(run_cli, source, "PG_LOGICAL")
+    _run(source, "UPDATE app.items SET name = 'before' WHERE id % 5 = 0")
+    _run(
+        source,
+        "ALTER TABLE app.items ADD COLUMN amount numeric(10,2) DEFAULT 12.50, "
+        "ADD COLUMN flag boolean DEFAULT true, ADD COLUMN day date DEFAULT '2020-01-02', "
+        "ADD COLUMN at timestamp DEFAULT '2020-01-02 03:04:05.000006', "
+        "ADD COLUMN raw bytea DEFAULT '\\x00ff', ADD COLUMN ratio double precision DEFAULT 1.5, "
+        "ADD COLUMN note text DEFAULT 'it''s {a,b} \"q\" \\ end'",
+    )
+    _run(source, "UPDATE app.items SET name = 'after' WHERE id % 7 = 0")
+    extract(run_cli, source)
+    lake = _lake_view(source)
+    assert lake == _source_rows(source)
+    assert dict(lake[0])["note"] == 'it\'s {a,b} "q" \\ end' and dict(lake[0])["flag"] is True
