@@ -327,7 +327,6 @@ def typed_literal(value: Any, lake_type: str) -> str:
     else:
         return f"CAST({literal(value)} AS {lake_type})"
     return f"CAST({string_literal(text)} AS {lake_type})"
-    return f"CAST({literal(value)} AS {lake_type})"
 
 
 def cast_as(column: str, lake_type: str) -> str:
