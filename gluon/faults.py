@@ -146,6 +146,7 @@ FAULT_POINTS: tuple[str, ...] = (
     "schema.after_capture_objects",
     "schema.after_row_images",
     "schema.after_delta_evolution",
+    "schema.after_fill_stored_defaults",
     # gluon verify (gluon/verify/run.py): a bisection level done and its progress recorded
     "verify.after_level",
     # every repository write (gluon/repo/*.py)

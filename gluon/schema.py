@@ -102,6 +102,14 @@ class Column:
         nullable: whether the source allows NULL.
         read_as_text: the source renders the value as text when reading it
             (exact numbers without a precision, JSON, UUIDs...).
+        missing_value: for a column added after the offload, the value (as text) every
+            source row that existed before the ADD COLUMN reads (PostgreSQL's stored
+            default), where the extraction's changes made before the ADD COLUMN lack the
+            column; None: NULL, or not an added column. Not part of the comparison with
+            the source's description.
+        unfilled: added with a default computed for each row (a volatile one, such as
+            ``now()``), which a method without row images cannot carry: the lake's rows
+            unchanged since show NULL (status and the report say so).
     """
 
     name: str
@@ -109,6 +117,8 @@ class Column:
     lake_type: str
     nullable: bool = True
     read_as_text: bool = False
+    missing_value: str | None = field(default=None, compare=False)
+    unfilled: bool = field(default=False, compare=False)
 
     @property
     def view_name(self) -> str:

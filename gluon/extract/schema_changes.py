@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,6 +57,22 @@ _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
 
 CAPTURE_TABLES = (SourceObject.CHANGELOG_TABLE, SourceObject.LAKE_ROWS_TABLE)
 """Capture objects that hold the table's columns."""
+
+
+REFILL_HINT = (
+    "to copy the values, rebuild the lake copy with offload --reset-backend-table "
+    "(docs/operations.md, 'Source schema changes')"
+)
+"""The way to a volatile added default's values: the lake copy read again from the table."""
+
+
+def unfilled_message(names: Sequence[str]) -> str:
+    """The note on columns added with a per-row default no change carried (status, report,
+    the extraction's warning)."""
+    return (
+        f"{', '.join(names)} was added with a default computed for each row, which logical "
+        f"decoding does not carry: rows unchanged since show NULL in the lake; {REFILL_HINT}"
+    )
 
 
 def is_widening(old: str, new: str) -> bool:
@@ -112,6 +129,8 @@ def compare(recorded: tuple[Column, ...], current: tuple[Column, ...]) -> Schema
     refused: list[str] = []
     for old in recorded:
         new = now.get(old.name.lower())
+        if new is not None and (old.missing_value is not None or old.unfilled):
+            new = replace(new, missing_value=old.missing_value, unfilled=old.unfilled)
         if new is None:
             refused.append(f"column {old.name} was dropped")
             kept.append(old)
@@ -249,6 +268,8 @@ def _carry(
     objects = capture_objects(state)
     _alter_capture_tables(source, objects, changes)
     method = get_method(state.method)
+    if method.fills_added_defaults and changes.added:
+        changes = _with_stored_defaults(source, record, changes)
     marker = ownership.Marker(repo.installation_id, record.table_key)
     source_objects.create_source_objects(source, spec, method, objects, state.key_columns, marker)
     fault_point("schema.after_capture_objects")
@@ -277,8 +298,53 @@ def _carry(
             ):
                 evolve_delta_table(session, name, location, changes)
                 fault_point("schema.after_delta_evolution")
+                if method.fills_added_defaults:
+                    _fill_stored_defaults(source, session, name, location, changes)
+                    fault_point("schema.after_fill_stored_defaults")
     repo.update_columns(record.table_key, changes.columns)
     return replace(record, columns=changes.columns)
+
+
+def _with_stored_defaults(
+    source: SourceDialect, record: OffloadedTable, changes: SchemaChanges
+) -> SchemaChanges:
+    """``changes`` with each added column's ``missing_value``: the default the source keeps
+    for the rows that existed before the ADD COLUMN (their changes, decoded without the
+    column, and the lake's rows read it). A default written into each row instead (a
+    volatile one) no change carried: that is reported, with the way to the values."""
+    stored = source.stored_defaults(TableRef(record.source_schema, record.source_table))
+    added: list[Column] = []
+    for column in changes.added:
+        found = stored.get(column.name)
+        rewritten = found is not None and found.rewritten
+        if rewritten:
+            log.warning("%s: %s", record.table_key, unfilled_message([column.name]))
+        added.append(
+            replace(
+                column,
+                missing_value=found.missing_value if found else None,
+                unfilled=rewritten,
+            )
+        )
+    by_name = {column.name: column for column in added}
+    columns = tuple(by_name.get(column.name, column) for column in changes.columns)
+    return replace(changes, columns=columns, added=tuple(added))
+
+
+def _fill_stored_defaults(
+    source: SourceDialect, session: LakeSession, name: str, location: str, changes: SchemaChanges
+) -> None:
+    """Every row of a lake table, shipped before the source's ADD COLUMN (the record still
+    has the old columns: nothing later was shipped), gets each added column's stored
+    default. Running it again after a kill gives the same table."""
+    from gluon.lake import tables
+
+    values = [
+        (column, source.stored_default_value(column.missing_value, column))
+        for column in changes.added
+        if column.missing_value is not None
+    ]
+    tables.fill_columns(session, name, location, values)
 
 
 def _record_table_images(

@@ -313,6 +313,22 @@ def with_columns(relation: str, derived: Sequence[tuple[str, str]]) -> str:
     return select_expressions(relation, listed)
 
 
+def typed_literal(value: Any, lake_type: str) -> str:
+    """``value`` (a Python value of an Arrow column of ``lake_type``) as a Spark SQL
+    expression of ``lake_type``: a string cast where a literal would lose the type."""
+    if isinstance(value, bytes):
+        return f"X'{value.hex()}'"
+    if isinstance(value, dt.datetime):
+        text = value.isoformat(sep=" ")
+    elif isinstance(value, dt.date):
+        text = value.isoformat()
+    elif isinstance(value, float):
+        text = repr(value)
+    else:
+        return f"CAST({literal(value)} AS {lake_type})"
+    return f"CAST({string_literal(text)} AS {lake_type})"
+
+
 def cast_as(column: str, lake_type: str) -> str:
     """``CAST(column AS type) AS column``: a column read as a wider type."""
     return f"CAST({quote_part(column)} AS {lake_type}) AS {quote_part(column)}"

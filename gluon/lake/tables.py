@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gluon.errors import LakeError
 from gluon.lake import float_stats, sql, storage
@@ -228,3 +228,29 @@ def evolve_table(
     partitions = list(table.metadata().partition_columns)
     session.write(frame, location, mode="overwrite", partition_by=partitions, overwrite_schema=True)
     log.info("rewrote %s with wider types: %s", name, ", ".join(sorted(widen)))
+
+
+def fill_columns(
+    session: LakeSession, name: str, location: str, values: Sequence[tuple[Column, Any]]
+) -> None:
+    """Set each column of ``values`` to its value (a Python value of its Arrow type) in every
+    row of the Delta table at ``location`` (registered as ``name``): one overwrite commit,
+    so a run killed before it leaves the table as it was, and running it again is harmless.
+    """
+    from deltalake import DeltaTable
+
+    if not values:
+        return
+    table = DeltaTable(location)
+    register_table(session, name, location)
+    filled = {c.lake_name: sql.typed_literal(value, c.lake_type) for c, value in values}
+    listed = [
+        f"{filled[field.name]} AS {quote_part(field.name)}"
+        if field.name in filled
+        else quote_part(field.name)
+        for field in table.schema().fields
+    ]
+    frame = session.sql(sql.select_expressions(sql.quote(name), listed))
+    partitions = list(table.metadata().partition_columns)
+    session.write(frame, location, mode="overwrite", partition_by=partitions)
+    log.info("filled %s in every row of %s", ", ".join(sorted(filled)), name)

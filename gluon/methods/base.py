@@ -157,6 +157,10 @@ class ExtractionMethod:
     sees_truncate: ClassVar[bool] = True
     """The method's capture can record a TRUNCATE where the dialect's can
     (``SourceDialect.captures_truncate``): not ORA_ROWSCN, which reads the table itself."""
+    fills_added_defaults: ClassVar[bool] = False
+    """The method's changes carry no image of the rows unchanged since a column was added
+    (it has no changelog to record them in): carrying an ``ADD COLUMN ... DEFAULT`` writes
+    the default the source stores for them into the lake's rows instead."""
     keeps_lake_only_rows: ClassVar[bool] = False
     """The lake may hold keys the source has not: rows gone from the source or added
     through the updatable view (data patching). ``gluon verify`` reports them as lake-only,

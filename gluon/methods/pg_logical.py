@@ -16,6 +16,7 @@ class PgLogicalMethod(ExtractionMethod):
     source_objects = (SourceObject.REPLICATION_SLOT,)
     dialects = frozenset({"postgresql"})
     change_reader = ChangeReader.PG_LOGICAL
+    fills_added_defaults = True
     when_to_use = (
         "The PostgreSQL table keeps changing after the offload and its writes must not pay "
         "for a trigger; the server runs with wal_level=logical."

@@ -24,7 +24,7 @@ from gluon.config import SourceTimeouts
 from gluon.errors import GluonError, NotFoundError, SourceError, UnsupportedError
 from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.naming import TableRef
-from gluon.schema import TableSpec
+from gluon.schema import Column, TableSpec
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -60,6 +60,17 @@ class Subpartition:
     column: str
     kind: str
     bound: PartitionBound
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDefault:
+    """What the source rows that existed before a column was added read for it."""
+
+    missing_value: str | None
+    """The default kept once for them, as text (None: NULL, or none kept)."""
+    rewritten: bool
+    """The column has a default but none is kept: each row was written with its own value
+    (a volatile default such as ``now()``), which no change carried."""
 
 
 class StatementRefused(Exception):
@@ -112,6 +123,11 @@ class SourceDialect:
 
     has_catalog_version: ClassVar[bool] = False
     """Whether the dialect has a ``catalog_version`` query (:meth:`catalog_version`)."""
+
+    stores_added_defaults: ClassVar[bool] = False
+    """Whether an ``ADD COLUMN ... DEFAULT`` keeps the default once for the rows that
+    existed before it, without writing them (PostgreSQL's ``attmissingval``): a
+    ``stored_defaults`` query (:meth:`stored_defaults`)."""
 
     trigger_per_event: ClassVar[bool] = False
     """Whether a capture trigger is one trigger per row event, named ``<name>_<event>``
@@ -449,6 +465,28 @@ class SourceDialect:
         """The tables of ``refs`` one batched catalog read describes exactly as
         :meth:`describe_table` would (default: none, each is described alone)."""
         return {}
+
+    def stored_defaults(self, ref: TableRef) -> dict[str, StoredDefault]:
+        """Per column of ``ref`` (by name): the value the rows that existed before it was
+        added read, as text, and whether a default was written into each row instead (a
+        volatile default rewrites the table). Empty where the dialect does not store them.
+
+        Raises:
+            SourceError: the dictionary cannot be read.
+        """
+        if not self.stores_added_defaults:
+            return {}
+        rows = self.run_query("stored_defaults", {"schema": ref.schema, "table": ref.table})
+        return {row.name: StoredDefault(row.missing_value, bool(row.rewritten)) for row in rows}
+
+    def stored_default_value(self, text: str, column: Column) -> object:
+        """A :meth:`stored_defaults` text as a Python value of ``column``'s Arrow type, as a
+        decoded change's value of the column is typed.
+
+        Raises:
+            SourceError: the value does not fit the column's lake type.
+        """
+        raise UnsupportedError(f"{self.name} keeps no stored defaults")
 
     def catalog_version(self, ref: TableRef) -> str | None:
         """One cheap value that changes whenever ``describe_table(ref)`` may answer

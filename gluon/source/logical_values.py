@@ -25,9 +25,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gluon.errors import SourceError
-from gluon.schema import TableSpec, arrow_string_scalar
+from gluon.schema import Column, TableSpec, arrow_string_scalar
 from gluon.source.arrow import conform
-from gluon.source.logical import unquote
+from gluon.source.logical import printed, unquote
+from gluon.source.pgoutput import ABSENT
 
 _ESCAPE_TOKEN = re.compile(rb"(\\\\)|\\([0-3][0-7]{2})|(\\)|[^\\]+")
 """In bytea's escape format: a doubled backslash, an octal byte, a stray backslash, or a run
@@ -90,6 +91,19 @@ def _typed(
     return pa.Table.from_batches([conform(batch, schema, spec)], schema=schema)
 
 
+def typed_value(text: str, column: Column) -> object:
+    """``text`` (the source's text of a value of ``column``, as a decoded change holds it)
+    as a Python value of the column's Arrow type, typed as a decoded change's value is.
+
+    Raises:
+        UnfitValueError: the value does not fit the column's lake type.
+    """
+    spec = TableSpec(schema="", name="", columns=(column,))
+    schema = pa.schema([*spec.arrow_schema, ("seq", pa.int64()), ("op", pa.string())])
+    typed = changes_as_arrow([[text, "0", "I"]], spec, schema)
+    return typed.column(0)[0].as_py()
+
+
 def changes_as_arrow(
     changes: Sequence[Sequence[str | None]], spec: TableSpec, schema: pa.Schema
 ) -> pa.Table:
@@ -105,7 +119,47 @@ def changes_as_arrow(
         return schema.empty_table()
     columns = [pa.array(values, type=pa.string()) for values in zip(*changes, strict=True)]
     seqs = pc.cast(columns[-2], pa.int64())
-    return _typed(columns[:-2], seqs, columns[-1], spec, schema)
+    texts = [
+        present_values(values, column.missing_value)
+        for values, column in zip(columns[:-2], spec.columns, strict=True)
+    ]
+    return _typed(texts, seqs, columns[-1], spec, schema)
+
+
+def present_values(values: pa.Array, missing_value: str | None) -> pa.Array:
+    """``values`` with each :data:`~gluon.source.pgoutput.ABSENT` (a change made before the
+    column was added) as ``missing_value``, the value the source's rows read since."""
+    absent = pc.equal(values, arrow_string_scalar(ABSENT))
+    if not pc.any(absent).as_py():
+        return values
+    if missing_value is None:
+        return pc.if_else(absent, pa.nulls(len(values), pa.string()), values)
+    return pc.if_else(absent, arrow_string_scalar(missing_value), values)
+
+
+def fill_absent(
+    rows: Sequence[Sequence[str | None]], ops: Sequence[str], spec: TableSpec
+) -> Sequence[Sequence[str | None]]:
+    """Printed ``rows`` (the operation, then the values) with each value of an INSERT or
+    an UPDATE the slot did not print (the change was made before its column was added)
+    as the column's ``missing_value``, printed: what the source's rows read since."""
+    defaults = [
+        (at, printed(column.missing_value))
+        for at, column in enumerate(spec.columns, start=1)
+        if column.missing_value is not None
+    ]
+    if not defaults:
+        return rows
+    filled: list[Sequence[str | None]] = []
+    for row, op in zip(rows, ops, strict=True):
+        if op in ("I", "U") and any(row[at] is None for at, _ in defaults):
+            values = list(row)
+            for at, value in defaults:
+                if values[at] is None:
+                    values[at] = value
+            row = values
+        filled.append(row)
+    return filled
 
 
 @dataclass(slots=True)
@@ -150,8 +204,9 @@ class PrintedChanges:
         # import pandas: a second of a 100k-change extraction, issue 33): every value in one
         # buffer, cut by offsets numpy finds, then every ``width``-th value taken per column.
         width = len(spec.columns) + 1
-        flat = _strings(itertools.chain.from_iterable(self.printed))
-        if len(flat) != width * len(self.printed):
+        rows = fill_absent(self.printed, self.ops, spec)
+        flat = _strings(itertools.chain.from_iterable(rows))
+        if len(flat) != width * len(rows):
             raise ValueError("printed rows of unequal width")  # a bug, never the data
         texts = [
             _unquoted(pc.cast(flat.take(_int64s(np.arange(column, len(flat), width))), pa.string()))

@@ -22,6 +22,11 @@ UNCHANGED_TOAST = object()
 """A value the UPDATE did not change and the WAL does not hold (TOAST): take it from the
 old row, or from the lake."""
 
+ABSENT = "\x00absent"
+"""The text of a wanted column the change's relation did not have (a change made before the
+column was added): no PostgreSQL text holds a NUL. ``changes_as_arrow`` reads it as the
+column's ``missing_value`` (the default the rows read since), or NULL."""
+
 POSTGRES_EPOCH = dt.datetime(2000, 1, 1)
 """pgoutput's timestamps count microseconds from here (naive UTC, as the slot's clock)."""
 
@@ -301,7 +306,8 @@ def table_rows(
     """The changes of ``transaction`` to the relations ``tables`` (a table's oid, or its
     root's with ``publish_via_partition_root``): each one's ``gl_op`` (I, U, D, or T for a
     TRUNCATE, every column NULL) and its values as text in the order of ``names`` (a DELETE
-    or a key-only old row: the key, the other columns NULL). The rows ``changes_as_arrow``
+    or a key-only old row: the key, the other columns NULL; a name the relation lacks:
+    :data:`ABSENT`). The rows ``changes_as_arrow``
     (``gluon.source.logical_values``) types, once numbered. An UPDATE that changed any of
     ``keys`` is a DELETE of the old key and an INSERT of the new row (as the test_decoding
     reader ships it): the old key's row must go from the lake.
@@ -370,7 +376,7 @@ class _Layout:
 
     def row(self, values: tuple[Value, ...]) -> list[str | None]:
         row: list[str | None] = [
-            values[index] if index >= 0 else None  # type: ignore[misc]
+            values[index] if index >= 0 else ABSENT  # type: ignore[misc]
             for index in self.positions
         ]
         for out in self.booleans:
@@ -392,7 +398,10 @@ def _in_order(change: Change, relation: Relation, names: list[str]) -> list[str 
                 raise UnloggedValueError(missing)
             values.update({name: old[name] for name in missing})
     booleans = {column.name for column in relation.columns if column.type_oid == BOOL_OID}
-    return [_text(values.get(name), boolean=name in booleans) for name in names]
+    return [
+        _text(values.get(name), boolean=name in booleans) if name in columns else ABSENT
+        for name in names
+    ]
 
 
 def _text(value: Value, *, boolean: bool) -> str | None:

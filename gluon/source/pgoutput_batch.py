@@ -22,10 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from gluon.schema import TableSpec
-from gluon.source.logical_values import _typed
+from gluon.schema import TableSpec, arrow_string_scalar
+from gluon.source.logical_values import _typed, present_values
 from gluon.source.pgoutput import (
+    ABSENT,
     ProtocolError,
     Relation,
     Truncate,
@@ -73,7 +75,11 @@ class TableChanges:
         """
         if not len(self):
             return schema.empty_table()
-        return _typed(self.columns, seqs, self.ops, spec, schema)
+        texts = [
+            present_values(values, column.missing_value)
+            for values, column in zip(self.columns, spec.columns, strict=True)
+        ]
+        return _typed(texts, seqs, self.ops, spec, schema)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,10 +113,11 @@ class Batch:
     ) -> TableChanges:
         """The changes of the relations ``tables`` (a table's oid, or its root's with
         ``publish_via_partition_root``), values in the order of ``names`` (a column the
-        relation lacks is NULL; a DELETE or a key-only old row has its key, the rest NULL).
-        An UPDATE that changed any of ``keys`` is a DELETE of the old row and an INSERT of
-        the new (as :func:`gluon.source.pgoutput.table_rows` ships it). ``shipped`` (per
-        whole transaction): read those only (None: every whole one).
+        relation lacks is :data:`~gluon.source.pgoutput.ABSENT`, as ``table_rows`` gives it;
+        a DELETE or a key-only old row has its key, the rest NULL). An UPDATE that changed
+        any of ``keys`` is a DELETE of the old row and an INSERT of the new (as
+        :func:`gluon.source.pgoutput.table_rows` ships it). ``shipped`` (per whole
+        transaction): read those only (None: every whole one).
 
         Raises:
             UnloggedValueError: an UPDATE left a large value out and no old row holds it.
@@ -130,6 +137,7 @@ class Batch:
             rows = np.sort(np.concatenate([changed, np.array(truncated, dtype=np.int64)]))
         starts = np.zeros((len(names), len(rows)), dtype=np.int64)
         lengths = np.full((len(names), len(rows)), -1, dtype=np.int64)
+        absent = np.zeros((len(names), len(rows)), dtype=bool)
         unlogged: tuple[int, list[str]] | None = None
         split = _KeyUpdates(len(names), len(rows))
         for relation, messages in self._versions(changed, tables):
@@ -146,6 +154,8 @@ class Batch:
             for slot, name in enumerate(names):
                 if name in order:
                     starts[slot, at], lengths[slot, at] = values.column(order[name])
+                else:  # a change made before the column was added
+                    absent[slot, at] = True
             if values.key_changed is not None:
                 split.add(at, values, [order.get(name) for name in names])
             first = values.first_unlogged()
@@ -155,8 +165,8 @@ class Batch:
             raise UnloggedValueError(unlogged[1])
         transactions = self.transaction[rows]
         if split.any():
-            ops, transactions, starts, lengths = split.expanded(
-                self.kinds[rows], transactions, starts, lengths
+            ops, transactions, starts, lengths, absent = split.expanded(
+                self.kinds[rows], transactions, starts, lengths, absent
             )
         else:
             ops = string_array(self.data, self.starts[rows], np.ones_like(rows))  # kind = gl_op
@@ -167,7 +177,10 @@ class Batch:
         np.maximum.accumulate(first_of_transaction, out=first_of_transaction)
         return TableChanges(
             ops=ops,
-            columns=[string_array(self.data, s, n) for s, n in zip(starts, lengths, strict=True)],
+            columns=[
+                _marked_absent(string_array(self.data, s, n), gone)
+                for s, n, gone in zip(starts, lengths, absent, strict=True)
+            ],
             transactions=transactions,
             positions=np.arange(len(transactions)) - first_of_transaction,
         )
@@ -218,10 +231,16 @@ class _KeyUpdates:
         return bool(self.rows.any())
 
     def expanded(
-        self, kinds: np.ndarray, transactions: np.ndarray, starts: np.ndarray, lengths: np.ndarray
-    ) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray]:
+        self,
+        kinds: np.ndarray,
+        transactions: np.ndarray,
+        starts: np.ndarray,
+        lengths: np.ndarray,
+        absent: np.ndarray,
+    ) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rows with a DELETE before each key-changing UPDATE, which becomes an INSERT:
-        ``gl_op``, transactions, value starts and lengths."""
+        ``gl_op``, transactions, value starts and lengths, and which values are absent (a
+        DELETE's as its UPDATE's, as the scalar decoder gives them)."""
         split = self.rows
         before = np.cumsum(split) - split  # the DELETEs placed before each row
         count = len(split) + int(split.sum())
@@ -230,6 +249,9 @@ class _KeyUpdates:
         out_starts = np.zeros((len(starts), count), dtype=np.int64)
         out_lengths = np.full((len(starts), count), -1, dtype=np.int64)
         out_starts[:, kept], out_lengths[:, kept] = starts, lengths
+        out_absent = np.zeros((len(starts), count), dtype=bool)
+        out_absent[:, kept] = absent
+        out_absent[:, deletes] = absent[:, split]  # the old row's relation lacks them too
         out_starts[:, deletes] = self.starts[:, split]
         out_lengths[:, deletes] = self.lengths[:, split]
         ops = np.empty(count, dtype=np.uint8)
@@ -243,7 +265,18 @@ class _KeyUpdates:
         op_texts = pa.Array.from_buffers(
             pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(ops)]
         )
-        return op_texts, out_transactions, out_starts, out_lengths
+        return op_texts, out_transactions, out_starts, out_lengths, out_absent
+
+
+def _marked_absent(values: pa.Array, absent: np.ndarray) -> pa.Array:
+    """``values`` with :data:`~gluon.source.pgoutput.ABSENT` where ``absent``: a change made
+    before the column was added (rare: nothing to do for nearly every batch)."""
+    if not absent.any():
+        return values
+    mask = pa.Array.from_buffers(
+        pa.bool_(), len(absent), [None, pa.py_buffer(np.packbits(absent, bitorder="little"))]
+    )
+    return pc.if_else(mask, arrow_string_scalar(ABSENT), values)
 
 
 def frame(

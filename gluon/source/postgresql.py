@@ -128,6 +128,7 @@ class PostgreSQLSource(SourceDialect):
     captures_truncate: ClassVar[bool] = True
     has_catalog_version: ClassVar[bool] = True
     """An ``AFTER TRUNCATE`` statement trigger, and test_decoding's TRUNCATE record."""
+    stores_added_defaults: ClassVar[bool] = True
     binds_arrays = True
     has_schemas = True
     name_case = "lower"
@@ -146,6 +147,11 @@ class PostgreSQLSource(SourceDialect):
     one_null_key_hint = (
         ", or declare a UNIQUE NULLS NOT DISTINCT constraint (PostgreSQL 15+) on exactly them"
     )
+
+    def stored_default_value(self, text: str, column: Column) -> object:
+        from gluon.source.logical_values import typed_value  # loads pyarrow
+
+        return typed_value(text, column)
 
     @classmethod
     def timeout_connect_args(cls, url: sa.URL, timeouts: SourceTimeouts) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
+from gluon.extract.schema_changes import unfilled_message
 from gluon.locks import INTERRUPTED
 from gluon.repo.compaction import FAILED, RUNNING, WAITING, CompactionRun
 from gluon.repo.incremental import (
@@ -206,6 +207,13 @@ def _schema_drift(status: TableStatus, limits: Thresholds, at: dt.datetime) -> l
     return [Finding(status.table_key, WARNING, "schema_changed", message)]
 
 
+def _unfilled_columns(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
+    if not status.unfilled_columns:
+        return []
+    message = unfilled_message(status.unfilled_columns)
+    return [Finding(status.table_key, WARNING, "unfilled_default", message)]
+
+
 def _nullable_key(status: TableStatus, limits: Thresholds, at: dt.datetime) -> list[Finding]:
     if not status.nullable_keys:
         return []
@@ -251,6 +259,7 @@ RULES: tuple[Rule, ...] = (
     _wal_retained,
     _delta_backlog,
     _schema_drift,
+    _unfilled_columns,
 )
 
 

@@ -396,6 +396,7 @@ def collect_status(
         extraction=extraction,
         changelog=backlog,
         schema_drift=counter.schema_drift(record),
+        unfilled_columns=tuple(column.name for column in record.columns if column.unfilled),
         ingestion=None if immediate else _ingestion_status(state, delta, compaction.ongoing),
         staging=LakeTableStats(state.delta_table, delta) if immediate else None,
         compaction=compaction,

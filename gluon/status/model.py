@@ -302,6 +302,9 @@ class TableStatus:
     """Changes set aside out of the changelog (None: none ever were)."""
     verified: VerifyRun | None = None
     """The latest ``gluon verify`` of the table (None: never verified)."""
+    unfilled_columns: tuple[str, ...] = ()
+    """Columns added with a per-row (volatile) default no change carried: the lake's rows
+    unchanged since show NULL (``gluon.extract.schema_changes``)."""
 
 
 # -- offload_status_report ----------------------------------------------------------------

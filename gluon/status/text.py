@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gluon.extract.schema_changes import unfilled_message
 from gluon.lake.stats import DeltaStats
 from gluon.repo.incremental import ExtractionRun
 from gluon.repo.verify_runs import VerifyRun
@@ -324,10 +325,15 @@ def staging_rows(stats: DeltaStats) -> str:
 def _drift(status: TableStatus) -> str:
     drift = status.schema_drift
     if drift is None:
-        return "none"
-    if drift.refused:
-        return f"{drift.summary} (the lake cannot follow: extractions stop)"
-    return f"{drift.summary} (the next extraction carries them)"
+        text = "none"
+    elif drift.refused:
+        text = f"{drift.summary} (the lake cannot follow: extractions stop)"
+    else:
+        text = f"{drift.summary} (the next extraction carries them)"
+    if status.unfilled_columns:  # carried, but not every row's value
+        unfilled = unfilled_message(status.unfilled_columns)
+        return unfilled if drift is None else f"{text}; {unfilled}"
+    return text
 
 
 def run_label(run: ExtractionRun) -> str:

@@ -49,6 +49,7 @@ TOP_LEVEL_KEYS = [
     "truncation",
     "set_aside",
     "verified",
+    "unfilled_columns",
 ]
 SECTIONS = [
     "| CHANGE EXTRACTION STATUS: |",

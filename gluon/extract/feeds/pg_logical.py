@@ -656,9 +656,10 @@ class PgLogicalFeed(TableFeed):
 
     @staticmethod
     def _in_order(names: list[str], values: dict[str, str | None]) -> list[str | None]:
-        """The careful reader's ``values`` in column order, as printed (quoted again), after
-        an empty operation (see ``PrintedChanges``)."""
-        return ["", *(logical.printed(values.get(name)) for name in names)]
+        """The careful reader's ``values`` in column order, as printed (quoted again; SQL
+        NULL as ``null``, a column the change lacks as None), after an empty operation (see
+        ``PrintedChanges``)."""
+        return ["", *(_printed(values, name) for name in names)]
 
     def _on_host_clock(self, committed: dt.datetime | None) -> dt.datetime | None:
         """``committed`` (the source's clock, naive UTC) on this host's clock."""
@@ -738,3 +739,12 @@ class PgLogicalFeed(TableFeed):
         if last_commit is not None:
             self._advance(last_commit)
         return count
+
+
+def _printed(values: dict[str, str | None], name: str) -> str | None:
+    """Column ``name`` of a decoded change as printed: None when the change lacks it (made
+    before the column was added: ``fill_absent`` gives it the column's missing value)."""
+    if name not in values:
+        return None
+    value = values[name]
+    return "null" if value is None else logical.printed(value)
