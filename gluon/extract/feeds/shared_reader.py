@@ -98,7 +98,7 @@ class SharedSlotReader:
         import pyarrow as pa
 
         from gluon.capture.objects import change_fields
-        from gluon.source.logical_values import _int64s, _typed  # loads pyarrow
+        from gluon.source.logical_values import _int64s, _typed, present_values  # loads pyarrow
 
         schema = pa.schema([*self.spec.arrow_schema, *change_fields()])
         if self._batches is None:
@@ -111,9 +111,12 @@ class SharedSlotReader:
             self._save_and_confirm()  # only other tables' transactions: let the slot go on
             return _empty(schema)
         ops = pa.concat_arrays([part.changes.ops for part in taken])
-        columns = [
-            pa.concat_arrays([part.changes.columns[at] for part in taken])
-            for at in range(len(self.spec.columns))
+        columns = [  # a change made before a column was added reads its stored default
+            present_values(
+                pa.concat_arrays([part.changes.columns[at] for part in taken]),
+                column.missing_value,
+            )
+            for at, column in enumerate(self.spec.columns)
         ]
         seqs = np.concatenate([self._sequences(part) for part in taken])
         return _typed(columns, _int64s(seqs), ops, self.spec, schema)
