@@ -133,6 +133,9 @@ FAULT_POINTS: tuple[str, ...] = (
     # a table joining or leaving its database's shared slot (gluon/extract/feeds/shared_slot.py)
     "capture.after_publish_table",
     "capture.after_unpublish_table",
+    # the last member's leave: the shared slot dropped, its publication not yet
+    # (gluon/source/publication.py)
+    "capture.after_drop_shared_slot",
     # setting aside changes the lake cannot take (gluon/extract/set_aside.py): the repository
     # records them (repo.*_record_set_aside), then one changelog delete removes them
     "set_aside.before_changelog_delete",

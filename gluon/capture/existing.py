@@ -132,6 +132,8 @@ def existing_objects(
     marked what it creates, so an unmarked one of the right shape is ours.
     ``recorded``: this installation's repository records ``objects`` for the table, so
     the kinds that take no mark (a replication slot) are ours; otherwise they are foreign.
+    A table's place in a shared slot is looked up in ``mine``'s installation's publication:
+    another installation's shared slot is its own, not an object in the way.
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -139,7 +141,7 @@ def existing_objects(
     found: list[ExistingObject] = []
     unmarkable = source.unmarkable_source_objects
     for item in sorted(objects, key=creation_rank):
-        if not object_exists(source, item) or item.kind in unmarkable:
+        if not object_exists(source, item, mine.installation_id) or item.kind in unmarkable:
             continue
         marker = _marker(source, item)
         per_table = item.kind is not SourceObject.HYBRID_SCHEMA
@@ -152,7 +154,7 @@ def existing_objects(
         found.append(ExistingObject(item, ownership, marker, shaped))
     changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)
     for item in objects:
-        if item.kind in unmarkable and object_exists(source, item):
+        if item.kind in unmarkable and object_exists(source, item, mine.installation_id):
             unmarked = Ownership.OURS if unmarked_are_ours else Ownership.FOREIGN
             judged = changelog or ExistingObject(item, unmarked, None, True)
             found.append(ExistingObject(item, judged.ownership, judged.marker, True))

@@ -28,6 +28,7 @@ from gluon.naming import TableRef, shorten, source_object_names
 from gluon.schema import TableSpec
 from gluon.source import dialect_class
 from gluon.source.base import SourceDialect
+from gluon.source.publication import DatabaseSlot
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -90,13 +91,27 @@ def find_object(objects: Sequence[SourceObjectRef], kind: SourceObject) -> Sourc
     return next((item for item in objects if item.kind is kind), None)
 
 
-def object_exists(source: SourceDialect, item: SourceObjectRef) -> bool:
+def object_exists(
+    source: SourceDialect, item: SourceObjectRef, installation: str | None = None
+) -> bool:
     """``item`` exists in the source (with its object type).
+
+    ``installation`` (a repository's id): a table's place in a shared slot is looked up in
+    that installation's publication only; another installation's shared slot holding the
+    same table is no object of this one (each has its own slot and publication). Without
+    it, any gluon shared slot's publication counts.
 
     Raises:
         SourceError: the catalog cannot be read.
     """
-    params = {"object_type": item.object_type, "schema": item.schema, "name": item.name}
+    params = {
+        "object_type": item.object_type,
+        "schema": item.schema,
+        "name": item.name,
+        "publication": None
+        if installation is None
+        else DatabaseSlot.of(source, installation).publication,
+    }
     return bool(source.run_query("object_exists", params, schema=item.schema))
 
 

@@ -111,10 +111,13 @@ def enabled_before_markers(repo: Repository, state: IncrementalState) -> bool:
 
 
 def missing_objects(
-    source: SourceDialect, objects: list[source_objects.SourceObjectRef]
+    source: SourceDialect, objects: list[source_objects.SourceObjectRef], installation: str
 ) -> list[source_objects.SourceObjectRef]:
-    """``objects`` that do not exist, and schemas they need that do not exist (first)."""
-    missing = [item for item in objects if not source_objects.object_exists(source, item)]
+    """``objects`` that do not exist, and schemas they need that do not exist (first); a
+    table's place in a shared slot is looked up in ``installation``'s publication."""
+    missing = [
+        item for item in objects if not source_objects.object_exists(source, item, installation)
+    ]
     if source.has_schemas:
         recorded = {item.schema for item in objects if item.kind is SourceObject.HYBRID_SCHEMA}
         needed = dict.fromkeys(item.schema for item in missing if item.schema not in recorded)
@@ -131,15 +134,16 @@ def object_labels(objects: list[source_objects.SourceObjectRef]) -> str:
     return ", ".join(f"{item.object_type.lower()} {item.display_name}" for item in objects)
 
 
-def already_enabled(settings: Settings, state: IncrementalState) -> str:
-    """The refusal of a second enable: says what is missing when capture objects are gone."""
+def already_enabled(settings: Settings, state: IncrementalState, installation: str) -> str:
+    """The refusal of a second enable: says what is missing when capture objects are gone
+    (``installation``: the repository's id, whose shared slot holds its members)."""
     message = f"incremental update is already enabled for {state.table_key} ({state.method})"
     objects = capture_objects(state)
     if state.status != ENABLED or not objects or not settings.source_url:
         return message
     try:
         missing = missing_objects(
-            sources.connect(settings.source_url, settings.source_timeouts), objects
+            sources.connect(settings.source_url, settings.source_timeouts), objects, installation
         )
     except GluonError:
         return message  # the refusal stands; the source's trouble shows in the next command

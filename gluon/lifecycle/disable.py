@@ -16,7 +16,7 @@ from gluon.lifecycle.checks import delta_table_role, enabled_before_markers, lak
 from gluon.lifecycle.result import IncrementalResult
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import SourceObject
+from gluon.methods.base import JOINED_KINDS, SourceObject
 from gluon.naming import TableRef
 from gluon.offload.copy import (
     Step,
@@ -155,8 +155,11 @@ def _disable_incremental(
     repo.incremental.save_state(state.with_changes(status=DISABLING))
     with timed_step("drop_capture"):
         source_objects.drop_source_objects(source, droppable)
+        # A table's place in a shared object that is gone already may be a leave killed
+        # halfway (the last member's slot not dropped yet): the feed leaves again.
+        left = droppable + [item for item in missing if item.kind in JOINED_KINDS]
         FEEDS[get_method(state.method).change_reader].release(
-            source, repo, state, record.spec(), droppable
+            source, repo, state, record.spec(), left
         )
     with timed_step("drop_delta_table"):
         if lake_table_is_ours(state.delta_path, mine):

@@ -285,7 +285,7 @@ def plan_enable(
         )
     if existing is not None and not resume:
         if existing.method == method.name:
-            raise StateError(already_enabled(settings, existing))
+            raise StateError(already_enabled(settings, existing, repo.installation_id))
         raise StateError(
             f"{ref.key} already uses extraction method {existing.method}: disable incremental "
             "update (--incremental-updates-disabled) before choosing another method"

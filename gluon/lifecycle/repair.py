@@ -61,7 +61,7 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
         legacy=enabled_before_markers(repo, state),
         recorded=True,
     )
-    missing = missing_objects(source, objects)
+    missing = missing_objects(source, objects, repo.installation_id)
     recreated = [item for item in missing if item.kind is not SourceObject.HYBRID_SCHEMA]
     steps = [
         Step("create_capture", f"create {o.object_type.lower()} {o.display_name}") for o in missing

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gluon.errors import SourceError, StateError
+from gluon.faults import fault_point
 from gluon.naming import database_slot_name
 from gluon.source.base import SourceDialect
 from gluon.source.shared_shipping import OffloadSnapshot, format_lsn, parse_lsn
@@ -239,6 +240,7 @@ def drop_database_slot(source: SourceDialect, shared: DatabaseSlot) -> None:
     state = slot_state(source, shared)
     if state.plugin is not None:
         source.execute_script("drop_replication_slot", object=_Named(shared.slot))
+    fault_point("capture.after_drop_shared_slot")
     if state.has_publication:
         source.execute_script("drop_database_publication", publication=shared.publication)
 
