@@ -135,7 +135,7 @@ FAULT_POINTS: tuple[str, ...] = (
     "capture.after_unpublish_table",
     # the last member's leave: the shared slot dropped, its publication not yet
     # (gluon/source/publication.py)
-    "capture.after_drop_shared_slot",
+    "capture.after_shared_slot_drop",
     # setting aside changes the lake cannot take (gluon/extract/set_aside.py): the repository
     # records them (repo.*_record_set_aside), then one changelog delete removes them
     "set_aside.before_changelog_delete",

@@ -240,7 +240,7 @@ def drop_database_slot(source: SourceDialect, shared: DatabaseSlot) -> None:
     state = slot_state(source, shared)
     if state.plugin is not None:
         source.execute_script("drop_replication_slot", object=_Named(shared.slot))
-    fault_point("capture.after_drop_shared_slot")
+    fault_point("capture.after_shared_slot_drop")
     if state.has_publication:
         source.execute_script("drop_database_publication", publication=shared.publication)
 

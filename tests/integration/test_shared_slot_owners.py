@@ -2,7 +2,8 @@
 each installation has its own slot and publication (``gluondb_<database>_<installation>``),
 so a member is judged by this installation's publication alone. A member enabled again from
 the same installation, and the same table in two installations' shared slots, both work; a
-disable in one installation never touches the other's publication.
+disable in one installation never touches the other's publication. The last member's disable,
+killed at each point of its leave and run again, drops the slot and the publication.
 
 Real PostgreSQL (wal_level=logical), Sail and Delta tables; a second installation is a
 second OFFLOAD_HOME (its own repository) reading the same database.
@@ -138,7 +139,7 @@ def _slots(engine: sa.Engine) -> list[str]:
     [
         "repo.after_forget_slot_position",
         "capture.after_unpublish_table",
-        "capture.after_drop_shared_slot",
+        "capture.after_shared_slot_drop",
     ],
 )
 def test_the_last_member_disabled_drops_the_slot_even_after_a_kill(

@@ -147,8 +147,9 @@ INCREMENT_POINTS = _points(
 )  # fmt: skip
 STAGE_POINTS = _points("stage.")
 MEMBER_ENABLE_POINTS = _points("capture.after_publish_table")
-MEMBER_DISABLE_POINTS = _points("capture.after_unpublish_table")
-"""A member table of the shared slot joins and leaves its publication (the extraction's
+MEMBER_DISABLE_POINTS = _points("capture.after_unpublish_table", "capture.after_shared_slot_drop")
+"""A member table of the shared slot joins and leaves its publication, the last one dropping
+the slot, then the publication (the extraction's
 ``extract.before_shared_position``/``after_shared_position`` are in EXTRACTION_POINTS)."""
 
 
