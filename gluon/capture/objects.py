@@ -24,11 +24,10 @@ from gluon.methods.base import (
     SourceObject,
     ViewKind,
 )
-from gluon.naming import TableRef, shorten, source_object_names
+from gluon.naming import TableRef, database_slot_name, shorten, source_object_names
 from gluon.schema import TableSpec
 from gluon.source import dialect_class
 from gluon.source.base import SourceDialect
-from gluon.source.publication import DatabaseSlot
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -108,11 +107,15 @@ def object_exists(
         "object_type": item.object_type,
         "schema": item.schema,
         "name": item.name,
-        "publication": None
-        if installation is None
-        else DatabaseSlot.of(source, installation).publication,
+        "publication": None if installation is None else _shared_publication(source, installation),
     }
     return bool(source.run_query("object_exists", params, schema=item.schema))
+
+
+def _shared_publication(source: SourceDialect, installation: str) -> str:
+    """The publication of ``installation``'s shared slot in ``source``'s database (named as
+    ``gluon.source.publication.DatabaseSlot.of`` names it)."""
+    return database_slot_name(str(source.engine.url.database or "postgres"), installation)
 
 
 def named_source_objects(
