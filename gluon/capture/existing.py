@@ -24,6 +24,7 @@ from gluon.capture.ownership import (
     parse_marker,
 )
 from gluon.methods.base import (
+    JOINED_KINDS,
     UNMARKED_KINDS,
     SourceObject,
 )
@@ -133,7 +134,8 @@ def existing_objects(
     ``recorded``: this installation's repository records ``objects`` for the table, so
     the kinds that take no mark (a replication slot) are ours; otherwise they are foreign.
     A table's place in a shared slot is looked up in ``mine``'s installation's publication:
-    another installation's shared slot is its own, not an object in the way.
+    another installation's shared slot is its own, not an object in the way, and one found
+    in this installation's is ours (recorded or not: the publication's name is the mark).
 
     Raises:
         SourceError: the catalog cannot be read.
@@ -150,6 +152,10 @@ def existing_objects(
         if ownership is Ownership.FOREIGN and shaped and unmarked_are_ours:
             ownership = Ownership.OURS
         if item.kind in UNMARKED_KINDS and marker is None and recorded:
+            ownership = Ownership.OURS
+        if item.kind in JOINED_KINDS:
+            # Found in this installation's shared object (its name is the mark), under
+            # this table's name: this table's place there, whoever put it in.
             ownership = Ownership.OURS
         found.append(ExistingObject(item, ownership, marker, shaped))
     changelog = next((o for o in found if o.item.kind is SourceObject.CHANGELOG_TABLE), None)

@@ -159,3 +159,20 @@ def test_the_last_member_disabled_drops_the_slot_even_after_a_kill(
     _run(engine, "UPDATE app.orders SET v = 'again' WHERE id = 3")
     _ok(run_cli(*EXTRACT))
     _matches(engine)
+
+
+def test_a_table_already_in_this_installations_publication_joins_it(
+    engine: sa.Engine, run_cli: Callable[..., Result]
+) -> None:
+    """The publication's name is its mark: a table found in this installation's publication
+    without being recorded (added by hand, or a repository restored from before its enable)
+    is this installation's place for it, and the enable goes on (it was refused as a
+    publication table that "is not gluon's", naming another name to pick)."""
+    _run(engine, "CREATE TABLE app.other (id INTEGER PRIMARY KEY)")
+    _ok(run_cli("offload", "-t", "app.other", *ENABLE[3:]))
+    (publication,) = _publications(engine)
+    _run(engine, f"ALTER PUBLICATION {publication} ADD TABLE app.orders")
+    _ok(run_cli(*ENABLE))
+    _run(engine, "UPDATE app.orders SET v = 'joined' WHERE id = 4")
+    _ok(run_cli(*EXTRACT))
+    _matches(engine)
