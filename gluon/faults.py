@@ -85,10 +85,10 @@ def _around(prefix: str, names: tuple[str, ...]) -> tuple[str, ...]:
 
 
 FAULT_POINTS: tuple[str, ...] = (
-    # extraction (gluon/extract/run.py, gluon/extract/feeds/)
+    # extraction (gluon/extract/run.py, gluon/extract/shipping.py, gluon/extract/feeds/)
     "extract.before_delta_commit",
     "extract.after_delta_commit",
-    # merge mode IMMEDIATE (gluon/extract/run.py): the batch staged, the merge into the base table
+    # merge mode IMMEDIATE (gluon/extract/shipping.py): batch staged, merge into the base table
     "extract.after_stage",
     "extract.before_merge_commit",
     "extract.after_merge_commit",

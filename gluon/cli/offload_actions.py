@@ -24,7 +24,9 @@ from gluon.cli.options import split_list
 from gluon.compact import options as compaction_rules
 from gluon.config import Settings
 from gluon.errors import UsageError
-from gluon.extract.run import ExtractionResult, extraction_plan, run_extraction
+from gluon.extract.plan import extraction_plan
+from gluon.extract.result import ExtractionResult
+from gluon.extract.run import run_extraction
 from gluon.naming import TableRef
 from gluon.offload.increments import IncrementRequest
 from gluon.reuse import kept_connections

@@ -25,7 +25,7 @@ from gluon.repo import Repository
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from gluon.extract.run import ExtractionResult
+    from gluon.extract.result import ExtractionResult
 
 
 @dataclass(slots=True)

@@ -10,59 +10,46 @@ the lake are skipped by their ``gl_seq``.
 When a compaction has requested change ingestion diversion, the run writes to
 the requested control partition and acknowledges it when it finishes.
 
-Why one module past 400 lines: the exactly-once protocol (read, leave out what was shipped,
-commit, delete) reads as one sequence here; its seams, if it grows, are the two sinks
-(``_AppendToDeltaTable``, ``_MergeImmediately``) and the already-shipped check.
+This module holds the run and its batch loop (``run_extraction``, ``_ship``); the two ways a
+batch ships are ``gluon.extract.shipping``'s, the already-shipped check
+``gluon.extract.already_shipped``'s, what a run did ``gluon.extract.result``'s and the plan of
+a run without ``-x`` ``gluon.extract.plan``'s.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import math
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from functools import partial
 from typing import TYPE_CHECKING
 
-from gluon import locks
 from gluon import source as sources
 from gluon.capture import changelog, existing
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UsageError
 from gluon.extract.counting import BatchCounter
-from gluon.extract.feeds import FEEDS, REBUILD_HINT, ChangeFeed, capture_objects
+from gluon.extract.feeds import FEEDS, ChangeFeed, capture_objects
 from gluon.extract.insert_only import Screen
+from gluon.extract.result import ExtractionResult
 from gluon.extract.schema_changes import carry_changes
+from gluon.extract.shipping import AppendToDeltaTable, MergeImmediately
 from gluon.extract.truncation import RowCounts, count_rows, counts_rows, last_lake_rows
 from gluon.faults import fault_point
-from gluon.lake import merge, tables
-from gluon.lake.changes import (
-    PARTITION_COLUMN,
-    BatchRange,
-    append_changes,
-    holds_truncate,
-    shipped_by_run,
-    without_shipped,
-)
-from gluon.lake.session import LakeOpener, LakeSession, lake_opener, retry_commit
-from gluon.lake.storage import delta_row_count, missing_delta_table_error
+from gluon.lake import tables
+from gluon.lake.session import LakeOpener, LakeSession, lake_opener
+from gluon.lake.storage import missing_delta_table_error
 from gluon.locks import extraction_lock
 from gluon.methods import get_method
 from gluon.methods.base import ViewKind
 from gluon.naming import TableRef
-from gluon.progress import NullProgress, Progress, ShownLine, timed_step
+from gluon.progress import NullProgress, Progress, timed_step
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.repo.incremental import IncrementalState
-from gluon.schema import lake_column
 from gluon.states import ExtractionStatus, MergeMode
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from gluon.source.base import SourceDialect
 
 log = logging.getLogger(__name__)
@@ -97,69 +84,6 @@ def check_batch_size(batch_size: int) -> None:
 
 class CaptureBrokenError(GluonError):
     """Changes are not being captured (a capture trigger disabled or gone, no changelog)."""
-
-
-@dataclass(slots=True)
-class ExtractionResult:
-    table_key: str
-    run_id: int
-    rows_read: int = 0
-    rows_written: int = 0
-    min_seq: int | None = None
-    max_seq: int | None = None
-    control_partition: int = 0
-    acknowledged: bool = False
-    seconds: float = 0.0
-    screen: Screen | None = None
-    """Insert-only methods: what kept changes out of the lake (``gluon.extract.insert_only``)."""
-    row_counts: RowCounts | None = None
-    """Where the capture cannot see a TRUNCATE: the rows compared at the run's end."""
-    lake_versions: list[int] = field(default_factory=list)
-    """Merge mode IMMEDIATE: the base table's Delta versions this run's merges wrote."""
-    oldest_change_at: dt.datetime | None = None
-    """When the oldest change this run found pending was captured (for the lake's latency)."""
-    merge_mode: MergeMode = MergeMode.DEFERRED
-    recorded: bool = True
-    """False: the run shipped nothing and left no row in the repository (the service)."""
-
-    def took(self, changes: pa.Table, written: int, *, counted_before: int = 0) -> None:
-        """Count ``changes`` as taken from the source by this run, ``written`` of them into
-        the lake, and widen the run's ``gl_seq`` range; ``counted_before`` of them a killed run
-        counted already (``gluon.extract.counting``)."""
-        import pyarrow.compute as pc
-
-        self.rows_read += changes.num_rows - counted_before
-        self.rows_written += written
-        seqs = changes.column("gl_seq")
-        low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-        self.min_seq = low if self.min_seq is None else min(self.min_seq, low)
-        self.max_seq = high if self.max_seq is None else max(self.max_seq, high)
-
-    def summary(self) -> str:
-        """The run in one line. Its count is ``rows_read``, the changes taken from the source:
-        the figure status, the report and the service's metrics count too (``rows_written``
-        is what the lake got: fewer when a merge applies only each key's latest change, or
-        a change was in the lake already or refused)."""
-        if self.merge_mode == MergeMode.IMMEDIATE:
-            where = f"into the base table ({self.rows_written} rows merged)"
-        else:
-            where = f"to control partition {self.control_partition}"
-            if self.rows_written != self.rows_read:
-                where += f" ({self.rows_read - self.rows_written} already in the lake or refused)"
-        return (
-            f"Extracted {self.rows_read} changes of {self.table_key} {where} in "
-            f"{self.seconds:.1f}s (extraction run {self.run_id})"
-        )
-
-    def shown(self) -> list[ShownLine]:
-        ack = ", acknowledged change ingestion diversion" if self.acknowledged else ""
-        lines = [ShownLine(self.summary() + ack)]
-        for line in self.screen.messages() if self.screen else ():
-            lines.append(ShownLine(f"{self.table_key}: {line}", "warning"))
-        if self.row_counts is not None and self.row_counts.dropped:
-            at_end = self.row_counts.warning(self.table_key, "at the end of this extraction")
-            lines.append(ShownLine(at_end, "warning"))
-        return lines
 
 
 NOT_ENABLED_HINT = (
@@ -369,9 +293,9 @@ def _ship(
 
         counter = BatchCounter(feed.repo, result, feed.sequences_are_unique, feed.batches_in_order)
         shipping = (
-            _MergeImmediately(lake, feed, record, state, result, counter)
+            MergeImmediately(lake, feed, record, state, result, counter)
             if state.merge_mode == MergeMode.IMMEDIATE
-            else _AppendToDeltaTable(lake, feed, record, state, result)
+            else AppendToDeltaTable(lake, feed, record, state, result)
         )
         task = stack.enter_context(progress.task(f"extracting {record.table_key}", pending))
         shipping.resume()
@@ -430,296 +354,3 @@ def _count_rows(
 
 def _never() -> bool:
     return False
-
-
-@dataclass(slots=True)
-class _AppendToDeltaTable:
-    """Merge mode DEFERRED: append each batch to the delta table (the views merge it)."""
-
-    lake: Callable[[], LakeSession]
-    feed: ChangeFeed
-    record: OffloadedTable
-    state: IncrementalState
-    result: ExtractionResult
-
-    left_out = "already in the lake"
-
-    @property
-    def destination(self) -> str:
-        return f"control partition {self.result.control_partition}"
-
-    def resume(self) -> None:
-        """Nothing to finish first: a batch a dead run appended is skipped by its gl_seq."""
-
-    def ship(self, changes: pa.Table) -> int:
-        """Append ``changes`` not yet in the lake in one commit; return how many."""
-        return int(
-            retry_commit(
-                partial(
-                    _append, self.lake, self.feed, self.record, self.state, self.result, changes
-                )
-            )
-        )
-
-
-@dataclass(slots=True)
-class _MergeImmediately:
-    """Merge mode IMMEDIATE: stage each batch, merge it into the base table in one Delta
-    commit that records the batch (see ``gluon.lake.merge``)."""
-
-    lake: Callable[[], LakeSession]
-    feed: ChangeFeed
-    record: OffloadedTable
-    state: IncrementalState
-    result: ExtractionResult
-    counter: BatchCounter
-
-    left_out = "superseded in the batch or refused"
-
-    @property
-    def destination(self) -> str:
-        return f"the base table {self.record.base_path}"
-
-    def resume(self) -> None:
-        """Finish the batch a dead run staged: merge it unless the base table applied it,
-        then remove its changes from the changelog (again, if that was done already).
-
-        Only a batch of a run that did not succeed: a run that succeeded removed its changes
-        itself, and a change now in the changelog with one of its ``gl_seq`` is a new change
-        under a reset sequence (removing it would lose it; ``_shipped_before`` refuses it).
-        """
-        unconfirmed = self.feed.repo.incremental.unconfirmed_extractions(self.state.table_key)
-        unconfirmed.discard(self.result.run_id)  # this run: it staged nothing yet
-        writer = merge.app_id(self.state.table_key, self.state.enablement_id)
-        if not unconfirmed and merge.merged_already(
-            self.state.delta_path, self.record.base_path, writer
-        ):
-            return  # the usual case: the last run's batch, merged and done (no rows read)
-        staged = merge.staged_batch(self.state.delta_path, columns=["gl_seq", "gl_extraction_id"])
-        if staged is None:
-            return
-        merged = self._apply(staged)
-        if staged.extraction_id not in unconfirmed:
-            return
-        # This run's changes, unless the dead run counted them (status and the metric count
-        # them); counted before they leave the source.
-        self.counter.count(staged.rows, merged)
-        self.feed.done(staged.rows)
-        log.debug("staged batch %d is in the base table and out of the changelog", staged.version)
-
-    def ship(self, changes: pa.Table) -> int:
-        """Stage ``changes`` and merge them; return how many changes the merge applied."""
-        import pyarrow.compute as pc  # only when there are changes to ship
-
-        self.feed.shipping(changes)
-        if self.result.screen is not None:
-            let_in = self.result.screen(self.lake(), changes).column("gl_seq")
-            applied = pc.is_in(changes.column("gl_seq"), value_set=let_in.combine_chunks())
-        else:
-            keys = [lake_column(key) for key in self.state.key_columns]
-            applied = merge.latest_per_key(changes, keys)
-        applied = merge.after_truncate(changes, applied)
-        staged = merge.stage_batch(
-            self.lake,
-            self.state.delta_path,
-            self.record.columns,
-            self.record.partitioning,
-            changes,
-            applied=applied,
-            extraction_id=self.result.run_id,
-        )
-        fault_point("extract.after_stage")
-        self._apply(staged)
-        return int(pc.sum(applied).as_py() or 0)
-
-    def _apply(self, staged: merge.StagedBatch) -> int:
-        """Merge ``staged`` unless the base table applied it; return the rows merged now."""
-        writer = merge.app_id(self.state.table_key, self.state.enablement_id)
-        base = merge.open_base(self.record.base_path)  # read once: the check, then the merge
-        applied = merge.applied_batch(base, writer)
-        if applied is not None and applied >= staged.version:
-            return 0  # a dead run merged it: the base table recorded the batch in that commit
-        if "gl_op" not in staged.rows.column_names:
-            staged = staged.complete(self.state.delta_path)
-            log.info("merging batch %d, staged by an interrupted run", staged.version)
-        insert_only = get_method(self.state.method).view_kind is ViewKind.UNION_ALL
-        fault_point("extract.before_merge_commit")
-        version = merge.merge_batch(
-            self.record.base_path,
-            writer,
-            [lake_column(key) for key in self.state.key_columns],
-            staged,
-            insert_only=insert_only,
-            table=base,
-        )
-        fault_point("extract.after_merge_commit")
-        self.result.lake_versions.append(version)
-        return merge.applied_rows(staged)
-
-
-def _append(
-    lake: Callable[[], LakeSession],
-    feed: ChangeFeed,
-    record: OffloadedTable,
-    state: IncrementalState,
-    result: ExtractionResult,
-    changes: pa.Table,
-) -> int:
-    """Append the changes not yet in the lake; return how many.
-
-    Idempotent, so a lost commit race can retry it: the check runs again, since a commit
-    that raced a compaction's delete may have landed before its error came back.
-    """
-    skip = _shipped_before(lake, feed, state, changes)
-    fresh = changes.num_rows if skip is None else skip.fresh
-    if fresh:
-        # The highest gl_seq of the batch: a change an interrupted run shipped already was
-        # recorded by that run, so this never records more than what is about to ship.
-        feed.shipping(changes)
-    if result.screen is not None:
-        # The screen looks at the rows themselves: the engine filters them first.
-        session = lake()
-        if skip is not None:
-            changes = without_shipped(session, record.columns, changes, skip.batch)
-            skip = None
-        changes = result.screen(session, changes)
-        fresh = changes.num_rows
-    if fresh and holds_truncate(changes):
-        # Before the commit: views and compactions of this partition must apply the 'T' as
-        # soon as a session can see it (a commit that never lands only costs them a scan).
-        feed.repo.incremental.record_truncate(state.table_key, result.control_partition)
-    fault_point("extract.before_delta_commit")
-    if fresh:
-        append_changes(
-            lake,
-            state.delta_path,
-            record.columns,
-            changes,
-            extraction_id=result.run_id,
-            partition=result.control_partition,
-            skip=None if skip is None else skip.batch,
-        )
-    return fresh
-
-
-@dataclass(frozen=True, slots=True)
-class _Resent:
-    batch: BatchRange
-    """Where the engine finds the changes to leave out."""
-    fresh: int
-    """Changes of the batch no run shipped yet."""
-
-
-def _shipped_before(
-    lake: Callable[[], LakeSession], feed: ChangeFeed, state: IncrementalState, changes: pa.Table
-) -> _Resent | None:
-    """Which changes of ``changes`` a previous, interrupted run already committed to the lake
-    (None: none of them).
-
-    A change is recognised by its ``gl_seq`` together with the run that shipped
-    it: only runs that may have left their shipped changes in the changelog
-    count (see ``unconfirmed_extractions``). The same ``gl_seq`` shipped by a
-    run that completed means the changelog handed a value out twice (its
-    sequence was reset, or another table writes to it): refused, never skipped.
-    The engine matches the batch against the delta table; the driver sees one row
-    per run that shipped some of it.
-
-    Raises:
-        StateError: a change reuses the ``gl_seq`` of a change already shipped.
-    """
-    import pyarrow.compute as pc
-
-    if not feed.sequences_are_unique:
-        return None
-    seqs = changes.column("gl_seq")
-    low, high = pc.min(seqs).as_py(), pc.max(seqs).as_py()
-    # Strictly above: the change AT shipped_seq is the last one a run recorded as shipping,
-    # maybe committed by a run killed right after (a one-change batch is exactly that).
-    if low > _highest_ever_shipped(feed, state):
-        return None  # the usual case after a table's first batch, proved without the engine
-    if not delta_row_count(
-        state.delta_path, column=PARTITION_COLUMN, at_least=state.view_min_partition
-    ):
-        return None  # no live change to match (a first batch): proved without the engine
-    batch = BatchRange(state.delta_table, low, high, state.view_min_partition)
-    runs = shipped_by_run(lake(), batch, seqs.combine_chunks())
-    if not runs:
-        return None
-    unconfirmed = feed.repo.incremental.unconfirmed_extractions(state.table_key)
-    reused = [run for run in runs if run.extraction_id not in unconfirmed]
-    if reused:
-        first = min(run.first_seq for run in reused)
-        last = max(run.last_seq for run in reused)
-        raise StateError(
-            f"the changelog of {state.table_key} holds {sum(run.changes for run in reused)} "
-            f"changes whose gl_seq (first {first}) belongs to a change already shipped: its "
-            "sequence was reset or another table writes to it; extraction stopped before them. "
-            f"Restart the sequence above {state.shipped_seq or last} and {REBUILD_HINT}"
-        )
-    return _Resent(batch, changes.num_rows - sum(run.changes for run in runs))
-
-
-def _highest_ever_shipped(feed: ChangeFeed, state: IncrementalState) -> int | float:
-    """An upper bound of the ``gl_seq`` of every change in the delta table (infinity: none
-    known).
-
-    Every write of changes to the delta table raises the repository's ``shipped_seq`` to
-    the batch's highest ``gl_seq`` first (``feed.shipping``), and nothing lowers it, so no
-    change above it can be in the lake. Read again for each batch: a lost commit race
-    retries a batch whose first commit may have landed, and its ``shipping`` raised the
-    value. None, for an enablement that never shipped or a repository from before the
-    column, proves nothing.
-    """
-    current = feed.repo.incremental.get_state(state.table_key)
-    shipped = None if current is None else current.shipped_seq
-    return math.inf if shipped is None else shipped
-
-
-def extraction_plan(
-    settings: Settings, ref: TableRef, *, batch_size: int | None = None
-) -> list[tuple[str, str]]:
-    """What an extraction of ``ref`` would do now, as (step name, description); changes nothing.
-
-    Raises:
-        StateError: incremental update is not enabled.
-    """
-    repo = Repository(settings.repo_url)
-    record, state = repo.enabled_table(ref.key, otherwise=NOT_ENABLED_HINT)
-    running = locks.holder(repo, ref.key, locks.EXTRACTION)
-    if running is not None:
-        return [("refused", f"nothing: a running {locks.describe(running)} holds the table")]
-    method = get_method(state.method)
-    feed = FEEDS[method.change_reader](sources.connect_configured(settings), record, state, repo)
-    pending = feed.pending()
-    if pending == 0:
-        return [("nothing_to_do", f"nothing to extract: no changes of {ref.key} are captured")]
-    partition = state.ingestion_partition
-    changes = "the captured changes" if pending is None else f"{pending} captured changes"
-    batch_size = batch_size or default_batch_size(MergeMode(state.merge_mode or MergeMode.DEFERRED))
-    steps = [
-        ("read", f"read {changes} of {ref.key}, lowest gl_seq first, {batch_size} per batch"),
-        (
-            (
-                "merge",
-                f"stage each batch in {state.delta_table}, then merge it into the base table "
-                f"{record.base_path} (the latest change per key; insert-only methods append), "
-                "one Delta commit per batch recording it, so a re-run never applies it twice",
-            )
-            if state.merge_mode == MergeMode.IMMEDIATE
-            else (
-                "append",
-                f"append them to {state.delta_table} (control partition {partition}), one "
-                "Delta commit per batch, skipping any already there",
-            )
-        ),
-        ("done", f"mark them shipped: {feed.marks_shipped}"),
-    ]
-    if state.diverting:
-        steps.append(
-            (
-                "acknowledge",
-                f"acknowledge change ingestion diversion to control partition {partition} "
-                "(the waiting compaction goes on)",
-            )
-        )
-    return steps

@@ -11,7 +11,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from gluon.repo import OffloadedTable, Repository
-from gluon.status.incremental_status import ChangelogCounter
+from gluon.status.changelog_counter import ChangelogCounter
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,7 @@ from gluon.service.metrics import ServiceMetrics
 from gluon.service.passes import Run, in_passes
 from gluon.service.schedule import Action, LastRuns, TableSchedule, due_runs
 from gluon.service.slots import SlotTurns, reads_a_slot, shares_a_stream
-from gluon.status.incremental_status import ChangelogCounter
+from gluon.status.changelog_counter import ChangelogCounter
 
 log = logging.getLogger(__name__)
 

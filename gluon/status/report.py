@@ -21,7 +21,8 @@ from gluon.errors import ConfigError, NotFoundError
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.common import now
 from gluon.status.attention import findings
-from gluon.status.incremental_status import ChangelogCounter, collect_status
+from gluon.status.changelog_counter import ChangelogCounter
+from gluon.status.incremental_status import collect_status
 from gluon.status.model import (
     OutputFormat,
     OutputLevel,

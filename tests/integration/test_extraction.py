@@ -283,7 +283,7 @@ def test_engine_checks_a_batch_for_shipped_changes_only_when_some_may_be_in_the_
         checked.append(1)
         return shipped_by_run(*args, **kwargs)
 
-    monkeypatch.setattr("gluon.extract.run.shipped_by_run", counting)
+    monkeypatch.setattr("gluon.extract.already_shipped.shipped_by_run", counting)
     args = ("-t", "main.items", "-x", "--incremental-run-extraction", "--incremental-batch-size=3")
     repo = Repository(load_settings().repo_url)
     for expected_checks, forget_shipped in ((0, False), (0, False), (1, True)):

@@ -31,7 +31,7 @@ from support.incremental import (
 )
 from typer.testing import Result
 
-from gluon.extract.feeds.pg_logical import POSITION_BITS
+from gluon.extract.feeds.logical_positions import POSITION_BITS
 from gluon.methods import registered_methods
 from gluon.source import connect
 

@@ -28,7 +28,7 @@ from typer.testing import Result
 from gluon import faults
 from gluon.config import load_settings
 from gluon.errors import GluonError
-from gluon.extract.feeds.pg_logical import POSITION_BITS, parse_lsn
+from gluon.extract.feeds.logical_positions import POSITION_BITS, parse_lsn
 from gluon.extract.run import run_extraction
 from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository

@@ -27,7 +27,7 @@ from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 from gluon.service.lag import table_lag
 from gluon.service.metrics import ServiceMetrics
-from gluon.status.incremental_status import ChangelogCounter
+from gluon.status.changelog_counter import ChangelogCounter
 
 KEY = "APP.EVENTS"
 OPTION = "--incremental-set-aside-changes"

@@ -38,7 +38,7 @@ from gluon.methods.base import SourceObject
 from gluon.repo import Repository
 from gluon.repo.common import now
 from gluon.service.lag import table_lag
-from gluon.status.incremental_status import ChangelogCounter
+from gluon.status.changelog_counter import ChangelogCounter
 
 MODES = ["--incremental-merge-mode=DEFERRED", "--incremental-merge-mode=IMMEDIATE"]
 

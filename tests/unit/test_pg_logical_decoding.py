@@ -12,14 +12,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gluon.errors import SourceError, StateError, UnsupportedError
-from gluon.extract.feeds.pg_logical import (
+from gluon.extract.feeds.logical_positions import (
     POSITION_BITS,
     format_lsn,
     logical_sequence,
     parse_lsn,
-    peek_slot,
 )
 from gluon.extract.feeds.slot import check_logical_decoding
+from gluon.extract.feeds.slot_decoding import peek_slot
 from gluon.schema import Column, TableSpec
 from gluon.source import logical
 from gluon.source.logical import (

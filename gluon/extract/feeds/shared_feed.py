@@ -19,7 +19,8 @@ from gluon.config import DEFAULT_MAX_RETAINED_WAL_MB, load_settings
 from gluon.errors import ConfigError, StateError, UnsupportedError
 from gluon.extract.feeds import shared_backlog, shared_slot, unfit
 from gluon.extract.feeds.base import REBUILD_HINT, Pending, highest_seq
-from gluon.extract.feeds.pg_logical import POSITION_BITS, PgLogicalFeed
+from gluon.extract.feeds.logical_positions import POSITION_BITS
+from gluon.extract.feeds.pg_logical import PgLogicalFeed
 from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.methods.base import SourceObject
 from gluon.repo import OffloadedTable, Repository

@@ -30,7 +30,7 @@ from gluon.errors import SourceError, StateError
 from gluon.extract import shared_pass
 from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.base import REBUILD_HINT, SlotBacklog
-from gluon.extract.feeds.pg_logical import POSITION_BITS, logical_sequence
+from gluon.extract.feeds.logical_positions import POSITION_BITS, logical_sequence
 from gluon.extract.feeds.shared_backlog import unknown_reason, with_unknown_reason
 from gluon.faults import fault_point
 from gluon.repo import Repository
