@@ -7,7 +7,7 @@ from gluon.capture import objects as source_objects
 from gluon.capture import ownership
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.extract.feeds import capture_objects
+from gluon.extract.feeds import FEEDS, capture_objects
 from gluon.lifecycle.checks import (
     check_existing_objects,
     enabled_before_markers,
@@ -18,7 +18,7 @@ from gluon.lifecycle.enable_plan import EnableOptions
 from gluon.lifecycle.result import IncrementalResult
 from gluon.locks import lifecycle_lock
 from gluon.methods import get_method
-from gluon.methods.base import SourceObject
+from gluon.methods.base import JOINED_KINDS, SourceObject
 from gluon.offload.copy import (
     Step,
 )
@@ -80,6 +80,9 @@ def repair_capture_objects(settings: Settings, options: EnableOptions) -> Increm
         source_objects.create_source_objects(
             source, spec, method, schemas + objects, state.key_columns, marker
         )
+        joined = [item for item in missing if item.kind in JOINED_KINDS]
+        if joined:  # created by the feed, not by a template
+            FEEDS[method.change_reader].rejoin(source, repo, state, spec, joined)
     result.message = (
         f"re-created {object_labels(recreated)} for {ref.key}; "
         "changes made while they were missing "

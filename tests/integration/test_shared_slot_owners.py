@@ -176,3 +176,19 @@ def test_a_table_already_in_this_installations_publication_joins_it(
     _run(engine, "UPDATE app.orders SET v = 'joined' WHERE id = 4")
     _ok(run_cli(*EXTRACT))
     _matches(engine)
+
+
+def test_a_members_place_dropped_from_the_publication_is_recreated_by_the_repair(
+    engine: sa.Engine, run_cli: Callable[..., Result]
+) -> None:
+    """The repair says it re-created the table's place in the publication: it must be
+    there after it, and changes must flow again (those made meanwhile need a resync)."""
+    _ok(run_cli(*ENABLE))
+    (publication,) = _publications(engine)
+    _run(engine, f"ALTER PUBLICATION {publication} DROP TABLE app.orders")
+    repaired = _ok(run_cli(*ENABLE, "--incremental-recreate-capture-objects"))
+    assert "Re-created" in repaired.stdout, repaired.stdout
+    assert _publications(engine) == {publication: ["orders"]}
+    _run(engine, "UPDATE app.orders SET v = 'after the repair' WHERE id = 3")
+    _ok(run_cli(*EXTRACT))
+    _matches(engine)

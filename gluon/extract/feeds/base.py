@@ -190,6 +190,20 @@ class ChangeFeed(Protocol):
         ...
 
     @classmethod
+    def rejoin(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        missing: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """Put the table back into what it shares with other tables, where ``missing``
+        (``JOINED_KINDS``, dropped outside gluon) says it is gone: the repair
+        (``--incremental-recreate-capture-objects``)."""
+        ...
+
+    @classmethod
     def pending_in(
         cls,
         source: SourceDialect,
@@ -382,6 +396,17 @@ class TableFeed:
         objects: Sequence[source_objects.SourceObjectRef],
     ) -> None:
         """See :meth:`ChangeFeed.release` (nothing shared)."""
+
+    @classmethod
+    def rejoin(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        missing: Sequence[source_objects.SourceObjectRef],
+    ) -> None:
+        """See :meth:`ChangeFeed.rejoin` (nothing shared)."""
 
     def shipping(self, changes: pa.Table) -> None:
         """Raise the repository's ``shipped_seq`` to the batch's highest ``gl_seq``, before the

@@ -169,6 +169,19 @@ class PgLogicalFeed(SlotDecodingFeed):
         if _member_of_shared_slot(dropped):
             shared_slot.leave(source, repo, state.table_key, spec.schema, spec.name)
 
+    @classmethod
+    def rejoin(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        state: IncrementalState,
+        spec: TableSpec,
+        missing: Sequence[objects.SourceObjectRef],
+    ) -> None:
+        """A member whose place in the publication was dropped is published again."""
+        if _member_of_shared_slot(missing):
+            shared_slot.rejoin(source, repo, spec.schema, spec.name)
+
     @property
     def slot(self) -> objects.SourceObjectRef:
         return _slot_of(self.state)

@@ -93,6 +93,21 @@ def leave(source: SourceDialect, repo: Repository, table_key: str, schema: str, 
         publication.drop_database_slot(source, shared)
 
 
+def rejoin(source: SourceDialect, repo: Repository, schema: str, table: str) -> None:
+    """Publish ``schema.table`` again after its place was dropped outside gluon (the
+    repair). Its position stays: the slot did not decode its changes meanwhile, which the
+    repair's message says (a resync brings the lake back in step).
+
+    Raises:
+        StateError: a transaction older than the publishing still runs.
+        SourceError: the server refused.
+    """
+    shared = shared_slot(source, repo)
+    publication.ensure_database_slot(source, shared)
+    publication.publish_table(source, shared, schema, table)
+    log.info("%s.%s published again in shared slot %s", schema, table, shared.slot)
+
+
 def position_of(repo: Repository, table_key: str) -> TablePosition | None:
     """Where ``table_key`` stands in its shared slot (None: not in one, or still joining)."""
     row = repo.slot_positions.get(table_key)
