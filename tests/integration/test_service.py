@@ -29,6 +29,7 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from support.incremental import lake_rows
+from support.waiting import wait_until
 
 from gluon.config import load_settings
 from gluon.locks import extraction_lock
@@ -50,13 +51,6 @@ def free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
-
-
-def wait_until(what: str, condition: Callable[[], bool], limit: float = LIMIT_SECONDS) -> None:
-    give_up = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < give_up, f"gave up waiting for {what}"
-        time.sleep(1)
 
 
 class Writer(threading.Thread):

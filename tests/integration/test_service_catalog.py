@@ -7,7 +7,6 @@ the lake gets the column and its values. Run in this process so what it sends ca
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from support.incremental import lake_rows
+from support.waiting import wait_until
 
 from gluon.config import load_settings
 from gluon.service.config import load_config
@@ -22,13 +22,6 @@ from gluon.service.runner import Service, ServiceTotals
 
 LIMIT_SECONDS = 180.0
 DESCRIBE_MARK = "format_type(a.atttypid, a.atttypmod) AS formatted_type"
-
-
-def wait_until(what: str, condition: Callable[[], bool]) -> None:
-    give_up = time.monotonic() + LIMIT_SECONDS
-    while not condition():
-        assert time.monotonic() < give_up, f"gave up waiting for {what}"
-        time.sleep(0.5)
 
 
 class Describes:

@@ -32,6 +32,7 @@ from support.incremental import (
     postgres_source,
     sqlite_source,
 )
+from support.waiting import wait_until
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -41,13 +42,6 @@ from gluon.repo import Repository
 LIMIT_SECONDS = 240.0
 FOLD_FILES = 4
 PROGRAM = "from gluon.cli.app import main; main()"
-
-
-def wait_until(what: str, condition: Callable[[], bool], limit: float = LIMIT_SECONDS) -> None:
-    give_up = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < give_up, f"gave up waiting for {what}"
-        time.sleep(0.5)
 
 
 class Writer(threading.Thread):

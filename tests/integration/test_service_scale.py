@@ -30,6 +30,7 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from support.incremental import lake_rows
+from support.waiting import wait_until
 
 from gluon.config import load_settings
 from gluon.repo import Repository
@@ -58,13 +59,6 @@ def method_of(number: int) -> str:
 
 def merge_mode_of(number: int) -> str:
     return "IMMEDIATE" if number % 4 == 3 else "DEFERRED"
-
-
-def wait_until(what: str, condition: Callable[[], bool], limit: float = LIMIT_SECONDS) -> None:
-    give_up = time.monotonic() + limit
-    while not condition():
-        assert time.monotonic() < give_up, f"gave up waiting for {what}"
-        time.sleep(0.5)
 
 
 @pytest.fixture

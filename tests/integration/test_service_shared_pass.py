@@ -26,6 +26,7 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from support.incremental import lake_rows
+from support.waiting import wait_until
 
 from gluon.config import load_settings
 from gluon.extract import shared_pass
@@ -46,13 +47,6 @@ TABLES = {
 IMMEDIATE = {"m1", "m4", "c2"}
 TEST_APPLICATION = "gluon-test-observer"
 LIMIT_SECONDS = 240.0
-
-
-def wait_until(what: str, condition: Callable[[], bool]) -> None:
-    give_up = time.monotonic() + LIMIT_SECONDS
-    while not condition():
-        assert time.monotonic() < give_up, f"gave up waiting for {what}"
-        time.sleep(0.3)
 
 
 @pytest.fixture
