@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from gluon.capture import objects as source_objects
 from gluon.capture import ownership
 from gluon.errors import LockHeldError, NotFoundError, StateError
-from gluon.extract.feeds import capture_objects
+from gluon.extract.feeds import FEEDS, capture_objects
 from gluon.faults import fault_point
 from gluon.locks import LIFECYCLE, claim_lock
 from gluon.methods import get_method
@@ -301,6 +301,13 @@ def _carry(
                 if method.fills_added_defaults:
                     _fill_stored_defaults(source, session, name, location, changes)
                     fault_point("schema.after_fill_stored_defaults")
+        if changes.added and FEEDS[method.change_reader].read_rows_again(repo, state):
+            # Before the record: a run killed in between moves the position back again.
+            log.info(
+                "%s: every row is read again at this extraction, with %s",
+                record.table_key,
+                ", ".join(column.name for column in changes.added),
+            )
     repo.update_columns(record.table_key, changes.columns)
     return replace(record, columns=changes.columns)
 

@@ -162,8 +162,14 @@ def latest_per_key(changes: pa.Table, keys: Sequence[str]) -> pa.Array:
     count = changes.num_rows
     if count == 0:
         return arrow_repeat(arrow_bool_scalar(False), 0)
+    # A tie on gl_seq (ORA_ROWSCN shipping a row again at its SCN) goes to the later run,
+    # as in the merging view.
+    later_run = (
+        [("gl_extraction_id", "descending")] if "gl_extraction_id" in changes.schema.names else []
+    )
     order = pc.sort_indices(
-        changes, sort_keys=[*((key, "ascending") for key in keys), ("gl_seq", "descending")]
+        changes,
+        sort_keys=[*((key, "ascending") for key in keys), ("gl_seq", "descending"), *later_run],
     )
     starts = arrow_repeat(arrow_bool_scalar(False), count - 1)
     for key in keys:

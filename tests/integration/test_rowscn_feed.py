@@ -238,3 +238,31 @@ def test_rows_sharing_an_scn_cut_across_batches_are_never_skipped(
     assert _last_scn() == stored + 2  # below SCN +3: its third row is read again
     assert _extract(run_cli) == 5
     assert _lake() == _source(engine)
+
+
+def _notes() -> dict[int, object]:
+    """The added ``note`` column of the user view, by key."""
+    view = lake_rows("SELECT id, note FROM main.items")
+    return {int(str(row["id"])): row["note"] for row in view}
+
+
+def test_a_column_added_with_a_default_reaches_the_rows_unchanged_since(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    """Oracle (11g NOT NULL, 12c+ any) keeps an added column's default as metadata: the rows
+    read it without being rewritten, so their ORA_ROWSCN stays put. SQLite's ADD COLUMN does
+    the same to the double (no trigger fires, no SCN moves): the carry has every row read
+    again, with the column, instead of leaving them NULL in the lake."""
+    _enable(run_cli)
+    _update(engine, [1], "shipped before")
+    assert _extract(run_cli) == 1
+    with engine.begin() as db:
+        db.execute(sa.text("ALTER TABLE items ADD COLUMN note TEXT NOT NULL DEFAULT 'preset'"))
+    assert _extract(run_cli) == 10  # every row, at the SCN it had
+    assert _last_scn() == current_scn(engine)
+    # Row 1's image was shipped twice at one SCN: the later run's, with the column, shows.
+    assert _notes() == {i: "preset" for i in range(1, 11)}
+
+    _update(engine, [2], "after")
+    assert _extract(run_cli) == 1  # the re-read happened once
+    assert _lake() == _source(engine)

@@ -705,3 +705,41 @@ def test_item_12_a_bc_nanosecond_timestamp_keeps_its_sign(
         ]
     finally:
         _drop(source, table)
+
+
+def test_an_added_default_moves_no_rowscn_and_a_read_from_scn_zero_shows_it(
+    source: OracleSource, schema: str
+) -> None:
+    """The premise of ORA_ROWSCN's carry of an ADD COLUMN ... DEFAULT: the default is kept as
+    metadata (no row's ORA_ROWSCN moves past the SCN before the ALTER), and the feed's
+    query read from SCN 0 ships every row with it."""
+    table = f"GLUON_A_{uuid.uuid4().hex[:8].upper()}"
+    with source.engine.begin() as connection:
+        connection.execute(
+            sa.text(
+                f"CREATE TABLE {table} (ID NUMBER(9) PRIMARY KEY, NAME VARCHAR2(20)) "
+                "ROWDEPENDENCIES"
+            )
+        )
+        connection.execute(
+            sa.text(f"INSERT INTO {table} SELECT LEVEL, 'row' FROM DUAL CONNECT BY LEVEL <= 5")
+        )
+    try:
+        before = int(source.run_query("current_scn")[0][0])
+        with source.engine.begin() as connection:
+            connection.execute(
+                sa.text(f"ALTER TABLE {table} ADD (NOTE VARCHAR2(10) DEFAULT 'preset' NOT NULL)")
+            )
+        upto = int(source.run_query("current_scn")[0][0])
+        sql = source.render(
+            "read_rowscn_changes", schema=schema, table=table, columns=['"ID"', '"NOTE"']
+        )
+        with source.engine.connect() as connection:
+            moved = connection.execute(
+                sa.text(f"SELECT COUNT(*) FROM {table} WHERE ORA_ROWSCN > :scn"), {"scn": before}
+            ).scalar_one()
+            rows = connection.execute(sa.text(sql), {"since": 0, "upto": upto}).all()
+        assert moved == 0
+        assert sorted((int(r[0]), r[1]) for r in rows) == [(i, "preset") for i in range(1, 6)]
+    finally:
+        _drop(source, table)

@@ -57,3 +57,17 @@ def batches(draw: st.DrawFn) -> tuple[pa.Table, list[str]]:
 def test_latest_per_key_is_the_highest_seq_of_each_key(batch: tuple[pa.Table, list[str]]) -> None:
     table, keys = batch
     assert latest_per_key(table, keys).to_pylist() == reference(table.to_pylist(), keys)
+
+
+def test_a_tie_on_gl_seq_goes_to_the_later_extraction() -> None:
+    """ORA_ROWSCN ships a row again at the SCN it had (a re-run, or every row read again after
+    an ADD COLUMN): as in the merging view, the later run's image is the latest."""
+    changes = pa.table(
+        {
+            "id": pa.array([1, 1, 2], pa.int64()),
+            "note": pa.array([None, "preset", None], pa.string()),
+            "gl_seq": pa.array([7, 7, 5], pa.int64()),
+            "gl_extraction_id": pa.array([3, 4, 3], pa.int64()),
+        }
+    )
+    assert latest_per_key(changes, ["id"]).to_pylist() == [False, True, True]

@@ -250,6 +250,14 @@ class ChangeFeed(Protocol):
         """
         ...
 
+    @classmethod
+    def read_rows_again(cls, repo: Repository, state: IncrementalState) -> bool:
+        """Have the next read ship every row of the table again, as it reads now; False: the
+        feed cannot (its changes are not read from the table's rows). A carried ``ADD
+        COLUMN`` asks it of a feed whose rows unchanged since would not show the column's
+        default otherwise."""
+        ...
+
     def verify(self) -> None:
         """Refuse to read when the feed's position went backwards (raises ``StateError``)."""
         ...
@@ -356,6 +364,11 @@ class TableFeed:
     ) -> dict[str, Pending]:
         """See :meth:`ChangeFeed.pending_ahead` (none: each table counts its own)."""
         return {}
+
+    @classmethod
+    def read_rows_again(cls, repo: Repository, state: IncrementalState) -> bool:
+        """See :meth:`ChangeFeed.read_rows_again` (a feed reads changes, not the rows)."""
+        return False
 
     @classmethod
     def placed(

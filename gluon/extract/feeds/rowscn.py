@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from gluon.capture import objects
 from gluon.extract.feeds.base import Pending, TableFeed
-from gluon.repo import OffloadedTable
+from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
 from gluon.source.base import SourceDialect
 
@@ -47,6 +47,15 @@ class RowscnFeed(TableFeed):
     def initial_position(source: SourceDialect) -> int | None:
         """The SCN to extract from, captured when incremental update is enabled."""
         return int(source.run_query("current_scn")[0][0])
+
+    @classmethod
+    def read_rows_again(cls, repo: Repository, state: IncrementalState) -> bool:
+        """Every row's ORA_ROWSCN is above 0: the next read ships them all, as images the
+        merging view applies like any other (a row shipped before at the same SCN: the
+        later run's image shows). Oracle keeps an added column's default as metadata
+        (NOT NULL since 11g, any since 12c), which moves no row's ORA_ROWSCN."""
+        repo.incremental.update_state(state.table_key, last_scn=0)
+        return True
 
     def verify(self) -> None:
         return None
@@ -81,7 +90,10 @@ class RowscnFeed(TableFeed):
             table=spec.name,
             columns=self.source.select_list(spec),
         )
-        params = {"since": self.state.last_scn or 0, "upto": self._upto}
+        # Read under the lock, not taken from the state the run started with: this run's
+        # schema carry may have moved it back (read_rows_again).
+        current = self.repo.incremental.get_state(self.state.table_key) or self.state
+        params = {"since": current.last_scn or 0, "upto": self._upto}
         return iter(
             self.source.read_query_batches(
                 spec, sa.text(sql), params, batch_rows=limit, extra_fields=objects.change_fields()
