@@ -266,3 +266,16 @@ def test_a_column_added_with_a_default_reaches_the_rows_unchanged_since(
     _update(engine, [2], "after")
     assert _extract(run_cli) == 1  # the re-read happened once
     assert _lake() == _source(engine)
+    # Compaction keeps, of the two images of row 1 at one SCN, the later run's.
+    compacted = run_cli(
+        "offload",
+        "-t",
+        "main.items",
+        "-x",
+        "--incremental-run-extraction",
+        "--incremental-run-compaction",
+        "--incremental-wait-time=0",
+    )
+    assert compacted.exit_code == 0, compacted.stderr
+    assert _notes() == {i: "preset" for i in range(1, 11)}
+    assert _lake() == _source(engine)
