@@ -568,7 +568,8 @@ class SourceDialect:
         try:
             return any(
                 self.run_query(
-                    "object_exists", {"object_type": "SCHEMA", "schema": name, "name": name}
+                    "object_exists",
+                    {"object_type": "SCHEMA", "schema": name, "name": name, "publication": None},
                 )
                 for name in dict.fromkeys((schema, schema.lower(), schema.upper()))
             )

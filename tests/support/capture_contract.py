@@ -564,8 +564,7 @@ class CaptureContract:
 
 
 def _exists(source: SourceDialect, item: SourceObjectRef) -> bool:
-    params = {"object_type": item.object_type, "schema": item.schema, "name": item.name}
-    return bool(source.run_query("object_exists", params, schema=item.schema))
+    return capture_objects.object_exists(source, item)
 
 
 def snapshot_rows(source: SourceDialect, statement: str) -> list[tuple[Any, ...]]:
