@@ -811,15 +811,25 @@ def lifecycle_machine(
         @precondition(lambda self: self.enabled and owns_source_objects)
         @rule(dml=DML)
         def second_installation_is_refused(self, dml: list[Statement]) -> None:
-            """Another OFFLOAD_HOME enabling the table is refused; this one loses nothing."""
+            """Another OFFLOAD_HOME enabling the table is refused (a shared-slot member: it
+            has the table in its own slot, then leaves it); this one loses nothing."""
             self.run_dml(dml)
             second = self.home.with_name(f"{self.home.name}_second")
             os.environ["OFFLOAD_HOME"] = str(second)
             try:
                 done = self.offload(*self.enable_args(), *self.offload_flags)
+                if member:
+                    # Each installation has its own shared slot and publication
+                    # (test_shared_slot_owners.py): the second one's enable works, and its
+                    # disable leaves this installation's publication as it was.
+                    assert done.code == 0, done
+                    left = self.offload("--incremental-updates-disabled")
+                    assert left.code == 0, left
             finally:
                 os.environ["OFFLOAD_HOME"] = str(self.home)
                 shutil.rmtree(second, ignore_errors=True)
+            if member:
+                return
             assert done.code != 0 and len(done.stderr.strip().splitlines()) == 1, done
             # A slot carries no ownership mark: gluon cannot tell whose it is, only that it is
             # not recorded here (tests/integration/test_pg_logical.py).
