@@ -301,7 +301,8 @@ def _carry(
                 if method.fills_added_defaults:
                     _fill_stored_defaults(source, session, name, location, changes)
                     fault_point("schema.after_fill_stored_defaults")
-        if changes.added and FEEDS[method.change_reader].read_rows_again(repo, state):
+        feed = FEEDS[method.change_reader]
+        if changes.added and feed.read_rows_again(source, repo, record, state, changes.added):
             # Before the record: a run killed in between moves the position back again.
             log.info(
                 "%s: every row is read again at this extraction, with %s",

@@ -479,6 +479,16 @@ class SourceDialect:
         rows = self.run_query("stored_defaults", {"schema": ref.schema, "table": ref.table})
         return {row.name: StoredDefault(row.missing_value, bool(row.rewritten)) for row in rows}
 
+    def columns_with_defaults(self, ref: TableRef) -> frozenset[str]:
+        """The names of ``ref``'s columns that have a default (rows that existed before such
+        a column was added may read its default).
+
+        Raises:
+            SourceError: the dictionary cannot be read.
+        """
+        rows = self.run_query("columns_with_defaults", {"schema": ref.schema, "table": ref.table})
+        return frozenset(row.name for row in rows)
+
     def stored_default_value(self, text: str, column: Column) -> object:
         """A :meth:`stored_defaults` text as a Python value of ``column``'s Arrow type, as a
         decoded change's value of the column is typed.

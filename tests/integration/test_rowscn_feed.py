@@ -246,6 +246,22 @@ def _notes() -> dict[int, object]:
     return {int(str(row["id"])): row["note"] for row in view}
 
 
+def test_a_column_added_without_a_default_reads_no_row_again(
+    engine: sa.Engine, run_cli: RunCli
+) -> None:
+    """Rows unchanged since read NULL in a column added without a default, as the lake
+    already shows them: reading the whole table again would ship every row for nothing
+    (a warehouse table's full scan)."""
+    _enable(run_cli)
+    with engine.begin() as db:
+        db.execute(sa.text("ALTER TABLE items ADD COLUMN note TEXT"))
+    assert _extract(run_cli) == 0
+    assert _notes() == {i: None for i in range(1, 11)}
+    _update(engine, [3], "after")
+    assert _extract(run_cli) == 1
+    assert _lake() == _source(engine)
+
+
 def test_a_column_added_with_a_default_reaches_the_rows_unchanged_since(
     engine: sa.Engine, run_cli: RunCli
 ) -> None:

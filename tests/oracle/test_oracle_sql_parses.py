@@ -153,6 +153,8 @@ CASES: dict[str, dict[str, dict[str, Any]]] = {
     "compatible": {"compatible": {}},
     "find_table": {"find_table": {}},
     "describe_columns": {"describe_columns": {}},
+    # An ADD COLUMN under ORA_ROWSCN: whether rows unchanged since may read a default.
+    "columns_with_defaults": {"columns_with_defaults": {}},
     # The report's schema drift check over many tables (OracleSource._describe_together).
     "describe_tables": {
         "two tables": {"tables": [TableRef("app", "orders"), TableRef("APP", "ITEMS")]},

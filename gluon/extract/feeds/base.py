@@ -16,7 +16,7 @@ from gluon.extract.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.methods.base import ExtractionMethod, SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState, SourceObjectRecord
-from gluon.schema import TableSpec
+from gluon.schema import Column, TableSpec
 from gluon.source.base import SourceDialect
 from gluon.states import SlotScope
 
@@ -251,11 +251,19 @@ class ChangeFeed(Protocol):
         ...
 
     @classmethod
-    def read_rows_again(cls, repo: Repository, state: IncrementalState) -> bool:
-        """Have the next read ship every row of the table again, as it reads now; False: the
-        feed cannot (its changes are not read from the table's rows). A carried ``ADD
-        COLUMN`` asks it of a feed whose rows unchanged since would not show the column's
-        default otherwise."""
+    def read_rows_again(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        record: OffloadedTable,
+        state: IncrementalState,
+        added: Sequence[Column],
+    ) -> bool:
+        """Have the next read ship every row of the table again, as it reads now, when the
+        rows unchanged since may read a default of an ``added`` column; False: it is not
+        needed, or the feed cannot (its changes are not read from the table's rows). A
+        carried ``ADD COLUMN`` asks it of a feed whose rows unchanged since would not show
+        the column's default otherwise."""
         ...
 
     def verify(self) -> None:
@@ -366,7 +374,14 @@ class TableFeed:
         return {}
 
     @classmethod
-    def read_rows_again(cls, repo: Repository, state: IncrementalState) -> bool:
+    def read_rows_again(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        record: OffloadedTable,
+        state: IncrementalState,
+        added: Sequence[Column],
+    ) -> bool:
         """See :meth:`ChangeFeed.read_rows_again` (a feed reads changes, not the rows)."""
         return False
 

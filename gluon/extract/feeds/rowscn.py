@@ -16,8 +16,10 @@ import sqlalchemy as sa
 
 from gluon.capture import objects
 from gluon.extract.feeds.base import Pending, TableFeed
+from gluon.naming import TableRef
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
+from gluon.schema import Column
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -49,11 +51,24 @@ class RowscnFeed(TableFeed):
         return int(source.run_query("current_scn")[0][0])
 
     @classmethod
-    def read_rows_again(cls, repo: Repository, state: IncrementalState) -> bool:
+    def read_rows_again(
+        cls,
+        source: SourceDialect,
+        repo: Repository,
+        record: OffloadedTable,
+        state: IncrementalState,
+        added: Sequence[Column],
+    ) -> bool:
         """Every row's ORA_ROWSCN is above 0: the next read ships them all, as images the
         merging view applies like any other (a row shipped before at the same SCN: the
         later run's image shows). Oracle keeps an added column's default as metadata
-        (NOT NULL since 11g, any since 12c), which moves no row's ORA_ROWSCN."""
+        (NOT NULL since 11g, any since 12c), which moves no row's ORA_ROWSCN. Columns added
+        without a default read NULL in those rows, as the lake shows them: no re-read."""
+        with_defaults = source.columns_with_defaults(
+            TableRef(record.source_schema, record.source_table)
+        )
+        if not any(column.name in with_defaults for column in added):
+            return False
         repo.incremental.update_state(state.table_key, last_scn=0)
         return True
 
