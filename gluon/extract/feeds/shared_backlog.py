@@ -141,9 +141,20 @@ def _count_batches(
                 raise SourceError(f"shared slot {shared.slot}: {exc}") from None
             if batch is None:
                 return
-            for count in counts:
-                if count.failure is None:
+            touched = _touched(batch)
+            for count in counts:  # a report's 200 members: most touch no batch
+                if count.failure is None and not touched.isdisjoint(count.leaves):
                     _count_batch(batch, relations, count)
+
+
+def _touched(batch: Batch) -> set[int]:
+    """The relations ``batch``'s changes and TRUNCATEs name."""
+    import numpy as np
+
+    touched = {int(oid) for oid in np.unique(batch.relation_ids)}
+    for _, truncate in batch.truncates:
+        touched.update(truncate.relations)
+    return touched
 
 
 def _count_batch(batch: Batch, relations: dict[int, pgoutput.Relation], count: _Count) -> None:
