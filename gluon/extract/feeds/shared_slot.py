@@ -174,9 +174,8 @@ def confirm_slot(
 
 def _moves(source: SourceDialect, shared: DatabaseSlot, target: int) -> bool:
     """Whether confirming the slot to ``target`` moves it: an advance decodes the WAL again
-    from the slot's restart point even to where it stands (0.2-1.4 s after a 1M-change
-    burst), which an extraction that shipped nothing, or whose table another one holds
-    back, need not pay (issue 33 item 2). A missing slot is not advanced either (there is
-    nothing to advance)."""
+    from the slot's restart point even to where the slot stands, which an extraction that
+    shipped nothing, or whose table another one holds back, need not pay (issue 33 item 2).
+    A missing slot is not advanced either (there is nothing to advance)."""
     confirmed = publication.slot_state(source, shared).confirmed
     return confirmed is not None and target > confirmed
