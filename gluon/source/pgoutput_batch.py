@@ -95,6 +95,9 @@ class Batch:
     when the batch ends before its COMMIT: a later peek reads it whole)."""
     commit_lsns: np.ndarray
     end_lsns: np.ndarray
+    commit_times: np.ndarray
+    """Per whole transaction: its COMMIT's timestamp, microseconds since
+    :data:`~gluon.source.pgoutput.POSTGRES_EPOCH` (what status shows as the oldest change)."""
     xids: np.ndarray
     relation_ids: np.ndarray
     """Per message: the relation of an INSERT, UPDATE or DELETE, else 0."""
@@ -319,6 +322,7 @@ def frame(
         transaction=np.where(transaction >= 0, transaction, -1),
         commit_lsns=big_endian(data, starts[commits] + 2, ">i8"),
         end_lsns=big_endian(data, starts[commits] + 10, ">i8"),
+        commit_times=big_endian(data, starts[commits] + 18, ">i8"),
         xids=big_endian(data, starts[begins[: len(commits)]] + 17, ">u4"),
         relation_ids=relation_ids,
         descriptions=descriptions,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from support.incremental import lake_rows, run_offload_process
@@ -26,7 +27,7 @@ from typer.testing import Result
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
-from gluon.source import publication
+from gluon.source import pgoutput, shared_batches, shared_shipping
 from gluon.status.lag import table_lag
 
 SETUP = (
@@ -127,14 +128,25 @@ def test_status_and_report_count_each_member_from_one_decoding(
     text = ok(run_cli("display_incremental_status", "-t", "app.docs")).stdout
     assert "24 (in slot " in text, text  # 2 inserts, then 22 rows updated
 
+    # One decoding for both members, by the batch decoder the extraction uses (issue 33
+    # item 2): the scalar decoder fails if status calls it.
     decodings: list[int] = []
-    streamed = publication.stream_database_slot
+    streamed = shared_batches.slot_messages
 
-    def counted(*args: Any, **kwargs: Any) -> Generator[list[bytes]]:
+    def counted(*args: Any, **kwargs: Any) -> Generator[pa.Array]:
         decodings.append(1)
         return streamed(*args, **kwargs)
 
-    monkeypatch.setattr(publication, "stream_database_slot", counted)
+    def scalar_path(*_: object, **__: object) -> None:
+        raise AssertionError("status decoded the shared slot with the scalar decoder")
+
+    monkeypatch.setattr(shared_batches, "slot_messages", counted)
+    for module, name in (
+        (pgoutput, "transactions"),
+        (pgoutput, "table_rows"),
+        (shared_shipping, "table_changes"),
+    ):
+        monkeypatch.setattr(module, name, scalar_path)
     out = tmp_path / "report"
     ok(
         run_cli(
@@ -153,7 +165,7 @@ def test_status_and_report_count_each_member_from_one_decoding(
     assert rows == {"APP.ORDERS": 5, "APP.DOCS": 24}, rows
     assert len(decodings) == 1, "one decoding of the shared slot for both members"
 
-    monkeypatch.setattr(publication, "stream_database_slot", streamed)
+    monkeypatch.setattr(shared_batches, "slot_messages", streamed)
     ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-run-extraction"))
     assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 0
     assert status_json(run_cli, "app.docs")["changelog"]["rows"] == 24

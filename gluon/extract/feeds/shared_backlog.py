@@ -1,7 +1,9 @@
 """What status counts of the tables of a database's shared PG_LOGICAL slot (issue 33 item 1):
 each member's changes waiting and the oldest of them, from one decoding of the slot for all
 the members asked about (a report over 200 tables decodes it once, not 200 times), bounded
-to :data:`PENDING_MESSAGES` messages. Nothing is saved or confirmed.
+to :data:`PENDING_MESSAGES` messages, by the batch decoder the extraction reads with
+(``gluon.source.shared_batches``: no Python object per change or value). Nothing is saved
+or confirmed.
 
 A member ships a transaction iff ``TablePosition.ships`` says so at its recorded position;
 positions only grow along the stream, so counting from the recorded one is exact without
@@ -12,10 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from gluon.capture import changelog
+from gluon.errors import SourceError
 from gluon.extract.feeds import shared_slot
 from gluon.extract.feeds.base import SlotBacklog
 from gluon.repo import Repository
@@ -25,9 +29,12 @@ from gluon.source import pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
 from gluon.source.shared_shipping import TablePosition
 
+if TYPE_CHECKING:
+    from gluon.source.pgoutput_batch import Batch
+
 PENDING_MESSAGES = 200_000
-"""Status decodes at most this many messages of the shared slot (a few seconds in Python);
-past them a member's count is unknown, with the reason."""
+"""Status decodes at most this many messages of the shared slot; past them a member's count
+is unknown, with the reason."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,11 +92,7 @@ def members_backlog(
     source_now = source.run_query("source_clock")[0][0]
     read_at = dt.datetime.now(dt.UTC).replace(tzinfo=None)
     budget = [max_messages]
-    relations: dict[int, pgoutput.Relation] = {}
-    with contextlib.closing(publication.stream_database_slot(source, shared, flushed)) as chunks:
-        messages = _within((message for chunk in chunks for message in chunk), budget)
-        for transaction in pgoutput.transactions(messages, relations):
-            _count_transaction(transaction, relations, counts)
+    _count_batches(source, shared, flushed, counts, budget)
     complete = budget[0] > 0
     for count in counts:
         key = count.member.table_key
@@ -109,40 +112,69 @@ def members_backlog(
     return figures
 
 
-def _count_transaction(
-    transaction: pgoutput.Transaction,
-    relations: dict[int, pgoutput.Relation],
+def _count_batches(
+    source: SourceDialect,
+    shared: publication.DatabaseSlot,
+    upto: int,
     counts: list[_Count],
+    budget: list[int],
 ) -> None:
-    touched: set[int] = set()
-    for change in transaction.changes:
-        if isinstance(change, pgoutput.Truncate):
-            touched.update(change.relations)
-        else:
-            touched.add(change.relation)
-    for count in counts:
-        if count.failure is not None or not count.leaves & touched:
-            continue
-        try:
-            shipped, _ = shared_shipping.table_changes(
-                (transaction,),
-                relations,
-                count.leaves,
-                count.start,
-                count.names,
-                count.member.keys,
-            )
-        except (
-            pgoutput.UnloggedValueError,
-            shared_shipping.PartialTruncateError,
-            pgoutput.ProtocolError,
-        ) as exc:
-            count.failure = f"its next extraction stops: {exc}"
-            continue
-        for one in shipped:
-            count.pending += len(one.ops)
-            if count.oldest is None:
-                count.oldest = one.committed_at
+    """Count each member's changes in the slot's stream up to ``upto``, decoded by the batch
+    decoder as the extraction decodes it (``shared_batches``: Arrow, a framed batch of whole
+    transactions at a time, column at a time), at most ``budget[0]`` messages (counted down
+    in place). A member whose next extraction would stop gets the reason instead.
+
+    Raises:
+        SourceError: the slot cannot be read, or a message cannot be framed.
+    """
+    from gluon.source import shared_batches  # loads numpy and pyarrow
+
+    relations: dict[int, pgoutput.Relation] = {}
+    spec = counts[0].member.spec  # names the read in its errors
+    chunks = shared_batches.slot_messages(source, shared, upto, spec)
+    batches = shared_batches.framed_batches(chunks, relations, budget)
+    with contextlib.closing(batches):
+        while True:
+            try:
+                batch = next(batches, None)
+            except pgoutput.ProtocolError as exc:  # framing: a malformed message
+                raise SourceError(f"shared slot {shared.slot}: {exc}") from None
+            if batch is None:
+                return
+            touched = _touched(batch)
+            for count in counts:  # a report's 200 members: most touch no batch
+                if count.failure is None and not touched.isdisjoint(count.leaves):
+                    _count_batch(batch, relations, count)
+
+
+def _touched(batch: Batch) -> set[int]:
+    """The relations ``batch``'s changes and TRUNCATEs name."""
+    import numpy as np
+
+    touched = {int(oid) for oid in np.unique(batch.relation_ids)}
+    for _, truncate in batch.truncates:
+        touched.update(truncate.relations)
+    return touched
+
+
+def _count_batch(batch: Batch, relations: dict[int, pgoutput.Relation], count: _Count) -> None:
+    from gluon.source.shared_batches import Piece
+
+    member = count.member
+    try:
+        piece = Piece.of(batch, count.leaves, count.start, count.names, member.keys, relations)
+    except (
+        pgoutput.UnloggedValueError,
+        shared_shipping.PartialTruncateError,
+        pgoutput.ProtocolError,
+    ) as exc:
+        count.failure = f"its next extraction stops: {exc}"
+        return
+    changes = piece.changes
+    count.pending += len(changes)
+    if count.oldest is None and len(changes):
+        committed = int(batch.commit_times[changes.transactions[0]])
+        count.oldest = pgoutput.POSTGRES_EPOCH + dt.timedelta(microseconds=committed)
 
 
 def unknown_reason(state: publication.SlotState, row: SlotPosition | None, slot: str) -> str | None:
@@ -163,12 +195,3 @@ def unknown_reason(state: publication.SlotState, row: SlotPosition | None, slot:
 def with_unknown_reason(figures: SlotBacklog, reason: str) -> SlotBacklog:
     """``figures`` with the table's pending changes unknown, for ``reason``."""
     return replace(figures, pending=None, oldest=None, unknown_reason=reason)
-
-
-def _within(messages: Iterable[bytes], budget: list[int]) -> Iterator[bytes]:
-    """``messages`` until ``budget[0]`` of them passed (counted down in place)."""
-    for message in messages:
-        if budget[0] <= 0:
-            return
-        budget[0] -= 1
-        yield message

@@ -167,6 +167,15 @@ def confirm_slot(
         reason = left_out_reason(table_key, shared.slot, behind, max_retained_wal or 0)
         log.warning("%s: %s", table_key, reason)
         repo.slot_positions.release(table_key, reason)
-    if plan.target:  # None: no table; HELD: a table is joining, the slot stays
+    if plan.target and _moves(source, shared, plan.target):  # None/HELD: the slot stays
         publication.confirm(source, shared, plan.target)
     return plan
+
+
+def _moves(source: SourceDialect, shared: DatabaseSlot, target: int) -> bool:
+    """Whether confirming the slot to ``target`` moves it: an advance decodes the WAL again
+    from the slot's restart point even to where the slot stands, which an extraction that
+    shipped nothing, or whose table another one holds back, need not pay (issue 33 item 2).
+    A missing slot is not advanced either (there is nothing to advance)."""
+    confirmed = publication.slot_state(source, shared).confirmed
+    return confirmed is not None and target > confirmed
