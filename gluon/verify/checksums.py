@@ -30,7 +30,7 @@ from gluon.read.catalog import lake_session
 from gluon.repo import OffloadedTable, Repository
 from gluon.schema import Column
 from gluon.source.base import SourceDialect
-from gluon.verify.buckets import mask, residue_name, residue_of
+from gluon.verify.buckets import HASH_SUM_DIGITS, mask, residue_name, residue_of
 from gluon.verify.pace import Pace
 
 Checksum = tuple[int, int]
@@ -86,6 +86,11 @@ class Meter:
     buckets_compared: int = 0
 
 
+def digest_value(digest: str) -> int:
+    """A bucket digest (an MD5 in hex) as a checksum's number: its first 60 bits."""
+    return int(digest[:HASH_SUM_DIGITS], 16)
+
+
 def _checksum_bytes(rows: Sequence[Sequence[Any]]) -> int:
     # A bucket's name and two numbers (a count and a sum of up to 16 bytes).
     return sum(len(str(row[0])) + 24 for row in rows)
@@ -118,6 +123,9 @@ class SourceSide:
     by_residue: bool = False
     where: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
+    digests: bool = False
+    """The digest form (one MD5 a bucket, gluon.lake.verify_digest) instead of a sum of
+    one MD5 a row: both sides of a look use the same (gluon.verify.local_side)."""
 
     @classmethod
     def open(
@@ -175,7 +183,7 @@ class SourceSide:
             values = _bucket_values(chunk, self.by_residue)
             binds = {f"vb{i}": bucket for i, bucket in enumerate(values)}
             rows = self.source.run_checksum_query(
-                "verify_buckets",
+                "verify_bucket_digests" if self.digests else "verify_buckets",
                 self.source.adapt_params({**self.params, **binds}),
                 **self._context(),
                 where=self.where,
@@ -185,10 +193,17 @@ class SourceSide:
                 parent_mask=mask(parent_digits),
                 buckets=chunk,
             )
-            self.meter.source_bytes += _checksum_bytes(rows)
+            # A digest is 32 hex digits where a hash sum is a number of up to 16 bytes.
+            self.meter.source_bytes += _checksum_bytes(rows) + (
+                16 * len(rows) if self.digests else 0
+            )
             for bucket, count, total in rows:
                 name = _bucket_name(bucket, digits, self.by_residue)
-                found[name] = (int(count), int(total or 0) % SUM_MODULUS)
+                found[name] = (
+                    (int(count), digest_value(total))
+                    if self.digests
+                    else (int(count), int(total or 0) % SUM_MODULUS)
+                )
                 self.pace.read(int(count))
         self.meter.buckets_compared += len(found)
         return found
