@@ -65,7 +65,7 @@ def readable(location: str) -> bool:
     if not actions.num_rows:
         return True
     counts = actions.column("num_records")
-    return counts.null_count == 0 and pc.sum(counts).as_py() <= MAX_ROWS
+    return counts.null_count == 0 and int(pc.sum(counts).as_py()) <= MAX_ROWS
 
 
 def _text(column: Any, kind: str) -> Any:
