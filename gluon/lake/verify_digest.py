@@ -19,7 +19,9 @@ files, and Spark SQL has no cheap ordered string aggregate. Only the kinds
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +47,8 @@ READER_FEATURES = frozenset({"timestampNtz"})
 mapping it does not: such a table is read through the engine)."""
 
 
+THREADS = max(2, min(4, os.cpu_count() or 2))
+"""Threads computing the digests (hashlib and pyarrow's kernels release the GIL)."""
 MAX_ROWS = 10_000_000
 """The most rows read into this process's memory (their texts: ~60 bytes a row for the bench
 table, twice while they are sorted); a larger table is checksummed by the engine, which
@@ -86,17 +90,38 @@ def _text(column: Any, kind: str) -> Any:
     return pc.cast(column, pa.string())
 
 
-def row_texts(table: Any, columns: Sequence[tuple[str, str]]) -> Any:
-    """Each row's canonical text followed by ``|`` (a large string array)."""
+def row_texts(table: Any, columns: Sequence[tuple[str, str]], pool: Executor) -> Any:
+    """Each row's canonical text followed by ``|`` (a chunked large string array): the
+    columns' texts, then the rows' in slices, on ``pool``'s threads (pyarrow's kernels
+    run on one core each; the engine would have spread the work over every core)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    fields = []
-    for name, kind in columns:
-        column = table.column(name).combine_chunks()
-        fields.append(pc.fill_null(_text(column, kind), "N"))
-    joined = pc.binary_join_element_wise(*fields, pa.scalar(""), "|")
-    return pc.cast(joined, pa.large_string())
+    def text_of(column: tuple[str, str]) -> Any:
+        name, kind = column
+        return pc.fill_null(_text(table.column(name).combine_chunks(), kind), "N")
+
+    fields = list(pool.map(text_of, columns))
+    step = -(-table.num_rows // THREADS) or 1
+
+    def join(start: int) -> Any:
+        parts = [field.slice(start, step) for field in fields]
+        return pc.cast(pc.binary_join_element_wise(*parts, pa.scalar(""), "|"), pa.large_string())
+
+    return pa.chunked_array(pool.map(join, range(0, table.num_rows, step)), pa.large_string())
+
+
+def _digests(texts: Any, starts: list[int], ends: list[int]) -> list[str]:
+    import numpy as np
+
+    offsets = np.frombuffer(texts.buffers()[1], dtype=np.int64)
+    offsets = offsets[texts.offset : texts.offset + len(texts) + 1]
+    data = memoryview(texts.buffers()[2])
+    # Without the last row's '|' (the source joins the rows with '|').
+    return [
+        hashlib.md5(data[int(offsets[start]) : int(offsets[end]) - 1]).hexdigest()
+        for start, end in zip(starts, ends, strict=True)
+    ]
 
 
 def _mask(digits: int) -> int:
@@ -125,11 +150,13 @@ class BucketDigests:
         table = storage.read_delta(location, columns=[name for name, _ in columns])
         keys = table.column(key).combine_chunks().to_numpy(zero_copy_only=False)
         keys = keys.astype(np.int64, copy=False)
-        texts = row_texts(table, columns)
-        del table  # the texts are what is kept: the columns' memory goes back now
-        # Texts in file order, then sorted: one take of one array, not of every column.
-        order = np.lexsort((keys, keys & _mask(digits)))
-        return cls(keys[order], texts.take(pa.array(order)), digits)
+        with ThreadPoolExecutor(THREADS, thread_name_prefix="verify-digest") as pool:
+            ordered = pool.submit(np.lexsort, (keys, keys & _mask(digits)))
+            texts = row_texts(table, columns, pool)
+            del table  # the texts are what is kept: the columns' memory goes back now
+            # Texts in file order, then sorted: one take of one array, not of every column.
+            order = ordered.result()
+        return cls(keys[order], texts.take(pa.array(order)).combine_chunks(), digits)
 
     def buckets(
         self, digits: int, parent_digits: int, parents: Sequence[int]
@@ -149,13 +176,15 @@ class BucketDigests:
         bucket = keys & _mask(digits)
         if not len(bucket):
             return {}
-        starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]])
-        ends = np.r_[starts[1:], len(bucket)]
-        offsets = np.frombuffer(texts.buffers()[1], dtype=np.int64)
-        offsets = offsets[texts.offset : texts.offset + len(texts) + 1]
-        data = memoryview(texts.buffers()[2])
-        found: dict[int, tuple[int, str]] = {}
-        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            text = data[int(offsets[start]) : int(offsets[end]) - 1]  # the last row's '|'
-            found[int(bucket[start])] = (end - start, hashlib.md5(text).hexdigest())
-        return found
+        starts = np.flatnonzero(np.r_[True, bucket[1:] != bucket[:-1]]).tolist()
+        ends = [*starts[1:], len(bucket)]
+        half = (len(starts) + 1) // 2
+        with ThreadPoolExecutor(THREADS, thread_name_prefix="verify-digest") as pool:
+            halves = pool.map(
+                _digests, [texts, texts], [starts[:half], starts[half:]], [ends[:half], ends[half:]]
+            )
+            digests = [digest for found in halves for digest in found]
+        return {
+            int(bucket[start]): (end - start, digest)
+            for start, end, digest in zip(starts, ends, digests, strict=True)
+        }
