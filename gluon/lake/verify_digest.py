@@ -3,7 +3,8 @@
 The other checksum form (:mod:`gluon.verify.checksums`): per bucket of a single integer key
 (``key & mask``), the row count and the MD5 of the bucket's rows' canonical texts in key
 order, each row's text followed by ``|`` and the last ``|`` dropped, as the source's
-``MD5(STRING_AGG(row_text, '|' ORDER BY key))`` (templates/default/verify_bucket_digests.sql.j2).
+``MD5(STRING_AGG(row_text, '|' ORDER BY key))``
+(templates/postgresql/verify_bucket_digests.sql.j2).
 One MD5 per bucket instead of one per row: PostgreSQL's per-row MD5 (~600 ns a call) was
 the largest cost of a verify. The row text is the same as :mod:`gluon.lake.verify_sql`'s
 (a column's text, NULL as ``N``, strings framed by their length, ``|`` between columns);
@@ -12,8 +13,9 @@ columns, and no unframed text holds ``|``).
 
 Read with pyarrow from the base table (the lake's latest state when nothing is pending),
 not through the engine: its start and a Spark SQL pass cost more CPU than reading the
-files, and Spark SQL has no cheap ordered string aggregate. Only the kinds
-:func:`writes_alike` accepts are written here; a table with any other kind keeps the per-row form.
+files, and Spark SQL has no cheap ordered string aggregate (measured: 5.5-5.9 s of CPU
+at 5M rows against 4.1 s for the per-row form). Only the kinds :func:`writes_alike` accepts
+are written here; a table with any other kind keeps the per-row form.
 """
 
 from __future__ import annotations
