@@ -21,8 +21,9 @@ from typing import Any
 
 from gluon import source as sources
 from gluon.config import EngineKind, Settings, parse_database_url
-from gluon.errors import GluonError
+from gluon.errors import GluonError, LakeError
 from gluon.lake import sql, storage, verify_digest
+from gluon.lake.session import first_line
 from gluon.read.catalog import published_min_partition
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import ENABLED
@@ -55,6 +56,14 @@ def base_alone(settings: Settings, repo: Repository, record: OffloadedTable) -> 
     files here (the embedded engine's lake; a cluster's engine reads its own storage)."""
     if settings.engine is not EngineKind.SAIL:
         return False
+    try:
+        return _base_alone(repo, record)
+    except Exception:  # a lake that cannot be read: the engine's side says what is wrong
+        log.debug("%s: the lake's state not known here", record.table_key, exc_info=True)
+        return False
+
+
+def _base_alone(repo: Repository, record: OffloadedTable) -> bool:
     state = repo.incremental.get_state(record.table_key)
     if state is None or state.status != ENABLED:
         return False  # an offloaded table's view may read the base in part
@@ -63,11 +72,7 @@ def base_alone(settings: Settings, repo: Repository, record: OffloadedTable) -> 
         pending = storage.partition_files(state.delta_path, sql.CONTROL_PARTITION, at_least=floor)
         if pending is None or pending.files:
             return False
-    try:
-        return verify_digest.readable(record.base_path)
-    except Exception:  # no base table to read: the engine's side says what is wrong
-        log.debug("%s: base table not readable as files", record.table_key, exc_info=True)
-        return False
+    return verify_digest.readable(record.base_path)
 
 
 def digest_form(
@@ -130,9 +135,12 @@ class LocalLakeSide:
         self, digits: int, parent_digits: int, parents: Sequence[str]
     ) -> dict[str, Checksum]:
         if self._digests is None:
-            self._digests = verify_digest.BucketDigests.load(
-                self.location, self.columns, self.key, digits
-            )
+            try:
+                self._digests = verify_digest.BucketDigests.load(
+                    self.location, self.columns, self.key, digits
+                )
+            except Exception as exc:  # a file gone, unreadable: run.py says which
+                raise LakeError(f"reading {self.location} failed: {first_line(exc)}") from exc
         residues = [residue_of(parent) for parent in parents]
         found = self._digests.buckets(digits, parent_digits, residues)
         self.meter.lake_bytes += sum(len(residue_name(b, digits)) + 40 for b in found)

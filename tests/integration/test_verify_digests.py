@@ -195,3 +195,18 @@ def test_rows_changed_on_one_side_are_found_on_each_form(
     code, verdict = _verify(run_cli, pg_source)
     assert code == 1
     assert {kind: sorted(verdict[kind]) for kind in expected} == expected
+
+
+def test_a_base_data_file_gone_is_one_line_on_the_digest_form(
+    pg_source: Source, run_cli: Callable[..., Result]
+) -> None:
+    enable(run_cli, pg_source, "CHANGELOG", "--incremental-merge-mode=IMMEDIATE")
+    settings, repo, record = _record(pg_source)
+    assert digest_form(settings, repo, record, column_kinds(Shape.of(record, ["id"])), True)
+    [uri] = DeltaTable(record.base_path).file_uris()[:1]
+    gone = Path(uri.removeprefix("file://"))
+    gone.unlink()
+    result = run_cli("gluon", "verify", "-t", pg_source.table, "--json")
+    assert result.exit_code != 0
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    assert f"names 1 data file that is gone ({gone.name})" in result.stdout + result.stderr
