@@ -429,6 +429,9 @@ def name_shapes(dialect: str) -> list[Shape]:
             "group",
         ),
         _named(dialect, "mixed_case", schema or "Sales", "OrderLines", "LineId", "Note", "Amount"),
+        # Columns named as the capture code's own short names: transition-table aliases,
+        # the trigger's NEW record.
+        _named(dialect, "capture_names", schema or "capture", "changes", "n", "o", "new"),
         _named(
             dialect,
             "spaces_non_ascii",
