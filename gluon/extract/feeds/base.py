@@ -310,7 +310,7 @@ class ChangeFeed(Protocol):
 @dataclass(slots=True)
 class TableFeed:
     """What every feed holds: the table's source, its record and incremental state, and the
-    repository (a feed is made as ``FEEDS[reader](source, record, state, repo)``)."""
+    repository (a feed is made as ``feed_of(state)(source, record, state, repo)``)."""
 
     source: SourceDialect
     record: OffloadedTable

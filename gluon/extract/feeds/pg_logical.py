@@ -73,19 +73,6 @@ class PgLogicalFeed(SlotDecodingFeed):
     _carried: list[Any] = field(default_factory=list, init=False)
     """Rows fetched past the last batch's end (its last whole transaction): the next batch's."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> PgLogicalFeed:
-        """A table recorded in its database's shared slot gets the feed that reads it
-        (chosen by its recorded objects: ``FEEDS`` has one feed per change reader)."""
-        if cls is PgLogicalFeed:
-            state = kwargs.get("state", args[2] if len(args) > 2 else None)
-            if isinstance(state, IncrementalState) and _member_of_shared_slot(
-                capture_objects(state)
-            ):
-                from gluon.extract.feeds.shared_feed import SharedSlotFeed
-
-                return object.__new__(SharedSlotFeed)
-        return object.__new__(cls)
-
     @staticmethod
     def reads_shared_stream(objects: Sequence[objects.SourceObjectRef]) -> bool:
         """See :meth:`ChangeFeed.reads_shared_stream`: a table of its database's shared slot."""
@@ -213,10 +200,6 @@ class PgLogicalFeed(SlotDecodingFeed):
     ) -> Pending:
         """The changes of the table the slot keeps, from one bounded peek (``slot_backlog``),
         and the WAL it makes the source keep; a slot that is gone stopped capture."""
-        if _member_of_shared_slot(capture_objects(state)):
-            from gluon.extract.feeds.shared_feed import SharedSlotFeed
-
-            return SharedSlotFeed.pending_in(source, record, state)
         slot = _slot_of(state)
         spec = record.spec()
         figures = slots.slot_backlog(source, slot, spec.schema, spec.name)
