@@ -149,12 +149,15 @@ class ChangeFeed(Protocol):
     @classmethod
     def placed(
         cls,
+        source: SourceDialect,
+        repo: Repository,
         objects: list[source_objects.SourceObjectRef],
         spec: TableSpec,
-        scope: SlotScope,
+        scope: SlotScope | None,
     ) -> list[source_objects.SourceObjectRef]:
         """The capture objects a new enabling records, ``objects`` as planned placed in
-        ``scope`` (``--incremental-pg-logical-slot``).
+        ``scope`` (``--incremental-pg-logical-slot``; None: not given, the feed chooses and
+        logs why when the table cannot take its default).
 
         Raises:
             UsageError: the feed has no such choice.
@@ -373,12 +376,14 @@ class TableFeed:
     @classmethod
     def placed(
         cls,
+        source: SourceDialect,
+        repo: Repository,
         objects: list[source_objects.SourceObjectRef],
         spec: TableSpec,
-        scope: SlotScope,
+        scope: SlotScope | None,
     ) -> list[source_objects.SourceObjectRef]:
         """See :meth:`ChangeFeed.placed` (a feed without a slot has no choice)."""
-        if scope is not SlotScope.TABLE:
+        if scope is not None and scope is not SlotScope.TABLE:
             raise UsageError(
                 f"--incremental-pg-logical-slot={scope.value} is for log-based extraction: "
                 "leave it out for this method"
