@@ -223,7 +223,8 @@ class OffloadArguments:
         help="With -enabled and PG_LOGICAL: database (the default: the table joins the one "
         "pgoutput slot and publication its database's tables share, decoded once per "
         "extraction for all of them; a table that cannot be a member, with stored generated "
-        "columns or not owned by the user, gets a slot of its own and the log says why) or "
+        "columns, no replica identity a publication can use or not owned by the user, gets a "
+        "slot of its own and the log says why) or "
         "table (a replication slot of the table's own, decoding all the WAL; "
         "docs/operations.md, 'One slot per database').",
         accepted_by=ENABLING,
