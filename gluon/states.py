@@ -102,23 +102,26 @@ def parse_merge_mode(text: str | None) -> MergeMode:
 
 class SlotScope(StrEnum):
     """Which replication slot a log-based table's changes come from
-    (``--incremental-pg-logical-slot``), chosen when incremental update is enabled."""
+    (``--incremental-pg-logical-slot``), chosen when incremental update is enabled and
+    recorded in its capture objects."""
 
     TABLE = "table"
-    """A slot of the table's own (the default): each slot decodes all the WAL."""
+    """A slot of the table's own: each slot decodes all the WAL."""
     DATABASE = "database"
     """The one pgoutput slot and publication its database's member tables share: the WAL
-    is decoded once per extraction for all of them."""
+    is decoded once per extraction for all of them. The default (the option not given)
+    for a table that can be a member; one that cannot gets a slot of its own."""
 
 
-def parse_slot_scope(text: str | None) -> SlotScope:
-    """``--incremental-pg-logical-slot`` (None: the default, ``table``).
+def parse_slot_scope(text: str | None) -> SlotScope | None:
+    """``--incremental-pg-logical-slot`` (None: not given; the feed chooses, see
+    :class:`SlotScope`).
 
     Raises:
         ValueError: not a scope (the message lists them).
     """
     if text is None:
-        return SlotScope.TABLE
+        return None
     try:
         return SlotScope(text.strip().lower())
     except ValueError:

@@ -382,7 +382,7 @@ def _offload_options(arguments: OffloadArguments) -> OffloadOptions:
     )
 
 
-def _slot_scope(text: str | None) -> SlotScope:
+def _slot_scope(text: str | None) -> SlotScope | None:
     try:
         return parse_slot_scope(text)
     except ValueError as exc:

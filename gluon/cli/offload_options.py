@@ -220,10 +220,13 @@ class OffloadArguments:
     pg_logical_slot: str | None = option(
         "--incremental-pg-logical-slot",
         default=None,
-        help="With -enabled and PG_LOGICAL: table (default: a replication slot of the "
-        "table's own, decoding all the WAL) or database (the table joins the one pgoutput "
-        "slot and publication its database's tables share, decoded once per extraction for "
-        "all of them; docs/operations.md, 'One slot per database').",
+        help="With -enabled and PG_LOGICAL: database (the default: the table joins the one "
+        "pgoutput slot and publication its database's tables share, decoded once per "
+        "extraction for all of them; a table that cannot be a member, with stored generated "
+        "columns, no replica identity a publication can use or not owned by the user, gets a "
+        "slot of its own and the log says why) or "
+        "table (a replication slot of the table's own, decoding all the WAL; "
+        "docs/operations.md, 'One slot per database').",
         accepted_by=ENABLING,
     )
     take_over_objects: bool = option(

@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.extract.feeds import FEEDS
+from gluon.extract.feeds import feed_of
 from gluon.lake import merge, sql, storage, tables
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lake.session import open_session
 from gluon.locks import lifecycle_lock
-from gluon.methods import get_method
 from gluon.naming import TableRef
 from gluon.progress import ShownLine, plan_lines, sentence
 from gluon.repo import OffloadedTable, Repository
@@ -98,7 +97,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
     record, state = _enabled(repo, key)
     source = sources.connect_configured(settings)
     source.check_connection()
-    feed = FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+    feed = feed_of(state)(source, record, state, repo)
     result = DiscardResult(
         key,
         execute,
@@ -129,7 +128,7 @@ def discard_changes(settings: Settings, ref: TableRef, *, execute: bool) -> Disc
             merge.empty_staging(state.delta_path)
         # The feed as of the state read under the locks; a slot keeps a transaction
         # committed after its peek, a changelog a row written after its read.
-        feed = FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+        feed = feed_of(state)(source, record, state, repo)
         result.changelog_changes = feed.discard()
         if result.lake_changes and not immediate:
             with open_session(settings) as session:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from gluon import locks
 from gluon import source as sources
 from gluon.config import Settings
-from gluon.extract.feeds import FEEDS
+from gluon.extract.feeds import feed_of
 from gluon.extract.run import NOT_ENABLED_HINT, default_batch_size
-from gluon.methods import get_method
 from gluon.naming import TableRef
 from gluon.repo import Repository
 from gluon.states import MergeMode
@@ -28,8 +27,7 @@ def extraction_plan(
     running = locks.holder(repo, ref.key, locks.EXTRACTION)
     if running is not None:
         return [("refused", f"nothing: a running {locks.describe(running)} holds the table")]
-    method = get_method(state.method)
-    feed = FEEDS[method.change_reader](sources.connect_configured(settings), record, state, repo)
+    feed = feed_of(state)(sources.connect_configured(settings), record, state, repo)
     pending = feed.pending()
     if pending == 0:
         return [("nothing_to_do", f"nothing to extract: no changes of {ref.key} are captured")]

@@ -29,7 +29,7 @@ from gluon.capture import changelog, existing
 from gluon.config import Settings
 from gluon.errors import GluonError, StateError, UsageError
 from gluon.extract.counting import BatchCounter
-from gluon.extract.feeds import FEEDS, ChangeFeed, capture_objects
+from gluon.extract.feeds import ChangeFeed, capture_objects, feed_of
 from gluon.extract.insert_only import Screen
 from gluon.extract.result import ExtractionResult
 from gluon.extract.schema_changes import carry_changes
@@ -105,9 +105,7 @@ def nothing_waiting(settings: Settings, table_key: str) -> bool:
         record, state = repo.enabled_table(table_key, otherwise=NOT_ENABLED_HINT)
         if state.diverting:
             return False
-        feed = FEEDS[get_method(state.method).change_reader](
-            sources.connect_configured(settings), record, state, repo
-        )
+        feed = feed_of(state)(sources.connect_configured(settings), record, state, repo)
         return feed.pending() == 0
     except GluonError:
         return False
@@ -150,7 +148,7 @@ def run_extraction(
             record = carry_changes(
                 source, repo, record, state, open_lake=open_lake, run_dir=settings.run_dir
             )
-        feed: ChangeFeed = FEEDS[method.change_reader](source, record, state, repo)
+        feed: ChangeFeed = feed_of(state)(source, record, state, repo)
         partition = state.ingestion_partition
         if partition is None:
             raise StateError(

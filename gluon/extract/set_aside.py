@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import StateError, UsageError
-from gluon.extract.feeds import FEEDS, ChangeFeed
+from gluon.extract.feeds import ChangeFeed, feed_of
 from gluon.extract.feeds.unfit import SET_ASIDE_OPTION, UnfitChange, UnfitSearch
 from gluon.locks import lifecycle_lock
-from gluon.methods import get_method
 from gluon.naming import TableRef
 from gluon.progress import ShownLine, plan_lines, sentence
 from gluon.repo import OffloadedTable, Repository
@@ -86,7 +85,7 @@ def _enabled(repo: Repository, key: str) -> tuple[OffloadedTable, IncrementalSta
 def _feed(
     source: SourceDialect, record: OffloadedTable, state: IncrementalState, repo: Repository
 ) -> ChangeFeed:
-    return FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+    return feed_of(state)(source, record, state, repo)
 
 
 def _unfit_changes(
@@ -186,7 +185,7 @@ def set_aside_changes(
 
 
 def _feed_of(state: IncrementalState) -> str:
-    return f"{FEEDS[get_method(state.method).change_reader].waits_in}"
+    return f"{feed_of(state).waits_in}"
 
 
 def _listed(changes: Sequence[UnfitChange]) -> str:

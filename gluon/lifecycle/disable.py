@@ -9,7 +9,7 @@ from gluon.capture import ownership
 from gluon.compact.abandon import abandon_refusal
 from gluon.config import Settings
 from gluon.errors import StateError
-from gluon.extract.feeds import FEEDS, capture_objects
+from gluon.extract.feeds import FEEDS, capture_objects, feed_of
 from gluon.lake import storage
 from gluon.lake.changes import PARTITION_COLUMN
 from gluon.lifecycle.checks import delta_table_role, enabled_before_markers, lake_table_is_ours
@@ -113,7 +113,7 @@ def _disable_incremental(
     missing = [item for item in objects if item not in {found.item for found in existing}]
     refuse_unfinished_compaction(repo, ref, state)
     if state.status == ENABLED:
-        feed = FEEDS[get_method(state.method).change_reader](source, record, state, repo)
+        feed = feed_of(state)(source, record, state, repo)
         pending = feed.lost_on_drop(droppable)
         if pending:
             raise StateError(

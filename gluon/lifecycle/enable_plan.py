@@ -58,8 +58,9 @@ class EnableOptions:
     """Re-create the capture objects of an enabled table that are missing (and refresh the rest)."""
     merge_mode: MergeMode | None = None
     """``--incremental-merge-mode`` (None: not given; a new enabling is DEFERRED)."""
-    slot_scope: SlotScope = SlotScope.TABLE
-    """``--incremental-pg-logical-slot``: the feed places the table's capture objects."""
+    slot_scope: SlotScope | None = None
+    """``--incremental-pg-logical-slot``: the feed places the table's capture objects (None:
+    not given, the feed chooses; PG_LOGICAL: the shared slot when the table can be a member)."""
 
 
 def _key_columns(spec: TableSpec, requested: tuple[str, ...]) -> tuple[str, ...]:
@@ -317,6 +318,8 @@ def plan_enable(
         capture_objects(existing)
         if resume and existing
         else FEEDS[method.change_reader].placed(
+            source,
+            repo,
             source_objects.plan_source_objects(
                 source, ref, method, changelog_table=options.changelog_table
             ),

@@ -373,3 +373,48 @@ def generated_columns(source: SourceDialect, schema: str, table: str) -> list[st
     """
     rows = source.run_query("generated_columns", {"schema": schema, "table": table})
     return [str(row[0]) for row in rows]
+
+
+def unpublishable_leaves(source: SourceDialect, schema: str, table: str) -> list[str]:
+    """The relations holding ``schema.table``'s rows without a replica identity a publication
+    can use (labels): published, the application's UPDATE and DELETE on them would fail.
+
+    Raises:
+        SourceError: the table is gone, or the catalog cannot be read.
+    """
+    rows = source.run_query("unpublishable_leaves", {"schema": schema, "table": table})
+    return [str(row[0]) for row in rows]
+
+
+def publishing_problem(
+    source: SourceDialect, shared: DatabaseSlot, schema: str, table: str
+) -> str | None:
+    """Why the user cannot put ``schema.table`` in the shared slot's publication (None: it
+    can, or the table is gone, which the offload reports).
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
+    rows = source.run_query(
+        "publishing_privileges",
+        {"schema": schema, "table": table, "publication": shared.publication},
+    )
+    if not rows:
+        return None
+    user, owns_table, publication_exists, may_publish = rows[0]
+    if not owns_table:
+        return (
+            f"{user} does not own {schema}.{table}, and adding it to the shared slot's "
+            "publication (ALTER PUBLICATION ... ADD TABLE) needs its owner"
+        )
+    if may_publish:
+        return None
+    if publication_exists:
+        return (
+            f"{user} does not own the shared slot's publication {shared.publication}, which "
+            "adding a table to it needs"
+        )
+    return (
+        f"{user} may not create the shared slot's publication {shared.publication} (CREATE "
+        "on the database)"
+    )

@@ -16,7 +16,7 @@ from gluon.capture import existing
 from gluon.capture import objects as source_objects
 from gluon.config import SourceTimeouts
 from gluon.errors import GluonError
-from gluon.extract.feeds import FEEDS, Pending, capture_objects
+from gluon.extract.feeds import FEEDS, Pending, capture_objects, feed_of
 from gluon.extract.schema_changes import compare, source_changes
 from gluon.methods import get_method
 from gluon.methods.base import SourceObject
@@ -119,7 +119,7 @@ class ChangelogCounter:
         for record in records:
             state = repo.incremental.get_state(record.table_key)
             if state is not None:
-                feed = FEEDS[get_method(state.method).change_reader]
+                feed = feed_of(state)
                 by_feed.setdefault(feed, []).append((record, state))
         for feed, tables in by_feed.items():
             try:
@@ -155,7 +155,7 @@ class ChangelogCounter:
     ) -> Backlog:
         """The changes waiting in the source, as the table's feed counts them (``repo``: for
         a feed that counts with it, when not read ahead)."""
-        feed = FEEDS[get_method(state.method).change_reader]
+        feed = feed_of(state)
         name = feed.held_in(capture_objects(state))
         if not feed.counts_pending:
             return Backlog(None, None, f"{state.method} keeps no changelog")

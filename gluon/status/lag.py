@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from gluon import source as sources
 from gluon.config import Settings
 from gluon.errors import GluonError
-from gluon.extract.feeds import FEEDS, Pending, SlotBacklog
+from gluon.extract.feeds import FEEDS, Pending, SlotBacklog, feed_of
 from gluon.methods import get_method
 from gluon.repo import Repository
 from gluon.repo.common import now
@@ -123,7 +123,7 @@ def measure_lag(
             (a report reads every changelog's oldest change in one query; not read again).
     """
     shipment = repo.incremental.last_shipment(state.table_key, state.enablement_id)
-    feed = FEEDS[get_method(state.method).change_reader]
+    feed = feed_of(state)
     if not feed.counts_pending:
         cannot = f"{state.method} keeps no changelog: it cannot tell when a change was made"
         return _unknown(state.table_key, cannot, cannot)

@@ -31,6 +31,9 @@ from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
 
 METHOD = "PG_LOGICAL"
+OWN_SLOT = "--incremental-pg-logical-slot=table"
+"""What the tests that pass it are about is the table's own test_decoding slot (its name, its
+advance and fault points, its WAL); the others take the default, the shared slot."""
 
 
 @pytest.fixture
@@ -54,7 +57,7 @@ def test_changes_from_two_sessions_reach_the_lake_once(
 ) -> None:
     workload = workload_for(source, METHOD, SEED)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     database = source.engine.url.database
     assert _slots(source) == [slot_name(TableRef("app", "items"), database)]
     with source.engine.connect() as db:
@@ -173,7 +176,7 @@ def test_a_crash_around_the_slot_advance_loses_and_repeats_nothing(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 3)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     workload.round(20)
     crashed = run_offload_process(
         "-t", source.table, "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
@@ -223,6 +226,7 @@ def test_a_slot_gluon_did_not_record_is_never_taken(
         "-x",
         "--incremental-updates-enabled",
         f"--incremental-extraction-method={METHOD}",
+        OWN_SLOT,
     )
     assert result.exit_code != 0
     assert "already exists" in result.stderr and len(result.stderr.strip().splitlines()) == 1
@@ -313,6 +317,7 @@ def test_a_crash_after_creating_the_slot_is_repaired_by_the_same_command(
         "-x",
         "--incremental-updates-enabled",
         f"--incremental-extraction-method={METHOD}",
+        OWN_SLOT,
         env={"GLUON_FAULT": "capture.after_create_object"},
     )
     assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
@@ -325,7 +330,7 @@ def test_a_crash_after_creating_the_slot_is_repaired_by_the_same_command(
                 "SELECT g, 'between', 1 FROM generate_series(20000, 20009) g"
             )
         )
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     with source.engine.begin() as db:
         db.execute(sa.text("INSERT INTO app.items (id, name, amount) VALUES (30000, 'after', 1)"))
     extract(run_cli, source)

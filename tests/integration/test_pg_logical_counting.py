@@ -34,6 +34,9 @@ from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
 
 METHOD = "PG_LOGICAL"
+OWN_SLOT = "--incremental-pg-logical-slot=table"
+"""What the tests that pass it are about is the table's own test_decoding slot (its name, its
+advance and fault points, its WAL); the others take the default, the shared slot."""
 CHANGES = 12
 
 
@@ -127,7 +130,7 @@ def test_a_batch_whose_slot_advance_failed_is_counted_once(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 33)
     workload.create()
-    enable(run_cli, source, METHOD, f"--incremental-merge-mode={merge_mode}")
+    enable(run_cli, source, METHOD, OWN_SLOT, f"--incremental-merge-mode={merge_mode}")
     with source.engine.begin() as db:
         for key in range(1000, 1000 + CHANGES):
             db.execute(sa.text(f"INSERT INTO {source.table} (id, name) VALUES ({key}, 'n')"))
@@ -175,7 +178,7 @@ def test_batches_a_failed_run_shipped_before_its_failure_are_counted(
     source in a run that failed, batch 2 is skipped by the next run; both counted once."""
     workload = workload_for(source, METHOD, SEED + 34)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     _insert_one_by_one(source)
     slot = slot_name(TableRef("app", "items"), source.engine.url.database)
     repo = Repository(load_settings().repo_url)
@@ -216,7 +219,7 @@ def test_a_failed_extraction_tells_the_service_what_it_confirmed(
     the lake, before its slot advance), as its run row; the next run counts only the rest."""
     workload = workload_for(source, METHOD, SEED + 35)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     _insert_one_by_one(source)
     slot = slot_name(TableRef("app", "items"), source.engine.url.database)
     repo = Repository(load_settings().repo_url)

@@ -35,6 +35,9 @@ from gluon.naming import TableRef, slot_name
 from gluon.repo import Repository
 
 METHOD = "PG_LOGICAL"
+OWN_SLOT = "--incremental-pg-logical-slot=table"
+"""What the tests that pass it are about is the table's own test_decoding slot (its name, its
+advance and fault points, its WAL); the others take the default, the shared slot."""
 IMMEDIATE = "--incremental-merge-mode=IMMEDIATE"
 PARTITIONED = ("--partition-columns=id", "--partition-granularity=5")
 """Partitions of five ids: a key change (a new, higher id) moves the row to another one."""
@@ -98,7 +101,7 @@ def test_immediate_extraction_killed_at_every_step_matches_the_source(
     batch is merged twice and no version of the base table undoes a change."""
     workload = workload_for(source, METHOD, SEED)
     workload.create()
-    enable(run_cli, source, METHOD, IMMEDIATE, *PARTITIONED)
+    enable(run_cli, source, METHOD, OWN_SLOT, IMMEDIATE, *PARTITIONED)
     path = _base_path(source)
     assert _base_table(path) == workload.expected
     for point in FAULT_POINTS:
@@ -141,7 +144,7 @@ def test_a_run_after_a_completed_one_confirms_nothing_twice(
     confirming it again must not move the slot backwards, which PostgreSQL refuses."""
     workload = workload_for(source, METHOD, SEED + 1)
     workload.create()
-    enable(run_cli, source, METHOD, IMMEDIATE)
+    enable(run_cli, source, METHOD, OWN_SLOT, IMMEDIATE)
     workload.round(10)
     extract(run_cli, source)
     with source.engine.begin() as db:  # another table's changes move the slot further
@@ -174,7 +177,7 @@ def test_discard_advances_the_slot_past_the_changes_and_keeps_later_ones(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 2)
     workload.create()
-    enable(run_cli, source, METHOD, f"--incremental-merge-mode={merge_mode}")
+    enable(run_cli, source, METHOD, OWN_SLOT, f"--incremental-merge-mode={merge_mode}")
     # DEFERRED: the delta table's changes go too (the base table as last compacted stays);
     # IMMEDIATE: what the extraction merged stays.
     kept = lake_state(source.schema)
@@ -224,7 +227,7 @@ def test_discard_drops_a_staged_batch_and_its_changes_in_the_slot(
     advances the slot past the batch; the next extraction merges neither."""
     workload = workload_for(source, METHOD, SEED + 3)
     workload.create()
-    enable(run_cli, source, METHOD, IMMEDIATE)
+    enable(run_cli, source, METHOD, OWN_SLOT, IMMEDIATE)
     path = _base_path(source)
     before = _base_table(path)
     workload.round(10)

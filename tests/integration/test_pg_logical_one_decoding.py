@@ -27,6 +27,9 @@ from typer.testing import Result
 from gluon.source.base import SourceDialect
 
 METHOD = "PG_LOGICAL"
+OWN_SLOT = "--incremental-pg-logical-slot=table"
+"""What the tests that pass it are about is the table's own test_decoding slot (its name, its
+advance and fault points, its WAL); the others take the default, the shared slot."""
 SLOT_DECODINGS = {"peek_slot_changes", "stream_slot_changes"}
 """The templates that decode a slot's WAL for an extraction."""
 
@@ -67,7 +70,7 @@ def test_an_extraction_of_many_batches_decodes_the_slot_once(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 7)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     for remainder in range(4):  # four transactions, each more changes than a batch holds
         with source.engine.begin() as db:
             db.execute(

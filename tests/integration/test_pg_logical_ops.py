@@ -28,6 +28,9 @@ from typer.testing import Result
 from gluon.naming import TableRef, slot_name
 
 METHOD = "PG_LOGICAL"
+OWN_SLOT = "--incremental-pg-logical-slot=table"
+"""What the tests that pass it are about is the table's own test_decoding slot (its name, its
+advance and fault points, its WAL); the others take the default, the shared slot."""
 
 
 @pytest.fixture
@@ -68,7 +71,7 @@ def test_status_and_report_measure_the_backlog_and_lag_from_the_slot(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 10)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     _run(source, "CREATE TABLE app.other (id int PRIMARY KEY)")
     _run(source, "INSERT INTO app.other SELECT generate_series(1, 30)")  # not the table's
     before = time.time()
@@ -123,7 +126,7 @@ def test_a_slot_that_retains_too_much_wal_needs_attention(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 11)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     _run(source, "CREATE TABLE app.filler (id int, pad text)")
     _run(
         source, "INSERT INTO app.filler SELECT i, repeat('x', 1000) FROM generate_series(1, 3000) i"
@@ -259,7 +262,7 @@ def test_disable_drops_the_slot_it_recorded_and_no_other(
 ) -> None:
     workload = workload_for(source, METHOD, SEED + 14)
     workload.create()
-    enable(run_cli, source, METHOD)
+    enable(run_cli, source, METHOD, OWN_SLOT)
     ours = slot_name(TableRef("app", "items"), source.engine.url.database)
     users = f"pgops_users_{source.engine.url.database}"[:60]
     _run(source, f"SELECT pg_create_logical_replication_slot('{users}', 'test_decoding')")

@@ -24,6 +24,9 @@ from gluon.repo import Repository
 from gluon.source import logical
 
 METHOD = "PG_LOGICAL"
+OWN_SLOT = "--incremental-pg-logical-slot=table"
+"""What the tests that pass it are about is the table's own test_decoding slot (its name, its
+advance and fault points, its WAL); the others take the default, the shared slot."""
 IMMEDIATE = "--incremental-merge-mode=IMMEDIATE"
 Rows = set[tuple[object, ...]]
 
@@ -132,7 +135,7 @@ def test_keyword_mixed_case_and_quoted_names_reach_the_lake(
         f"INSERT INTO {table} SELECT g, 't' || g, g * 2, 'g' || g, 'q' || g, g "
         "FROM generate_series(1, 10) g",
     )
-    _enable(run_cli, table, f"--incremental-merge-mode={mode}")
+    _enable(run_cli, table, OWN_SLOT, f"--incremental-merge-mode={mode}")
     _run(
         engine,
         f"INSERT INTO {table} VALUES (11, 'new', 1, 'ü', 'x\"y', 7)",
@@ -188,7 +191,11 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
 ) -> None:
     _run(engine, *LIST_TABLE)
     _enable(
-        run_cli, "app.items", "--incremental-key-columns=id", f"--incremental-merge-mode={mode}"
+        run_cli,
+        "app.items",
+        OWN_SLOT,
+        "--incremental-key-columns=id",
+        f"--incremental-merge-mode={mode}",
     )
     _run(
         engine,
@@ -265,7 +272,7 @@ def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
 ) -> None:
     _run(engine, *RANGE_HASH_TABLE)
     _run(engine, "CREATE TABLE app.other (id int PRIMARY KEY)")
-    _enable(run_cli, "app.items")
+    _enable(run_cli, "app.items", OWN_SLOT)
     _run(engine, "INSERT INTO app.items VALUES (200, 'a', 1)")
     with engine.begin() as db:  # TRUNCATE and INSERTs in one transaction, in this order
         db.execute(sa.text("INSERT INTO app.items VALUES (201, 'b', 1)"))
@@ -344,7 +351,7 @@ def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
         'CREATE SCHEMA "select"',
         f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
     )
-    _enable(run_cli, KEYWORD_TABLE)
+    _enable(run_cli, KEYWORD_TABLE, OWN_SLOT)
     _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')")
     real = logical.relation_labels
 
@@ -403,7 +410,7 @@ def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
     engine: sa.Engine, run_cli: RunCli, mode: str, point: str
 ) -> None:
     _run(engine, *RANGE_HASH_TABLE)
-    _enable(run_cli, "app.items", f"--incremental-merge-mode={mode}")
+    _enable(run_cli, "app.items", OWN_SLOT, f"--incremental-merge-mode={mode}")
     with engine.begin() as db:
         db.execute(sa.text("UPDATE app.items SET amount = 0 WHERE id < 5"))
         db.execute(sa.text("TRUNCATE app.items"))
@@ -427,7 +434,7 @@ def test_a_table_dropped_with_changes_in_its_slot_can_be_disabled(
         'CREATE SCHEMA "select"',
         f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
     )
-    _enable(run_cli, KEYWORD_TABLE)
+    _enable(run_cli, KEYWORD_TABLE, OWN_SLOT)
     _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')", f"DROP TABLE {KEYWORD_TABLE}")
     line = _failed_extraction(run_cli, KEYWORD_TABLE)
     assert "gone" in line or "does not exist" in line or "not found" in line, line

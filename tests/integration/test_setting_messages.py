@@ -166,6 +166,7 @@ def test_the_enable_plan_names_a_replication_slot_without_a_schema(
         "public.items",
         "--incremental-updates-enabled",
         "--incremental-extraction-method=PG_LOGICAL",
+        "--incremental-pg-logical-slot=table",  # a slot of its own: the one the plan names
     )
     assert result.exit_code == 0, result.stderr
     (line,) = [line for line in result.stdout.splitlines() if "create slot" in line]

@@ -200,8 +200,8 @@ def lifecycle_machine(
     ``merge_modes`` (``--incremental-merge-mode``) for the whole example, on a table of
     one of ``shapes`` (default: every shape of the dialect; the first is the simplest
     example's); PG_LOGICAL with ``slot_scope`` ``database``: the table is a member of its
-    database's shared slot (``--incremental-pg-logical-slot=database``), killed also where
-    it joins and leaves the publication."""
+    database's shared slot (the default: no ``--incremental-pg-logical-slot``), killed also
+    where it joins and leaves the publication; ``table``: a slot of its own (``=table``)."""
     shapes = shapes or shapes_for(dialect)
     member = slot_scope == "database"
     enable_points = ENABLE_POINTS + (MEMBER_ENABLE_POINTS if member else [])
@@ -352,7 +352,8 @@ def lifecycle_machine(
                 f"--incremental-extraction-method={method_name}",
                 *self.key_flags,
                 *(("--incremental-merge-mode=IMMEDIATE",) if self.immediate else ()),
-                *(("--incremental-pg-logical-slot=database",) if member else ()),
+                # A member by default (the shared slot); the own-slot cases say =table.
+                *(("--incremental-pg-logical-slot=table",) if logged and not member else ()),
             )
 
         def enable_expecting_success(self, *extra: str) -> None:
@@ -994,12 +995,12 @@ FIRST_SHAPE = {
     "sqlite-CHANGELOG-merge-mode": COMPOSITE,
     "postgresql-CHANGELOG": RANGE_PARTITIONED,
     "postgresql-CHANGELOG_INSERT": COMPOSITE,
-    "postgresql-PG_LOGICAL": KEYWORDS,
+    "postgresql-PG_LOGICAL-own-slot": KEYWORDS,
     "postgresql-UPDATABLE": LIST_PARTITIONED,
     "postgresql-UPDATABLE_CHANGELOG": KEYWORDS,
     "postgresql-UPDATABLE_INSERT": RANGE_PARTITIONED,
     "postgresql-CHANGELOG-merge-mode": LIST_PARTITIONED,
-    "postgresql-PG_LOGICAL-merge-mode": RANGE_PARTITIONED,
+    "postgresql-PG_LOGICAL-own-slot-merge-mode": RANGE_PARTITIONED,
     "postgresql-PG_LOGICAL-member": COMPOSITE,
 }
 """The shape of each case's first, simplest example (its second draws any shape): the
@@ -1010,7 +1011,8 @@ IMMEDIATE."""
 def _case_id(dialect: str, method: str, merge_modes: tuple[str, ...], slot_scope: str) -> str:
     if slot_scope == "database":
         return f"{dialect}-{method}-member"
-    return f"{dialect}-{method}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
+    own_slot = "-own-slot" if method == "PG_LOGICAL" else ""
+    return f"{dialect}-{method}{own_slot}" + ("" if merge_modes == MERGE_MODES else "-merge-mode")
 
 
 def _case(

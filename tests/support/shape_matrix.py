@@ -407,7 +407,13 @@ class CaseRun:
             "--incremental-updates-enabled",
             f"--incremental-extraction-method={case.method}",
             f"--incremental-merge-mode={case.mode}",
-            *(("--incremental-pg-logical-slot=database",) if case.slot_scope == "database" else ()),
+            # PG_LOGICAL's slot said either way: the default (a member) would make the own-slot
+            # cases members too.
+            *(
+                (f"--incremental-pg-logical-slot={case.slot_scope}",)
+                if case.method == "PG_LOGICAL"
+                else ()
+            ),
             *shape.enable_flags,
         )
         immediate = case.mode == "IMMEDIATE"

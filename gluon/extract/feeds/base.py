@@ -149,12 +149,15 @@ class ChangeFeed(Protocol):
     @classmethod
     def placed(
         cls,
+        source: SourceDialect,
+        repo: Repository,
         objects: list[source_objects.SourceObjectRef],
         spec: TableSpec,
-        scope: SlotScope,
+        scope: SlotScope | None,
     ) -> list[source_objects.SourceObjectRef]:
         """The capture objects a new enabling records, ``objects`` as planned placed in
-        ``scope`` (``--incremental-pg-logical-slot``).
+        ``scope`` (``--incremental-pg-logical-slot``; None: not given, the feed chooses and
+        logs why when the table cannot take its default).
 
         Raises:
             UsageError: the feed has no such choice.
@@ -318,7 +321,7 @@ class ChangeFeed(Protocol):
 @dataclass(slots=True)
 class TableFeed:
     """What every feed holds: the table's source, its record and incremental state, and the
-    repository (a feed is made as ``FEEDS[reader](source, record, state, repo)``)."""
+    repository (a feed is made as ``feed_of(state)(source, record, state, repo)``)."""
 
     source: SourceDialect
     record: OffloadedTable
@@ -388,12 +391,14 @@ class TableFeed:
     @classmethod
     def placed(
         cls,
+        source: SourceDialect,
+        repo: Repository,
         objects: list[source_objects.SourceObjectRef],
         spec: TableSpec,
-        scope: SlotScope,
+        scope: SlotScope | None,
     ) -> list[source_objects.SourceObjectRef]:
         """See :meth:`ChangeFeed.placed` (a feed without a slot has no choice)."""
-        if scope is not SlotScope.TABLE:
+        if scope is not None and scope is not SlotScope.TABLE:
             raise UsageError(
                 f"--incremental-pg-logical-slot={scope.value} is for log-based extraction: "
                 "leave it out for this method"

@@ -11,6 +11,7 @@ discarding it, and the shared-slot placement; how its rows become the table's ch
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Generator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
@@ -30,13 +31,14 @@ from gluon.repo.incremental import IncrementalState
 from gluon.schema import TableSpec
 from gluon.source import logical
 from gluon.source.base import SourceDialect
-from gluon.source.publication import generated_columns
 from gluon.states import SlotScope
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from gluon.source.logical_values import PrintedChanges
+
+log = logging.getLogger(__name__)
 
 
 def _slot_of(state: IncrementalState) -> objects.SourceObjectRef:
@@ -73,19 +75,6 @@ class PgLogicalFeed(SlotDecodingFeed):
     _carried: list[Any] = field(default_factory=list, init=False)
     """Rows fetched past the last batch's end (its last whole transaction): the next batch's."""
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> PgLogicalFeed:
-        """A table recorded in its database's shared slot gets the feed that reads it
-        (chosen by its recorded objects: ``FEEDS`` has one feed per change reader)."""
-        if cls is PgLogicalFeed:
-            state = kwargs.get("state", args[2] if len(args) > 2 else None)
-            if isinstance(state, IncrementalState) and _member_of_shared_slot(
-                capture_objects(state)
-            ):
-                from gluon.extract.feeds.shared_feed import SharedSlotFeed
-
-                return object.__new__(SharedSlotFeed)
-        return object.__new__(cls)
-
     @staticmethod
     def reads_shared_stream(objects: Sequence[objects.SourceObjectRef]) -> bool:
         """See :meth:`ChangeFeed.reads_shared_stream`: a table of its database's shared slot."""
@@ -98,13 +87,33 @@ class PgLogicalFeed(SlotDecodingFeed):
     @classmethod
     def placed(
         cls,
+        source: SourceDialect,
+        repo: Repository,
         planned: list[objects.SourceObjectRef],
         spec: TableSpec,
-        scope: SlotScope,
+        scope: SlotScope | None,
     ) -> list[objects.SourceObjectRef]:
-        """``scope`` database: the table's place in the shared slot instead of a slot of its
-        own (recorded under the table's name)."""
+        """The table's place in its database's shared slot instead of a slot of its own
+        (recorded under the table's name): ``scope`` database, or not given (the default)
+        when the table can be a member; one that cannot gets its own slot, logged with why.
+
+        Raises:
+            UnsupportedError: ``scope`` database, and the table cannot be a member (one line
+                with the reason and ``=table``).
+        """
         if scope is SlotScope.TABLE:
+            return planned
+        problem = shared_slot.member_problem(source, repo, spec)
+        if problem is not None:
+            if scope is SlotScope.DATABASE:
+                raise UnsupportedError(f"{problem}: enable it with {shared_slot.OWN_SLOT_OPTION}")
+            log.info(
+                "%s.%s gets a replication slot of its own, not its database's shared slot: "
+                "%s (choose explicitly with --incremental-pg-logical-slot=table or =database)",
+                spec.schema,
+                spec.name,
+                problem,
+            )
             return planned
         return [
             objects.SourceObjectRef(
@@ -123,16 +132,13 @@ class PgLogicalFeed(SlotDecodingFeed):
         placed_objects: Sequence[objects.SourceObjectRef],
     ) -> None:
         """A member of the shared slot: refuse a table with generated columns, whose values
-        pgoutput does not send (the lake would hold NULL for them)."""
+        pgoutput does not send (the lake would hold NULL for them); an enable run again
+        finds them added since its first run."""
         if not _member_of_shared_slot(placed_objects):
             return
-        generated = generated_columns(source, spec.schema, spec.name)
-        if generated:
-            raise UnsupportedError(
-                f"{spec.schema}.{spec.name} has generated columns ({', '.join(generated)}) "
-                "whose values the shared slot's pgoutput does not send: enable it with "
-                "--incremental-pg-logical-slot=table (a slot of its own)"
-            )
+        problem = shared_slot.generated_problem(source, spec)
+        if problem is not None:
+            raise UnsupportedError(f"{problem}: enable it with {shared_slot.OWN_SLOT_OPTION}")
 
     @classmethod
     def capturing(
@@ -213,10 +219,6 @@ class PgLogicalFeed(SlotDecodingFeed):
     ) -> Pending:
         """The changes of the table the slot keeps, from one bounded peek (``slot_backlog``),
         and the WAL it makes the source keep; a slot that is gone stopped capture."""
-        if _member_of_shared_slot(capture_objects(state)):
-            from gluon.extract.feeds.shared_feed import SharedSlotFeed
-
-            return SharedSlotFeed.pending_in(source, record, state)
         slot = _slot_of(state)
         spec = record.spec()
         figures = slots.slot_backlog(source, slot, spec.schema, spec.name)

@@ -1,6 +1,6 @@
 """The PG_LOGICAL feed of a table enabled into its database's shared slot
-(``--incremental-pg-logical-slot=database``; issue 33 item 1): ``PgLogicalFeed`` gives a
-table whose recorded objects hold ``SourceObject.SHARED_SLOT_TABLE`` this feed, which reads
+(``--incremental-pg-logical-slot=database``; issue 33 item 1): the registry's ``feed_of``
+gives a table whose recorded objects hold ``SourceObject.SHARED_SLOT_TABLE`` this feed, which reads
 through ``shared_reader.SharedSlotReader`` (one decoding per extraction, the table's position
 saved after each batch's Delta commit, then the slot confirmed to the least position).
 

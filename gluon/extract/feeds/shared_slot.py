@@ -25,12 +25,53 @@ from contextlib import contextmanager
 
 from gluon.faults import fault_point
 from gluon.repo import Repository
+from gluon.schema import TableSpec
 from gluon.source import publication, shared_shipping
 from gluon.source.base import SourceDialect
 from gluon.source.publication import DatabaseSlot
 from gluon.source.shared_shipping import ConfirmPlan, OffloadSnapshot, TablePosition
 
 log = logging.getLogger(__name__)
+
+OWN_SLOT_OPTION = "--incremental-pg-logical-slot=table (a slot of its own)"
+"""How a user gives a table that cannot be a member a slot of its own."""
+
+
+def generated_problem(source: SourceDialect, spec: TableSpec) -> str | None:
+    """The table's stored generated columns, whose values pgoutput does not send (the lake
+    would hold NULL for them; None: it has none)."""
+    generated = publication.generated_columns(source, spec.schema, spec.name)
+    if not generated:
+        return None
+    return (
+        f"{spec.schema}.{spec.name} has generated columns ({', '.join(generated)}) whose "
+        "values the shared slot's pgoutput does not send"
+    )
+
+
+def identity_problem(source: SourceDialect, spec: TableSpec) -> str | None:
+    """The table's relations without a replica identity a publication can use: published,
+    the application's UPDATE and DELETE on them would fail (None: there are none)."""
+    leaves = publication.unpublishable_leaves(source, spec.schema, spec.name)
+    if not leaves:
+        return None
+    return (
+        f"{', '.join(leaves)} has no replica identity a publication can use (NOTHING, or "
+        "DEFAULT with no primary key or a DEFERRABLE one): in the shared slot's publication "
+        "the application's UPDATEs and DELETEs on it would fail"
+    )
+
+
+def member_problem(source: SourceDialect, repo: Repository, spec: TableSpec) -> str | None:
+    """Why the table cannot be a member of its database's shared slot (None: it can): a
+    value pgoutput does not send, a table publishing would break for the application, or a
+    user who may not publish it (a slot of its own needs only REPLICATION, which
+    ``slot.check_logical_decoding`` checked)."""
+    return (
+        generated_problem(source, spec)
+        or identity_problem(source, spec)
+        or publication.publishing_problem(source, shared_slot(source, repo), spec.schema, spec.name)
+    )
 
 
 def shared_slot(source: SourceDialect, repo: Repository) -> DatabaseSlot:
