@@ -84,7 +84,7 @@ def metric_samples(port: int, name: str) -> list[Any]:
 def shipped_metric(port: int) -> float:
     """``gluon_service_changes_shipped_total``, summed over its labels."""
     samples = metric_samples(port, "gluon_service_changes_shipped_total")
-    return sum(sample.value for sample in samples)
+    return float(sum(sample.value for sample in samples))
 
 
 def free_port() -> int:
