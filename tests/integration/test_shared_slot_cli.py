@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from support.cli import ok
 from support.incremental import lake_rows, run_offload_process
 from support.statements import configured_source, run_sql
+from support.tables import ok
 from typer.testing import Result
 
 from gluon.config import load_settings

@@ -75,12 +75,6 @@ def run_cli(program: str | typer.Typer, *args: object) -> Result:
     return runner.invoke(app, [str(arg) for arg in args], prog_name=name, catch_exceptions=False)
 
 
-def ok(result: Result) -> Result:
-    """``result``, asserting the command succeeded (its output in the failure)."""
-    assert result.exit_code == 0, result.stdout + result.stderr
-    return result
-
-
 def error_lines(result: Result) -> list[str]:
     """The non-empty lines the command wrote to stderr."""
     return [line for line in result.stderr.splitlines() if line.strip()]
