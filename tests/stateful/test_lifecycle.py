@@ -708,12 +708,17 @@ def lifecycle_machine(
                 return
             self.enable(dml=[])
 
-        @precondition(lambda self: not self.enabled and not self.has_chunks())
+        @precondition(lambda self: not self.has_chunks())
         @rule(dml=DML, point=st.sampled_from(reset_points), nth=NTH, enable=st.booleans())
         def reset_killed(self, dml: list[Statement], point: str, nth: int, enable: bool) -> None:
             """``--reset-backend-table`` (with the enable, or alone) killed, then run again: the
-            lake is a new copy of the source."""
+            lake is a new copy of the source. An enabled table is first disabled the way
+            docs/operations.md gives (extract, compact, disable)."""
             self.run_dml(dml)
+            if self.enabled:
+                self.compaction_cycle(dml=[], method="FULL", retain=False, during=[])
+                self.disabled(self.offload("--incremental-updates-disabled"))
+                assert not self.enabled, "the disable before a reset was refused"
             args = ("--reset-backend-table", *(self.enable_args() if enable else ()))
             args += self.offload_flags
             done = self.killed(point, nth, *args)
