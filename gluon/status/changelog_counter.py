@@ -12,7 +12,7 @@ from typing import Any
 
 from gluon import source as sources
 from gluon.capture import changelog as capture_changelog
-from gluon.capture import existing, statement_level
+from gluon.capture import existing
 from gluon.capture import objects as source_objects
 from gluon.config import SourceTimeouts
 from gluon.errors import GluonError
@@ -209,23 +209,22 @@ class ChangelogCounter:
         return measure_lag(repo, state, self._source, counted=backlog.rows)
 
     def captures_by_statement(self, record: OffloadedTable, state: IncrementalState) -> bool:
-        """Whether the table's changelog trigger is statement triggers (its INSERT and DELETE
-        ones beside it): seen in the trigger states read ahead, else asked of the catalog;
-        False when the source cannot be read."""
+        """Whether the table's changelog trigger is statement triggers, its INSERT and DELETE
+        ones beside it, as the source has them (a table enabled before gluon captured by
+        statement keeps its row trigger until its capture objects are re-created): seen in
+        the trigger states (read ahead for a report); False when the source cannot be read."""
         trigger = source_objects.find_object(capture_objects(state), SourceObject.CHANGELOG_TRIGGER)
         if trigger is None:
             return False
         try:
             source = self._dialect()
-            if source.name != record.source_dialect:
+            if source.name != record.source_dialect or not source.captures_by_statement:
                 return False
             states = self._trigger_states.get(record.table_key)
-            if states is not None:
-                siblings = source_objects.statement_trigger_names(source, trigger).values()
-                return any(row[0] in siblings and row[1] is not None for row in states)
-            return statement_level.captures_by_statement(
-                source, get_method(state.method), record.source_schema, record.source_table
-            )
+            if states is None:
+                states = existing.capture_trigger_states_of(source, [(record.spec(), trigger)])[0]
+            siblings = source_objects.statement_trigger_names(source, trigger).values()
+            return any(row[0] in siblings and row[1] is not None for row in states)
         except GluonError:
             return False
 

@@ -1,7 +1,8 @@
 """Status and the enable plan list every trigger a PostgreSQL changelog trigger stands for:
 on a table that takes transition tables, the statement triggers of each event (the UPDATE
 one named for the function, ``_insert`` and ``_delete``) and the TRUNCATE one; on a
-partitioned table, the row trigger and the TRUNCATE one. Compared with ``pg_trigger``.
+partitioned table, or under an insert-only method, the row trigger and the TRUNCATE one.
+Compared with ``pg_trigger``.
 
 Real PostgreSQL, Sail and Delta tables.
 """
@@ -25,7 +26,6 @@ SETUP = (
     "CREATE TABLE app.parted_low PARTITION OF app.parted FOR VALUES FROM (0) TO (100)",
     "INSERT INTO app.parted VALUES (1, 'a')",
 )
-ENABLE = ("--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG")
 
 
 def triggers_on(engine: sa.Engine, table: str) -> list[str]:
@@ -42,10 +42,16 @@ def triggers_on(engine: sa.Engine, table: str) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("table", "expected"),
+    ("table", "method", "expected"),
     [
-        ("plain", ["plain_ct", "plain_ct_delete", "plain_ct_insert", "plain_ct_truncate"]),
-        ("parted", ["parted_ct", "parted_ct_truncate"]),
+        (
+            "plain",
+            "CHANGELOG",
+            ["plain_ct", "plain_ct_delete", "plain_ct_insert", "plain_ct_truncate"],
+        ),
+        ("parted", "CHANGELOG", ["parted_ct", "parted_ct_truncate"]),
+        # records updates and deletes by key: the row trigger on any table
+        ("plain", "CHANGELOG_INSERT", ["plain_ct", "plain_ct_truncate"]),
     ],
 )
 def test_status_and_the_plan_list_every_capture_trigger(
@@ -55,12 +61,14 @@ def test_status_and_the_plan_list_every_capture_trigger(
     run_cli: RunCli,
     monkeypatch: pytest.MonkeyPatch,
     table: str,
+    method: str,
     expected: list[str],
 ) -> None:
     engine = configured_source(pg_url, monkeypatch, *SETUP)
-    plan = ok(run_cli("offload", "-t", f"app.{table}", *ENABLE))
+    enable = ("--incremental-updates-enabled", f"--incremental-extraction-method={method}")
+    plan = ok(run_cli("offload", "-t", f"app.{table}", *enable))
     planned = next(line for line in plan.stdout.splitlines() if f"app_h.{table}_ct " in line)
-    ok(run_cli("offload", "-t", f"app.{table}", "-x", *ENABLE))
+    ok(run_cli("offload", "-t", f"app.{table}", "-x", *enable))
     assert triggers_on(engine, f"app.{table}") == expected
     assert sorted(planned.split(": triggers ")[1].split(", ")) == expected, planned
     status = ok(run_cli("display_incremental_status", "-t", f"app.{table}", "--json"))
