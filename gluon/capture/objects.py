@@ -272,14 +272,19 @@ def created_names(
     source: SourceDialect | type[SourceDialect],
     method: type[ExtractionMethod],
     item: SourceObjectRef,
+    statement_level: bool = False,
 ) -> tuple[str, ...]:
     """The names of the database objects ``item`` stands for, as the create scripts make
     them: a recorded trigger may be several triggers (one per row event where the dialect
-    has ``trigger_per_event``; beside a changelog trigger, the TRUNCATE statement trigger
+    has ``trigger_per_event``; a changelog trigger captured at ``statement_level``
+    (``gluon.capture.statement_level.captures_by_statement``) has its INSERT and DELETE
+    statement triggers beside it; beside a changelog trigger, the TRUNCATE statement trigger
     where the dialect ``captures_truncate``). Other objects are themselves."""
     if item.kind not in (SourceObject.CHANGELOG_TRIGGER, SourceObject.UPDATABLE_TRIGGER):
         return (item.name,)
     names = [item.name]
+    if statement_level and item.kind is SourceObject.CHANGELOG_TRIGGER:
+        names += statement_trigger_names(source, item).values()
     if source.trigger_per_event:
         # The updatable view's trigger covers every event (an uncaptured one is refused).
         events = (

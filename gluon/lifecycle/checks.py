@@ -16,6 +16,7 @@ from gluon.methods.base import SourceObject
 from gluon.repo import Repository
 from gluon.repo.incremental import (
     ENABLED,
+    ENABLING,
     IncrementalState,
 )
 from gluon.schema import TableSpec
@@ -99,6 +100,21 @@ def enable_interrupted(repo: Repository, state: IncrementalState, method: str) -
         if enablement["id"] == state.enablement_id:
             return enablement["enabled_at"] is None
     return False
+
+
+def resumes_enable(
+    settings: Settings, table_key: str, method: str, repo: Repository | None = None
+) -> bool:
+    """An enable of ``method`` was killed (its state ``enabling``, or enabled and not yet
+    dated): the command runs it again, and a ``--reset-backend-table`` in it copies anew
+    (the killed run's copy may be published but not recorded, or not made)."""
+    repo = repo or Repository(settings.repo_url, create=True)
+    state = repo.incremental.get_state(table_key)
+    return (
+        state is not None
+        and state.method == method
+        and (state.status == ENABLING or enable_interrupted(repo, state, method))
+    )
 
 
 # -- repairing ------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ from dataclasses import replace
 
 from gluon.capture import changelog, objects, ownership
 from gluon.capture import existing as capture_existing
+from gluon.capture.objects import SourceObjectRef
+from gluon.capture.statement_level import captures_by_statement
 from gluon.config import Settings
 from gluon.errors import GluonError, LakeError, StateError, UsageError
 from gluon.extract.feeds import FEEDS
@@ -49,10 +51,14 @@ log = logging.getLogger(__name__)
 
 
 def _enable_steps(plan: EnablePlan) -> list[Step]:
+    statement_level = captures_by_statement(
+        plan.source, plan.method, plan.spec.schema, plan.spec.name
+    )
     steps = [
         Step(
             "create_capture",
             f"create {object_.object_type.lower()} {object_.display_name} in the source"
+            + _trigger_names(plan, object_, statement_level)
             + (
                 " (the copy reads the snapshot it exports)"
                 if plan.offload and object_.kind in SNAPSHOT_KINDS
@@ -72,6 +78,13 @@ def _enable_steps(plan: EnablePlan) -> list[Step]:
         Step("record_enabled", "record incremental update as enabled in the repository"),
     ]
     return steps
+
+
+def _trigger_names(plan: EnablePlan, item: SourceObjectRef, statement_level: bool) -> str:
+    """Every trigger the create script makes for ``item``, where that is not one trigger
+    of its name (one per event, the TRUNCATE one, statement triggers)."""
+    names = objects.created_names(plan.source, plan.method, item, statement_level)
+    return f": triggers {', '.join(names)}" if names != (item.name,) else ""
 
 
 def enable_incremental(

@@ -20,6 +20,7 @@ from gluon.lifecycle.checks import (
     check_delta_table,
     check_existing_objects,
     enable_interrupted,
+    resumes_enable,
 )
 from gluon.lifecycle.result import IncrementalResult
 from gluon.methods import get_method, registered_methods
@@ -260,7 +261,17 @@ def plan_enable(
 ) -> EnablePlan:
     method = get_method(options.method)
     ref = options.table
-    offload_context = validate_offload(settings, offload, repo) if offload else None
+    offload_context = (
+        validate_offload(
+            settings,
+            offload,
+            repo,
+            resumes_enable=offload.reset_backend_table
+            and resumes_enable(settings, ref.key, method.name, repo),
+        )
+        if offload
+        else None
+    )
     if offload_context:
         repo = offload_context.repo
     elif repo is None:

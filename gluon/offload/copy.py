@@ -122,11 +122,17 @@ def _refuse_during_compaction(repo: Repository, table_key: str) -> None:
 
 
 def validate_offload(
-    settings: Settings, options: OffloadOptions, repo: Repository | None = None
+    settings: Settings,
+    options: OffloadOptions,
+    repo: Repository | None = None,
+    *,
+    resumes_enable: bool = False,
 ) -> OffloadContext:
     """Check everything an offload needs; change nothing.
 
     ``repo``: the command's repository, if it has one open (else it is opened here).
+    ``resumes_enable``: the enable command runs again an enable of the table that was killed
+    (``gluon.lifecycle.enable_plan``): its reset copies anew under the capture that one made.
     """
     storage.check_writable(settings.lake_root)
     source = sources.connect_configured(settings)
@@ -136,7 +142,12 @@ def validate_offload(
         repo = Repository(settings.repo_url, create=True)
     ref = options.table
     existing = repo.get_table(ref.key)
-    if existing and options.reset_backend_table and repo.incremental.get_state(ref.key):
+    if (
+        existing
+        and options.reset_backend_table
+        and not resumes_enable
+        and repo.incremental.get_state(ref.key)
+    ):
         raise StateError(
             f"{ref.key} has incremental update enabled: run with --incremental-updates-disabled "
             "before --reset-backend-table"

@@ -134,6 +134,12 @@ class SourceDialect:
     (``insert``, ``update``, ``delete``: a SQLite trigger fires for one event), rather than
     one trigger named ``<name>`` for them all (``gluon.capture.objects.created_names``)."""
 
+    captures_by_statement: ClassVar[bool] = False
+    """Whether the dialect's changelog trigger captures at statement level where the table
+    takes transition tables (a ``statement_capture_fits`` query says whether it does): one
+    trigger per event, the UPDATE one named ``<name>``, the others ``<name>_insert`` and
+    ``<name>_delete`` (``gluon.capture.statement_level.captures_by_statement``)."""
+
     implicit_source_objects: ClassVar[frozenset[str]] = frozenset()
     """Capture object kinds (``SourceObject`` values) the dialect needs no object for."""
 

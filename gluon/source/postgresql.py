@@ -129,6 +129,8 @@ class PostgreSQLSource(SourceDialect):
     has_catalog_version: ClassVar[bool] = True
     """An ``AFTER TRUNCATE`` statement trigger, and test_decoding's TRUNCATE record."""
     stores_added_defaults: ClassVar[bool] = True
+    captures_by_statement: ClassVar[bool] = True
+    """templates/postgresql/create_changelog_trigger.sql.j2, ``statement_level``."""
     binds_arrays = True
     has_schemas = True
     name_case = "lower"

@@ -208,6 +208,26 @@ class ChangelogCounter:
             return measure_lag(repo, state, self._source, known=known)
         return measure_lag(repo, state, self._source, counted=backlog.rows)
 
+    def captures_by_statement(self, record: OffloadedTable, state: IncrementalState) -> bool:
+        """Whether the table's changelog trigger is statement triggers, its INSERT and DELETE
+        ones beside it, as the source has them (a table enabled before gluon captured by
+        statement keeps its row trigger until its capture objects are re-created): seen in
+        the trigger states (read ahead for a report); False when the source cannot be read."""
+        trigger = source_objects.find_object(capture_objects(state), SourceObject.CHANGELOG_TRIGGER)
+        if trigger is None:
+            return False
+        try:
+            source = self._dialect()
+            if source.name != record.source_dialect or not source.captures_by_statement:
+                return False
+            states = self._trigger_states.get(record.table_key)
+            if states is None:
+                states = existing.capture_trigger_states_of(source, [(record.spec(), trigger)])[0]
+            siblings = source_objects.statement_trigger_names(source, trigger).values()
+            return any(row[0] in siblings and row[1] is not None for row in states)
+        except GluonError:
+            return False
+
     def nullable_keys(self, record: OffloadedTable, state: IncrementalState) -> tuple[str, ...]:
         """The table's key columns that allow NULL (empty: none, or the source is unreadable)."""
         try:

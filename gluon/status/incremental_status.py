@@ -172,7 +172,9 @@ def collect_status(
         staging=LakeTableStats(state.delta_table, delta) if immediate else None,
         compaction=compaction,
         objects=objects,
-        source_objects=_source_objects(record, state),
+        source_objects=_source_objects(
+            record, state, statement_level=counter.captures_by_statement(record, state)
+        ),
         lake_objects=lake_objects,
         attention=_insert_only_notes(repo, record, state, compaction),
         nullable_keys=counter.nullable_keys(record, state),
@@ -220,16 +222,19 @@ def _insert_only_notes(
     return status_notes(repo, record.table_key, state.method, in_place, record.user_view)
 
 
-def _source_objects(record: OffloadedTable, state: IncrementalState) -> tuple[ObjectInfo, ...]:
+def _source_objects(
+    record: OffloadedTable, state: IncrementalState, *, statement_level: bool
+) -> tuple[ObjectInfo, ...]:
     """The source objects as they exist: a recorded trigger may be several (the dialect's
-    declaration, ``capture.created_names``: SQLite has one trigger per event)."""
+    declaration, ``capture.created_names``: SQLite has one trigger per event; a changelog
+    trigger at ``statement_level`` one per event on PostgreSQL)."""
     dialect = sources.dialect_class(record.source_dialect)
     method = get_method(state.method)
     refs = sorted(capture_objects(state), key=lambda ref: _role_order(ref.kind.value))
     return tuple(
         ObjectInfo(SOURCE_OBJECT_ROLES.get(ref.kind.value, ref.kind.value), ref.object_type, shown)
         for ref in refs
-        for name in source_objects.created_names(dialect, method, ref)
+        for name in source_objects.created_names(dialect, method, ref, statement_level)
         for shown in [name if ref.schema == ref.name else f"{ref.schema}.{name}"]
     )
 

@@ -13,13 +13,18 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from deltalake import DeltaTable
-from support.incremental import RunCli, run_offload_process
+from support.incremental import RunCli, lake_rows, run_offload_process
+from support.statements import configured_source
 
 from gluon.config import load_settings
 from gluon.faults import FAULT_EXIT_CODE
 from gluon.repo import Repository
 
 TABLE = "main.kept"
+SETUP = (
+    "CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)",
+    "INSERT INTO kept VALUES (1, 'a'), (2, 'b')",
+)
 
 
 def _rows(rows: list[dict[str, object]]) -> list[tuple[str, ...]]:
@@ -34,12 +39,7 @@ def _cli(run_cli: RunCli, *args: str) -> None:
 def test_a_reader_holding_the_first_path_reads_the_reset_copy(
     tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    monkeypatch.setenv("GLUON_SOURCE_URL", url)
-    engine = sa.create_engine(url)
-    with engine.begin() as db:
-        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
-        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    engine = configured_source(f"sqlite:///{tmp_path / 'app.db'}", monkeypatch, *SETUP)
     _cli(run_cli)
     record = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
     assert record is not None
@@ -65,12 +65,7 @@ def test_a_reset_killed_around_its_publish_leaves_the_reader_a_whole_copy(
     fault: str,
     seen_after_kill: str,
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    monkeypatch.setenv("GLUON_SOURCE_URL", url)
-    engine = sa.create_engine(url)
-    with engine.begin() as db:
-        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
-        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    engine = configured_source(f"sqlite:///{tmp_path / 'app.db'}", monkeypatch, *SETUP)
     _cli(run_cli)
     record = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
     assert record is not None
@@ -96,12 +91,7 @@ def test_a_reset_killed_around_its_publish_leaves_the_reader_a_whole_copy(
 def test_a_base_an_older_reset_moved_comes_back_to_the_first_path(
     tmp_path: Path, offload_home: Path, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    url = f"sqlite:///{tmp_path / 'app.db'}"
-    monkeypatch.setenv("GLUON_SOURCE_URL", url)
-    engine = sa.create_engine(url)
-    with engine.begin() as db:
-        db.execute(sa.text("CREATE TABLE kept (id INTEGER PRIMARY KEY, val TEXT)"))
-        db.execute(sa.text("INSERT INTO kept VALUES (1, 'a'), (2, 'b')"))
+    configured_source(f"sqlite:///{tmp_path / 'app.db'}", monkeypatch, *SETUP)
     _cli(run_cli)
     repo = Repository(load_settings().repo_url)
     record = repo.get_table("MAIN.KEPT")
@@ -117,4 +107,52 @@ def test_a_base_an_older_reset_moved_comes_back_to_the_first_path(
     assert _rows(DeltaTable(str(first_path)).to_pyarrow_table().to_pylist()) == [
         ("1", "a"),
         ("2", "b"),
+    ]
+
+
+ENABLE = ("--incremental-updates-enabled", "--incremental-extraction-method=CHANGELOG")
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        "offload.before_reset_publish",
+        "offload.after_reset_publish",
+        # the window between the publish and the repository update: the record's old columns
+        "repo.before_save_table",
+        "repo.after_save_table",
+    ],
+)
+def test_a_reset_with_the_enable_killed_completes_when_run_again(
+    tmp_path: Path,
+    offload_home: Path,
+    run_cli: RunCli,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: str,
+) -> None:
+    """``--reset-backend-table --incremental-updates-enabled`` (docs/operations.md, the way to
+    copy a table anew) killed at its publish or its repository update: the same command run
+    again finishes it (it found the enable it interrupted and refused "enabled" before), the
+    record holds the source's columns, and the next change ships."""
+    engine = configured_source(f"sqlite:///{tmp_path / 'app.db'}", monkeypatch, *SETUP)
+    _cli(run_cli, *ENABLE)
+    _cli(run_cli, "--incremental-updates-disabled")
+    with engine.begin() as db:  # while disabled: only a new copy brings these
+        db.execute(sa.text("ALTER TABLE kept ADD COLUMN note TEXT"))
+        db.execute(sa.text("UPDATE kept SET val = 'changed', note = 'n' WHERE id = 1"))
+    reset = ("--reset-backend-table", *ENABLE)
+    died = run_offload_process("-t", TABLE, "-x", *reset, env={"GLUON_FAULT": fault})
+    assert died.returncode == FAULT_EXIT_CODE, died.stderr
+    _cli(run_cli, *reset)
+    record = Repository(load_settings().repo_url).get_table("MAIN.KEPT")
+    assert record is not None
+    assert [column.name.lower() for column in record.columns] == ["id", "val", "note"]
+    with engine.begin() as db:
+        db.execute(sa.text("INSERT INTO kept VALUES (3, 'c', NULL)"))
+    _cli(run_cli, "--incremental-run-extraction")
+    shown = lake_rows(f"SELECT id, val, note FROM {record.user_view}")
+    assert sorted((row["id"], row["val"], row["note"]) for row in shown) == [
+        (1, "changed", "n"),
+        (2, "b", None),
+        (3, "c", None),
     ]

@@ -15,7 +15,6 @@ import os
 import random
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client.parser import text_string_to_metric_families
 from support.incremental import lake_rows
+from support.service import free_port
 from support.waiting import wait_until
 
 from gluon.config import load_settings
@@ -45,12 +45,6 @@ LOCKED = TABLES[19]
 METHODS = ["FULL", "IN_PLACE", "PARTITION_WISE_FULL"]
 ROWS = 30
 LIMIT_SECONDS = 300.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 class Writer(threading.Thread):

@@ -17,15 +17,20 @@ from __future__ import annotations
 import gc
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from prometheus_client.parser import text_string_to_metric_families
 from support.incremental import lake_rows
+from support.service import (
+    enable_service_tables,
+    free_port,
+    observer_engine,
+    service_connections,
+    shipped_metric,
+)
 from support.waiting import wait_until
 
 from gluon.config import load_settings
@@ -45,79 +50,28 @@ TABLES = {
     **{f"c{number}": [] for number in range(5)},
 }
 IMMEDIATE = {"m1", "m4", "c2"}
-TEST_APPLICATION = "gluon-test-observer"
 LIMIT_SECONDS = 240.0
 
 
 @pytest.fixture
 def observer(pg_url: str) -> Iterator[sa.Engine]:
-    """The test's own connections, named so they are not counted as the service's."""
-    engine = sa.create_engine(pg_url, connect_args={"application_name": TEST_APPLICATION})
-    yield engine
-    engine.dispose()
+    yield from observer_engine(pg_url)
 
 
 @pytest.fixture
 def tables(
     pg_url: str, offload_home: Path, observer: sa.Engine, run_cli: Callable[..., Any]
 ) -> Path:
-    with observer.begin() as db:
-        db.execute(sa.text("CREATE SCHEMA app"))
-        for name in TABLES:
-            db.execute(sa.text(f"CREATE TABLE app.{name} (id INTEGER PRIMARY KEY, v INTEGER)"))
-            db.execute(sa.text(f"INSERT INTO app.{name} SELECT g, g FROM generate_series(1, 5) g"))
-    (offload_home / "conf").mkdir()
-    (offload_home / "conf" / "offload.env").write_text(f"GLUON_SOURCE_URL={pg_url}\n")
-    for name, options in TABLES.items():
-        method = "CHANGELOG" if name.startswith("c") else "PG_LOGICAL"
-        mode = "IMMEDIATE" if name in IMMEDIATE else "DEFERRED"
-        result = run_cli(
-            "offload",
-            "-t",
-            f"app.{name}",
-            "-x",
-            "--incremental-updates-enabled",
-            f"--incremental-merge-mode={mode}",
-            f"--incremental-extraction-method={method}",
-            *options,
-        )
-        assert result.exit_code == 0, result.stderr
-    path = offload_home / "conf" / "tables.toml"
-    lines = ["[defaults]", 'extraction_interval = "1s"', ""]
-    path.write_text("\n".join(lines + [f'[tables."app.{name}"]' for name in TABLES]) + "\n")
-    return path
-
-
-def service_connections(observer: sa.Engine) -> int:
-    with observer.connect() as db:
-        return int(
-            db.execute(
-                sa.text(
-                    "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND backend_type = 'client backend' AND application_name <> :mine"
-                ),
-                {"mine": TEST_APPLICATION},
-            ).scalar_one()
-        )
-
-
-def shipped_metric(port: int) -> float:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=30) as response:
-        text = response.read().decode()
-    return sum(
-        sample.value
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == "gluon_service_changes_shipped_total"
-    )
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    options = {
+        name: [
+            f"--incremental-merge-mode={'IMMEDIATE' if name in IMMEDIATE else 'DEFERRED'}",
+            "--incremental-extraction-method="
+            + ("CHANGELOG" if name.startswith("c") else "PG_LOGICAL"),
+            *extra,
+        ]
+        for name, extra in TABLES.items()
+    }
+    return enable_service_tables(pg_url, offload_home, observer, run_cli, options, rows=5)
 
 
 def write_changes(observer: sa.Engine, rounds: int) -> int:

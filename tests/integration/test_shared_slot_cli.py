@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from support.incremental import lake_rows, run_offload_process
+from support.statements import configured_source, run_sql
+from support.tables import ok
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -42,16 +44,7 @@ SHARED = "--incremental-pg-logical-slot=database"
 
 @pytest.fixture
 def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> sa.Engine:
-    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
-    engine = sa.create_engine(pg_url)
-    _run(engine, *SETUP)
-    return engine
-
-
-def _run(engine: sa.Engine, *statements: str) -> None:
-    with engine.begin() as db:
-        for statement in statements:
-            db.execute(sa.text(statement))
+    return configured_source(pg_url, monkeypatch, *SETUP)
 
 
 def _source(engine: sa.Engine, table: str) -> list[tuple[Any, ...]]:
@@ -63,13 +56,8 @@ def _lake(table: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(row.values()) for row in lake_rows(f"SELECT * FROM {table}"))
 
 
-def _ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.stderr
-    return result
-
-
 def _enable(run_cli: Callable[..., Result], table: str, mode: str) -> None:
-    _ok(
+    ok(
         run_cli(
             "offload",
             "-t",
@@ -84,18 +72,18 @@ def _enable(run_cli: Callable[..., Result], table: str, mode: str) -> None:
 
 
 def _extract(run_cli: Callable[..., Result], table: str) -> None:
-    _ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
+    ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
 
 
 def _writer(engine: sa.Engine, round_: int) -> None:
-    _run(
+    run_sql(
         engine,
         f'UPDATE app.orders SET "select" = "select" + 10, v = \'k{round_}\' '
         f'WHERE "select" = {round_ % 5}',
         f"INSERT INTO app.orders VALUES (100 + {round_}, 'new', NULL)",
         f"DELETE FROM app.orders WHERE \"order\" = 'o{round_ + 1}'",
     )
-    _run(
+    run_sql(
         engine,
         f"UPDATE app.docs SET n = NULL WHERE id % 5 = {round_ % 5}",
         f"UPDATE app.docs SET n = {round_}, body = NULL WHERE id = {round_ + 2}",
@@ -141,7 +129,7 @@ def test_two_member_tables_in_both_merge_modes_match_the_source(
         _extract(run_cli, DOCS)
         _extract(run_cli, ORDERS)
         _matches(engine, ORDERS, DOCS)
-    _ok(run_cli("offload", "-t", DOCS, "-x", "--incremental-updates-disabled"))
+    ok(run_cli("offload", "-t", DOCS, "-x", "--incremental-updates-disabled"))
     _writer(engine, 30)
     _extract(run_cli, ORDERS)
     _matches(engine, ORDERS)
@@ -150,7 +138,7 @@ def test_two_member_tables_in_both_merge_modes_match_the_source(
             sa.text("SELECT tablename FROM pg_publication_tables WHERE pubname LIKE 'gluondb%'")
         ).scalars()
         assert sorted(published) == ["orders"]
-    _ok(
+    ok(
         run_cli(
             "offload",
             "-t",
@@ -160,7 +148,7 @@ def test_two_member_tables_in_both_merge_modes_match_the_source(
             "--incremental-wait-time=0",
         )
     )
-    _ok(run_cli("offload", "-t", ORDERS, "-x", "--incremental-updates-disabled"))
+    ok(run_cli("offload", "-t", ORDERS, "-x", "--incremental-updates-disabled"))
     with engine.connect() as db:
         slots = db.execute(
             sa.text("SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'gluondb%'")
@@ -228,7 +216,7 @@ def test_an_enable_killed_or_failed_anywhere_and_run_again_ships_each_change_onc
         assert died.returncode == FAULT_EXIT_CODE, died.stderr
     _writer(engine, 2)
     _extract(run_cli, ORDERS)  # the other table goes on meanwhile
-    _ok(run_cli("offload", *ENABLE_DOCS))
+    ok(run_cli("offload", *ENABLE_DOCS))
     _writer(engine, 3)
     _extract(run_cli, DOCS)
     _extract(run_cli, ORDERS)
@@ -240,7 +228,7 @@ def test_status_disable_and_other_methods_on_a_member_table(
 ) -> None:
     _enable(run_cli, ORDERS, "DEFERRED")
     _writer(engine, 1)
-    status = _ok(run_cli("display_incremental_status", "-t", ORDERS))
+    status = ok(run_cli("display_incremental_status", "-t", ORDERS))
     assert "Changes waiting in the replication slot:" in status.stdout, status.stdout
     assert "(in slot gluondb_" in status.stdout, status.stdout
     refused = run_cli("offload", "-t", ORDERS, "-x", "--incremental-updates-disabled")

@@ -22,6 +22,8 @@ import pyarrow as pa
 import pytest
 import sqlalchemy as sa
 from support.incremental import lake_rows, run_offload_process
+from support.statements import configured_source, run_sql
+from support.tables import ok
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -43,21 +45,7 @@ SHARED = "--incremental-pg-logical-slot=database"
 
 @pytest.fixture
 def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> sa.Engine:
-    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
-    engine = sa.create_engine(pg_url)
-    run(engine, *SETUP)
-    return engine
-
-
-def run(engine: sa.Engine, *statements: str) -> None:
-    with engine.begin() as db:
-        for statement in statements:
-            db.execute(sa.text(statement))
-
-
-def ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.stdout + result.stderr
-    return result
+    return configured_source(pg_url, monkeypatch, *SETUP)
 
 
 def enable(run_cli: Callable[..., Result], table: str) -> None:
@@ -87,7 +75,7 @@ def test_a_shared_slot_past_the_wal_threshold_gives_a_members_way_out(
     """Disabling one member does not drop a shared slot: the warning says what releases it."""
     enable(run_cli, "app.orders")
     enable(run_cli, "app.docs")
-    run(engine, "UPDATE app.orders SET v = 'w'")
+    run_sql(engine, "UPDATE app.orders SET v = 'w'")
     status = ok(
         run_cli("display_incremental_status", "-t", "app.orders", "--wal-retained-threshold=0")
     )
@@ -110,11 +98,13 @@ def test_status_and_report_count_each_member_from_one_decoding(
     enable(run_cli, "app.docs")
     before = time.time()
     time.sleep(1.1)  # the oldest pending change commits a measurable while ago
-    run(
+    run_sql(
         engine, "UPDATE app.orders SET v = 'x' WHERE id <= 4", "DELETE FROM app.orders WHERE id = 5"
     )
-    run(engine, "INSERT INTO app.other SELECT generate_series(1, 50)")  # not published
-    run(engine, "INSERT INTO app.docs VALUES (100, 'a'), (101, 'b')", "UPDATE app.docs SET v = 'y'")
+    run_sql(engine, "INSERT INTO app.other SELECT generate_series(1, 50)")  # not published
+    run_sql(
+        engine, "INSERT INTO app.docs VALUES (100, 'a'), (101, 'b')", "UPDATE app.docs SET v = 'y'"
+    )
     time.sleep(1.1)
 
     status = status_json(run_cli, "app.orders")
@@ -185,8 +175,8 @@ def test_a_member_past_the_wal_bound_is_left_out_warned_about_and_rebuilt(
     monkeypatch.setenv("GLUON_PG_LOGICAL_MAX_RETAINED_WAL", "1")  # MiB
     enable(run_cli, "app.orders")
     enable(run_cli, "app.docs")
-    run(engine, "UPDATE app.orders SET v = 'stuck' WHERE id <= 3")  # never extracted
-    run(
+    run_sql(engine, "UPDATE app.orders SET v = 'stuck' WHERE id <= 3")  # never extracted
+    run_sql(
         engine,
         "INSERT INTO app.docs SELECT g, repeat(md5(g::text), 8) FROM generate_series(1000, 9000) g",
     )
@@ -218,7 +208,9 @@ def test_a_member_past_the_wal_bound_is_left_out_warned_about_and_rebuilt(
             SHARED,
         )
     )
-    run(engine, "DELETE FROM app.orders WHERE id = 7", "UPDATE app.docs SET v = 'z' WHERE id = 1")
+    run_sql(
+        engine, "DELETE FROM app.orders WHERE id = 7", "UPDATE app.docs SET v = 'z' WHERE id = 1"
+    )
     for table in ("app.orders", "app.docs"):
         ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
         assert _lake(table) == _source(engine, table), table
@@ -229,12 +221,12 @@ def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
 ) -> None:
     enable(run_cli, "app.orders")
     enable(run_cli, "app.docs")
-    run(
+    run_sql(
         engine,
         "UPDATE app.orders SET v = 'gone' WHERE id <= 3",
         "DELETE FROM app.orders WHERE id = 4",
     )
-    run(engine, "UPDATE app.docs SET v = 'kept' WHERE id <= 2")
+    run_sql(engine, "UPDATE app.docs SET v = 'kept' WHERE id <= 2")
     plan = ok(run_cli("offload", "-t", "app.orders", "--incremental-discard-changes"))
     assert "past the 4 changes of it the slot keeps" in plan.stdout, plan.stdout
     assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 4  # a plan changes nothing
@@ -252,7 +244,7 @@ def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
     assert status_json(run_cli, "app.orders")["changelog"]["rows"] == 0
     assert status_json(run_cli, "app.docs")["changelog"]["rows"] == 2  # the other member's stay
 
-    run(engine, "UPDATE app.orders SET v = 'after' WHERE id = 9")
+    run_sql(engine, "UPDATE app.orders SET v = 'after' WHERE id = 9")
     for table in ("app.orders", "app.docs"):
         ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
     assert [row for row in _lake("app.orders") if row[1] in {"gone", "after"}] == [(9, "after")]
@@ -266,7 +258,7 @@ def test_discard_skips_the_members_changes_and_set_aside_is_refused_in_one_line(
 
     # Killed once its position is saved: the changes are discarded, the slot confirmed by
     # the next command that confirms it.
-    run(engine, "UPDATE app.orders SET v = 'dropped' WHERE id = 10")
+    run_sql(engine, "UPDATE app.orders SET v = 'dropped' WHERE id = 10")
     died = run_offload_process(
         "-t",
         "app.orders",
@@ -300,13 +292,13 @@ def test_a_column_added_to_a_member_reaches_the_lake_with_changes_on_both_sides(
         )
     # Changes before and after the ALTER wait in the slot for one extraction: the slot
     # describes the table again in between.
-    run(
+    run_sql(
         engine,
         "UPDATE app.orders SET v = 'before' WHERE id <= 2",
         "DELETE FROM app.orders WHERE id = 3",
     )
-    run(engine, "ALTER TABLE app.orders ADD COLUMN note TEXT")
-    run(
+    run_sql(engine, "ALTER TABLE app.orders ADD COLUMN note TEXT")
+    run_sql(
         engine,
         "UPDATE app.orders SET note = 'n' || id WHERE id BETWEEN 2 AND 5",
         "INSERT INTO app.orders VALUES (50, 'new', 'noted'), (51, 'bare', NULL)",
@@ -315,7 +307,7 @@ def test_a_column_added_to_a_member_reaches_the_lake_with_changes_on_both_sides(
     for table in ("app.orders", "app.docs"):
         ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
         assert _lake(table) == _source(engine, table), table
-    run(engine, "UPDATE app.orders SET note = NULL, v = 'after' WHERE id = 4")
+    run_sql(engine, "UPDATE app.orders SET note = NULL, v = 'after' WHERE id = 4")
     ok(run_cli("offload", "-t", "app.orders", "-x", "--incremental-run-extraction"))
     assert _lake("app.orders") == _source(engine, "app.orders")
 
@@ -332,7 +324,7 @@ def _lake(table: str) -> list[tuple[Any, ...]]:
 def test_a_table_with_generated_columns_is_refused_as_a_member_in_one_line(
     engine: sa.Engine, run_cli: Callable[..., Result]
 ) -> None:
-    run(
+    run_sql(
         engine,
         "CREATE TABLE app.gen (id INTEGER PRIMARY KEY, twice BIGINT GENERATED ALWAYS AS "
         "(id * 2) STORED)",

@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from support.incremental import lake_rows, run_offload_process
+from support.statements import configured_source, run_sql
+from support.tables import ok
 from typer.testing import Result
 
 from gluon.faults import FAULT_EXIT_CODE
@@ -43,21 +45,7 @@ EXTRACT = ("offload", "-t", TABLE, "-x", "--incremental-run-extraction")
 
 @pytest.fixture
 def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> sa.Engine:
-    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
-    engine = sa.create_engine(pg_url)
-    _run(engine, *SETUP)
-    return engine
-
-
-def _run(engine: sa.Engine, *statements: str) -> None:
-    with engine.begin() as db:
-        for statement in statements:
-            db.execute(sa.text(statement))
-
-
-def _ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.stderr
-    return result
+    return configured_source(pg_url, monkeypatch, *SETUP)
 
 
 def _publications(engine: sa.Engine) -> dict[str, list[str]]:
@@ -88,20 +76,20 @@ def _matches(engine: sa.Engine) -> None:
 def test_a_member_enabled_again_from_the_same_installation_works(
     engine: sa.Engine, run_cli: Callable[..., Result]
 ) -> None:
-    _ok(run_cli(*ENABLE))
+    ok(run_cli(*ENABLE))
     again = run_cli(*ENABLE)  # a second enable of an enabled member: refused, nothing changed
     assert again.exit_code != 0, again.stdout
     assert again.stderr.strip().splitlines()[-1:] == [
         "offload: error: incremental update is already enabled for APP.ORDERS (PG_LOGICAL)"
     ], again.stderr
     assert list(_publications(engine).values()) == [["orders"]]
-    _ok(run_cli(*DISABLE))
+    ok(run_cli(*DISABLE))
     assert list(_publications(engine).values()) in ([], [[]])
-    _ok(run_cli(*ENABLE, "--reset-backend-table"))
-    _run(
+    ok(run_cli(*ENABLE, "--reset-backend-table"))
+    run_sql(
         engine, "INSERT INTO app.orders VALUES (10, 'after')", "DELETE FROM app.orders WHERE id = 1"
     )
-    _ok(run_cli(*EXTRACT))
+    ok(run_cli(*EXTRACT))
     _matches(engine)
 
 
@@ -112,17 +100,17 @@ def test_two_installations_each_have_the_table_in_their_own_shared_slot(
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:
-    _ok(run_cli(*ENABLE))
+    ok(run_cli(*ENABLE))
     second_home = tmp_path / "second_home"
     second_home.mkdir()
     monkeypatch.setenv("OFFLOAD_HOME", str(second_home))
-    _ok(run_cli(*ENABLE))
+    ok(run_cli(*ENABLE))
     assert list(_publications(engine).values()) == [["orders"], ["orders"]]
-    _ok(run_cli(*DISABLE))  # the second installation's member only
+    ok(run_cli(*DISABLE))  # the second installation's member only
     assert list(_publications(engine).values()) == [["orders"]]
     monkeypatch.setenv("OFFLOAD_HOME", str(offload_home))
-    _run(engine, "UPDATE app.orders SET v = 'changed' WHERE id = 2")
-    _ok(run_cli(*EXTRACT))
+    run_sql(engine, "UPDATE app.orders SET v = 'changed' WHERE id = 2")
+    ok(run_cli(*EXTRACT))
     _matches(engine)
 
 
@@ -148,16 +136,16 @@ def test_the_last_member_disabled_drops_the_slot_even_after_a_kill(
     """The last member's disable drops the shared slot and its publication; killed after
     the table left the publication, the disable run again still drops them (the table is
     no longer in the publication, but the repository records it as a member)."""
-    _ok(run_cli(*ENABLE))
+    ok(run_cli(*ENABLE))
     assert len(_slots(engine)) == 1
     died = run_offload_process(*DISABLE[1:], env={"GLUON_FAULT": point})
     assert died.returncode == FAULT_EXIT_CODE, died.stderr
-    _ok(run_cli(*DISABLE))
+    ok(run_cli(*DISABLE))
     assert _slots(engine) == []
     assert _publications(engine) == {}
-    _ok(run_cli(*ENABLE, "--reset-backend-table"))  # and the table can join again
-    _run(engine, "UPDATE app.orders SET v = 'again' WHERE id = 3")
-    _ok(run_cli(*EXTRACT))
+    ok(run_cli(*ENABLE, "--reset-backend-table"))  # and the table can join again
+    run_sql(engine, "UPDATE app.orders SET v = 'again' WHERE id = 3")
+    ok(run_cli(*EXTRACT))
     _matches(engine)
 
 
@@ -168,13 +156,13 @@ def test_a_table_already_in_this_installations_publication_joins_it(
     without being recorded (added by hand, or a repository restored from before its enable)
     is this installation's place for it, and the enable goes on (it was refused as a
     publication table that "is not gluon's", naming another name to pick)."""
-    _run(engine, "CREATE TABLE app.other (id INTEGER PRIMARY KEY)")
-    _ok(run_cli("offload", "-t", "app.other", *ENABLE[3:]))
+    run_sql(engine, "CREATE TABLE app.other (id INTEGER PRIMARY KEY)")
+    ok(run_cli("offload", "-t", "app.other", *ENABLE[3:]))
     (publication,) = _publications(engine)
-    _run(engine, f"ALTER PUBLICATION {publication} ADD TABLE app.orders")
-    _ok(run_cli(*ENABLE))
-    _run(engine, "UPDATE app.orders SET v = 'joined' WHERE id = 4")
-    _ok(run_cli(*EXTRACT))
+    run_sql(engine, f"ALTER PUBLICATION {publication} ADD TABLE app.orders")
+    ok(run_cli(*ENABLE))
+    run_sql(engine, "UPDATE app.orders SET v = 'joined' WHERE id = 4")
+    ok(run_cli(*EXTRACT))
     _matches(engine)
 
 
@@ -183,12 +171,12 @@ def test_a_members_place_dropped_from_the_publication_is_recreated_by_the_repair
 ) -> None:
     """The repair says it re-created the table's place in the publication: it must be
     there after it, and changes must flow again (those made meanwhile need a resync)."""
-    _ok(run_cli(*ENABLE))
+    ok(run_cli(*ENABLE))
     (publication,) = _publications(engine)
-    _run(engine, f"ALTER PUBLICATION {publication} DROP TABLE app.orders")
-    repaired = _ok(run_cli(*ENABLE, "--incremental-recreate-capture-objects"))
+    run_sql(engine, f"ALTER PUBLICATION {publication} DROP TABLE app.orders")
+    repaired = ok(run_cli(*ENABLE, "--incremental-recreate-capture-objects"))
     assert "Re-created" in repaired.stdout, repaired.stdout
     assert _publications(engine) == {publication: ["orders"]}
-    _run(engine, "UPDATE app.orders SET v = 'after the repair' WHERE id = 3")
-    _ok(run_cli(*EXTRACT))
+    run_sql(engine, "UPDATE app.orders SET v = 'after the repair' WHERE id = 3")
+    ok(run_cli(*EXTRACT))
     _matches(engine)

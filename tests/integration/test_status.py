@@ -334,7 +334,9 @@ def test_postgres_source_and_an_unreachable_source(
         "slot": None,
     }
     assert [(o["role"], o["name"]) for o in document["source_objects"]] == [
-        ("Changelog trigger", "app_h.orders_ct"),
+        ("Changelog trigger", "app_h.orders_ct"),  # the UPDATE statement trigger
+        ("Changelog trigger", "app_h.orders_ct_insert"),
+        ("Changelog trigger", "app_h.orders_ct_delete"),
         ("Changelog trigger", "app_h.orders_ct_truncate"),  # its TRUNCATE statement trigger
         ("Changelog table", "app_h.orders_log"),
         ("Changelog sequence", "app_h.orders_seq"),

@@ -146,6 +146,12 @@ INCREMENT_POINTS = _points(
     "repo.before_finish_increment", "repo.after_finish_increment",
 )  # fmt: skip
 STAGE_POINTS = _points("stage.")
+RESET_POINTS = _points(
+    "offload.", "lake.before_write", "lake.after_write", "repo.before_save_table",
+    "repo.after_save_table",
+)  # fmt: skip
+"""``--reset-backend-table`` (alone, or with the enable): the copy staged, published at the
+base's path (``offload.*_reset_publish``), then the record saved (the repository update)."""
 MEMBER_ENABLE_POINTS = _points("capture.after_publish_table")
 MEMBER_DISABLE_POINTS = _points("capture.after_unpublish_table", "capture.after_shared_slot_drop")
 """A member table of the shared slot joins and leaves its publication, the last one dropping
@@ -206,6 +212,7 @@ def lifecycle_machine(
     member = slot_scope == "database"
     enable_points = ENABLE_POINTS + (MEMBER_ENABLE_POINTS if member else [])
     disable_points = DISABLE_POINTS + (MEMBER_DISABLE_POINTS if member else [])
+    reset_points = sorted({*enable_points, *RESET_POINTS}, key=FAULT_POINTS.index)
     method = registered_methods()[method_name]
     triggers = method.has_object(SourceObject.CHANGELOG_TRIGGER)
     logged = method.has_object(SourceObject.REPLICATION_SLOT)
@@ -701,6 +708,33 @@ def lifecycle_machine(
                 self.enabled_by(finished)
                 return
             self.enable(dml=[])
+
+        @precondition(lambda self: not self.has_chunks())
+        @rule(dml=DML, point=st.sampled_from(reset_points), nth=NTH, enable=st.booleans())
+        def reset_killed(self, dml: list[Statement], point: str, nth: int, enable: bool) -> None:
+            """``--reset-backend-table`` (with the enable, or alone) killed, then run again: the
+            lake is a new copy of the source. An enabled table is first disabled the way
+            docs/operations.md gives (extract, compact, disable)."""
+            self.run_dml(dml)
+            if self.enabled:
+                self.compaction_cycle(dml=[], method="FULL", retain=False, during=[])
+                self.disabled(self.offload("--incremental-updates-disabled"))
+                assert not self.enabled, "the disable before a reset was refused"
+            args = ("--reset-backend-table", *(self.enable_args() if enable else ()))
+            args += self.offload_flags
+            done = self.killed(point, nth, *args)
+            if done is None:
+                # The reset publishes its whole copy in one commit: the old copy or the new one.
+                self.check(self.source.lake, self.source.app, label=f"killed at {point}@{nth}")
+                done = self.offload(*args)
+            assert done.code == 0, done
+            self.source.lake = dict(self.source.app)
+            if self.note == "added":
+                self.note = "carried"  # the copy is made with the source's columns
+            if enable:
+                self.enabled_by(done)
+            else:
+                self.source.pending = dict(self.source.lake)
 
         @precondition(lambda self: self.enabled)
         @rule(dml=DML)

@@ -1,27 +1,20 @@
-"""WAL positions and PG_LOGICAL's change numbering: a ``pg_lsn`` as a number and back, and the
-``gl_seq`` of a change (its transaction's commit LSN and its position in it), which the table's
-own slot (``pg_logical``) and the shared slot (``shared_reader``, ``shared_feed``) both give.
+"""WAL positions and PG_LOGICAL's change numbering: a ``pg_lsn`` as a number and back (the
+source layer's ``gluon.source.shared_shipping`` reading, the one gluon has), and the ``gl_seq``
+of a change (its transaction's commit LSN and its position in it), which the table's own slot
+(``pg_logical``) and the shared slot (``shared_reader``, ``shared_feed``) both give.
 """
 
 from __future__ import annotations
 
 from gluon.errors import StateError
 from gluon.extract.feeds.base import REBUILD_HINT
+from gluon.source.shared_shipping import format_lsn, parse_lsn
+
+__all__ = ["POSITION_BITS", "format_lsn", "logical_sequence", "parse_lsn"]
 
 POSITION_BITS = 20
 """``gl_seq`` = commit LSN << 20 | position in the transaction: 1,048,576 changes of the
 table per transaction, and 8 TiB of WAL in the cluster's life, fit a bigint."""
-
-
-def parse_lsn(text: str) -> int:
-    """A ``pg_lsn`` (``X/Y``, hexadecimal) as a number."""
-    high, low = text.split("/")
-    return (int(high, 16) << 32) | int(low, 16)
-
-
-def format_lsn(lsn: int) -> str:
-    """``lsn`` as ``pg_lsn`` text."""
-    return f"{lsn >> 32:X}/{lsn & 0xFFFFFFFF:X}"
 
 
 def logical_sequence(commit_lsn: int, position: int) -> int:
