@@ -154,12 +154,6 @@ class SourceDialect:
     """The template of settings gluon verify's checksum passes take first, in their
     transaction (:meth:`run_checksum_query`); None: the dialect needs none."""
 
-    bucket_digests: ClassVar[bool] = False
-    """Whether gluon verify may checksum a bucket of a single integer key by one MD5 of its
-    rows' texts in key order (template ``verify_bucket_digests``: an ordered string
-    aggregate, ``gluon.lake.verify_digest``) instead of a sum of one MD5 a row. Oracle's
-    LISTAGG returns at most 4000 bytes and SQLite before 3.44 has no ordered aggregate."""
-
     unmarkable_source_objects: ClassVar[frozenset[SourceObject]] = frozenset()
     """Capture object kinds the dialect cannot comment (mark as gluon's): they are judged by
     the changelog table they serve (``gluon.capture.existing.existing_objects``)."""

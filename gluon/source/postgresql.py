@@ -135,7 +135,6 @@ class PostgreSQLSource(SourceDialect):
     has_schemas = True
     name_case = "lower"
     checksum_settings = "verify_settings"
-    bucket_digests = True
     row_estimate = "estimate_rows"
     wide_types = tuple(
         (re.compile(pattern, re.IGNORECASE), wide)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,7 @@ from gluon.read.catalog import lake_session
 from gluon.repo import OffloadedTable, Repository
 from gluon.schema import Column
 from gluon.source.base import SourceDialect
-from gluon.verify.buckets import HASH_SUM_DIGITS, mask, residue_name, residue_of
+from gluon.verify.buckets import mask, residue_name, residue_of
 from gluon.verify.pace import Pace
 
 Checksum = tuple[int, int]
@@ -39,8 +38,6 @@ Checksum = tuple[int, int]
 SUM_MODULUS = 2**64
 """Hash sums are compared modulo 2**64: the lake's engine adds them as a BIGINT that wraps
 (gluon.lake.verify_sql), the source's exactly."""
-DIGEST_PARTS = 2
-"""Statements the digest form's first pass is split into (the key's lowest bit: 2)."""
 BIND_CHUNK = 500
 """Buckets per statement (Oracle takes at most 1000 values in an IN list)."""
 
@@ -89,11 +86,6 @@ class Meter:
     buckets_compared: int = 0
 
 
-def digest_value(digest: str) -> int:
-    """A bucket digest (an MD5 in hex) as a checksum's number: its first 60 bits."""
-    return int(digest[:HASH_SUM_DIGITS], 16)
-
-
 def _checksum_bytes(rows: Sequence[Sequence[Any]]) -> int:
     # A bucket's name and two numbers (a count and a sum of up to 16 bytes).
     return sum(len(str(row[0])) + 24 for row in rows)
@@ -126,9 +118,6 @@ class SourceSide:
     by_residue: bool = False
     where: str | None = None
     params: dict[str, Any] = field(default_factory=dict)
-    digests: bool = False
-    """The digest form (one MD5 a bucket, gluon.lake.verify_digest) instead of a sum of
-    one MD5 a row: both sides of a look use the same (gluon.verify.local_side)."""
 
     @classmethod
     def open(
@@ -182,61 +171,27 @@ class SourceSide:
         self, digits: int, parent_digits: int, parents: Sequence[str]
     ) -> dict[str, Checksum]:
         found: dict[str, Checksum] = {}
-        for rows in self._checksum_rows(digits, parent_digits, parents):
-            # A digest is 32 hex digits where a hash sum is a number of up to 16 bytes.
-            self.meter.source_bytes += _checksum_bytes(rows) + (
-                16 * len(rows) if self.digests else 0
+        for chunk in _chunks(parents) if parents else [[]]:
+            values = _bucket_values(chunk, self.by_residue)
+            binds = {f"vb{i}": bucket for i, bucket in enumerate(values)}
+            rows = self.source.run_checksum_query(
+                "verify_buckets",
+                self.source.adapt_params({**self.params, **binds}),
+                **self._context(),
+                where=self.where,
+                digits=digits,
+                mask=mask(digits),
+                parent_digits=parent_digits,
+                parent_mask=mask(parent_digits),
+                buckets=chunk,
             )
+            self.meter.source_bytes += _checksum_bytes(rows)
             for bucket, count, total in rows:
                 name = _bucket_name(bucket, digits, self.by_residue)
-                found[name] = (
-                    (int(count), digest_value(total))
-                    if self.digests
-                    else (int(count), int(total or 0) % SUM_MODULUS)
-                )
+                found[name] = (int(count), int(total or 0) % SUM_MODULUS)
                 self.pace.read(int(count))
         self.meter.buckets_compared += len(found)
         return found
-
-    def _checksum_rows(
-        self, digits: int, parent_digits: int, parents: Sequence[str]
-    ) -> Iterator[Sequence[Any]]:
-        """The checksum statements' rows, statement by statement. The digest form's pass
-        over the whole table runs as :data:`DIGEST_PARTS` statements at once, each over the
-        buckets of one residue of the key's lowest bit: an ordered aggregate has no
-        parallel plan, and one backend would take twice as long as the lake's side."""
-        statements = [
-            (chunk, part)
-            for chunk in (_chunks(parents) if parents else [[]])
-            for part in (range(DIGEST_PARTS) if self.digests and not parents else [None])
-        ]
-        if len(statements) == 1:
-            yield self._checksum_statement(digits, parent_digits, *statements[0])
-            return
-        with ThreadPoolExecutor(len(statements), thread_name_prefix="verify-part") as pool:
-            yield from pool.map(
-                lambda statement: self._checksum_statement(digits, parent_digits, *statement),
-                statements,
-            )
-
-    def _checksum_statement(
-        self, digits: int, parent_digits: int, chunk: list[str], part: int | None
-    ) -> Sequence[Any]:
-        values = _bucket_values(chunk, self.by_residue)
-        binds = {f"vb{i}": bucket for i, bucket in enumerate(values)}
-        return self.source.run_checksum_query(
-            "verify_bucket_digests" if self.digests else "verify_buckets",
-            self.source.adapt_params({**self.params, **binds}),
-            **self._context(),
-            where=self.where,
-            digits=digits,
-            mask=mask(digits),
-            parent_digits=parent_digits,
-            parent_mask=mask(parent_digits),
-            buckets=chunk,
-            parts=DIGEST_PARTS,
-            part=part,
-        )
 
     def rows(self, digits: int, buckets: Sequence[str]) -> list[list[Any]]:
         spec = self.record.spec()

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from gluon.config import Settings
 from gluon.repo import OffloadedTable, Repository
 from gluon.verify.bisect import Checkpoint, HeadStart, Side, narrow
 from gluon.verify.buckets import full_digits, residue_key
-from gluon.verify.checksums import LakeSide, Meter, SourceSide, lake_side
-from gluon.verify.local_side import column_kinds, digest_form, local_lake_side
+from gluon.verify.checksums import Meter, SourceSide, lake_side, text_kind
 from gluon.verify.pace import Pace
 from gluon.verify.sides import Rows, Shape
 
@@ -44,13 +42,14 @@ def look(
     checkpoint: Callable[[Checkpoint], None] | None = None,
 ) -> Look:
     """Compare both sides by checksums; read whole only the rows of differing buckets."""
-    kinds = column_kinds(shape)
+    kinds = [
+        text_kind(column, index in shape.json_positions)
+        for index, column in enumerate(shape.columns)
+    ]
     by_residue = residue_key(shape.columns, kinds, shape.key_positions)
     source = SourceSide.open(
         settings, repo, record, kinds, shape.key_positions, pace, meter, by_residue
     )
-    # One MD5 a bucket on both sides, the lake's from its files, where the table allows it.
-    source.digests = digest_form(settings, repo, record, kinds, by_residue)
     compared_before = meter.buckets_compared
 
     def level_done(level: int, differing: int) -> None:
@@ -73,28 +72,18 @@ def look(
     # A whole search: the source's first pass runs while the lake's engine starts.
     head_start = HeadStart(source, digits) if recheck is None and start is None else None
     source_side: Side = head_start or source
-
-    def engine_side() -> AbstractContextManager[LakeSide]:
-        return lake_side(settings, repo, record, kinds, keys, meter, by_residue)
-
-    lake_context: AbstractContextManager[Side] = (
-        local_lake_side(record, kinds, keys[0], meter, engine_side)
-        if source.digests
-        else engine_side()
-    )
     try:
-        with lake_context as lake:
+        with lake_side(settings, repo, record, kinds, keys, meter, by_residue) as lake:
             narrowed = narrow(source_side, lake, level_done, recheck, start, checkpoint, digits)
     finally:
         if head_start is not None:
             head_start.close()
     log.info(
-        "%s: %d rows, %d buckets compared (%s form) in %d levels, %d read whole; %d bytes "
-        "moved from the source",
+        "%s: %d rows, %d buckets compared in %d levels, %d read whole; %d bytes moved from "
+        "the source",
         record.table_key,
         narrowed.rows_compared,
         meter.buckets_compared,
-        "digest" if source.digests else "row hash",
         narrowed.levels,
         narrowed.leaf_buckets,
         meter.source_bytes,

@@ -31,7 +31,6 @@ from gluon.verify.bisect import Checkpoint
 from gluon.verify.canonical import Canonical
 from gluon.verify.checksums import Meter, rebuild_hint
 from gluon.verify.compare import Differences, diff
-from gluon.verify.local_side import engine_unneeded
 from gluon.verify.look import look
 from gluon.verify.pace import Pace
 from gluon.verify.sides import Shape
@@ -105,17 +104,15 @@ def verify_table(
     """Compare ``record``'s source rows with the lake's (read-only on both sides; the result is
     recorded in the repository). ``progress`` shows the checksum levels as they end (a bar at
     a terminal)."""
-    # The engine starts while the extraction and the source's first pass run, unless the
-    # lake's checksums will likely be computed without it (gluon.verify.local_side).
-    warm_up = None if engine_unneeded(settings, repo, record) else EngineWarmUp(settings)
+    # The engine starts while the extraction and the source's first pass run.
+    warm_up = EngineWarmUp(settings)
     try:
         with (progress or NullProgress()).task(f"verifying {record.table_key}", None) as task:
             return _verify_table(
                 settings, repo, record, max_rows_per_second, lock_wait_seconds, task
             )
     finally:
-        if warm_up is not None:
-            warm_up.join()
+        warm_up.join()
 
 
 def _verify_table(
