@@ -375,17 +375,6 @@ def generated_columns(source: SourceDialect, schema: str, table: str) -> list[st
     return [str(row[0]) for row in rows]
 
 
-def unpublishable_leaves(source: SourceDialect, schema: str, table: str) -> list[str]:
-    """The relations holding ``schema.table``'s rows without a replica identity a publication
-    can use (labels): published, the application's UPDATE and DELETE on them would fail.
-
-    Raises:
-        SourceError: the table is gone, or the catalog cannot be read.
-    """
-    rows = source.run_query("unpublishable_leaves", {"schema": schema, "table": table})
-    return [str(row[0]) for row in rows]
-
-
 def publishing_problem(
     source: SourceDialect, shared: DatabaseSlot, schema: str, table: str
 ) -> str | None:
