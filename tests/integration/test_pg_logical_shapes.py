@@ -426,18 +426,29 @@ def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
         assert len(_shipped("app")) == 8  # 4 updates, the T, 3 inserts: each once
 
 
+@pytest.mark.parametrize("scope", [OWN_SLOT, "--incremental-pg-logical-slot=database"])
 def test_a_table_dropped_with_changes_in_its_slot_can_be_disabled(
-    engine: sa.Engine, run_cli: RunCli
+    engine: sa.Engine, run_cli: RunCli, scope: str
 ) -> None:
+    """Disable refuses while the slot keeps a change of the dropped table (counted under its
+    name: a member's from the slot's RELATION messages, its oid gone from the catalog),
+    discards it, then disables; no slot is left."""
     _run(
         engine,
         'CREATE SCHEMA "select"',
         f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
     )
-    _enable(run_cli, KEYWORD_TABLE, OWN_SLOT)
+    _enable(run_cli, KEYWORD_TABLE, scope)
     _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')", f"DROP TABLE {KEYWORD_TABLE}")
     line = _failed_extraction(run_cli, KEYWORD_TABLE)
     assert "gone" in line or "does not exist" in line or "not found" in line, line
+    status = run_cli("display_incremental_status", "-t", KEYWORD_TABLE, "--json")
+    assert status.exit_code == 0, status.stderr
+    waiting = json.loads(status.stdout)["changelog"]
+    if scope == OWN_SLOT:  # test_decoding's labels are the catalog's: not counted, said why
+        assert waiting["rows"] is None and "gone" in waiting["reason"], waiting
+    else:  # counted under the name the slot's RELATION messages gave it
+        assert waiting["rows"] == 1, waiting
     refused = run_cli("offload", "-t", KEYWORD_TABLE, "-x", "--incremental-updates-disabled")
     assert refused.exit_code != 0
     assert "1 change" in refused.stderr, refused.stderr  # counted under the dropped name
