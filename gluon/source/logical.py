@@ -66,7 +66,12 @@ class LogicalRelation:
     """It holds rows (its changes are decoded under its own label); not a partitioned table."""
     replica_identity: str
     """``relreplident``: d (primary key), f (every column), i (an index), n (nothing)."""
-    primary_key: tuple[str, ...]
+    identity_key: tuple[str, ...]
+    """The columns the WAL logs of an updated or deleted row's old version (d, i): the
+    primary key or identity index, when immediate; empty: it logs none (a DEFERRABLE
+    primary key is no replica identity to PostgreSQL)."""
+    deferrable_key: bool = False
+    """The primary key is DEFERRABLE."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,7 +142,9 @@ def relation_labels(source: SourceDialect, schema: str, table: str) -> RelationL
     """
     params = {"schema": schema, "table": table}
     relations = [
-        LogicalRelation(row[0], row[1], row[2], bool(row[3]), str(row[4]), tuple(row[5] or ()))
+        LogicalRelation(
+            row[0], row[1], row[2], bool(row[3]), str(row[4]), tuple(row[5] or ()), bool(row[6])
+        )
         for row in source.run_query("logical_relations", params)
     ]
     root = next((r for r in relations if (r.schema, r.name) == (schema, table)), None)
@@ -164,16 +171,42 @@ def dropped_table_labels(
 
 
 def identity_problem(relation: LogicalRelation, key_columns: Sequence[str]) -> str | None:
-    """Why ``relation``'s WAL would lack the key of an updated or deleted row (None: it logs
-    it): the primary key as replica identity, on the key columns, or every column."""
-    if not relation.is_leaf or relation.replica_identity == "f":
+    """Why PG_LOGICAL cannot apply ``relation``'s changes by key (None: it can): its WAL
+    must log the key of an updated or deleted row (every column, REPLICA IDENTITY FULL, or
+    an immediate primary key or replica identity index on the key columns), and no two of
+    its rows may hold one key inside a transaction (a DEFERRABLE primary key lets
+    ``UPDATE t SET id = id + 1`` land a row on a key another row leaves later; applied by
+    key, that leave would delete the row landed). The one judgement of both slot scopes
+    (enable checks it before placing the table): a relation passing it is also one a
+    publication can use.
+    """
+    if not relation.is_leaf:
         return None
-    if relation.replica_identity == "d" and set(relation.primary_key) == set(key_columns):
+    key = ", ".join(key_columns) or "its key"
+    logs_key = (
+        relation.replica_identity in ("d", "i")
+        and bool(relation.identity_key)
+        and set(relation.identity_key) == set(key_columns)
+    )
+    if relation.deferrable_key and not logs_key:
+        return (
+            f"the primary key of {relation.label} is DEFERRABLE: inside a transaction two "
+            "rows may hold one key, and PostgreSQL logs no old key through it: add a unique, "
+            f"non-DEFERRABLE index on {key} and run ALTER TABLE {relation.label} REPLICA "
+            "IDENTITY USING INDEX with it, or use --incremental-extraction-method=CHANGELOG "
+            "(its triggers apply keys moved onto each other)"
+        )
+    if relation.replica_identity == "f" or logs_key:
         return None
+    if relation.replica_identity == "n":
+        why = f"{relation.label} has REPLICA IDENTITY NOTHING"
+    elif relation.identity_key and relation.replica_identity in ("d", "i"):
+        why = f"{relation.label} logs the old key on {', '.join(relation.identity_key)}, not {key}"
+    else:
+        why = f"{relation.label} has no primary key"
     return (
-        f"give {relation.schema}.{relation.name} a primary key on "
-        f"{', '.join(key_columns) or 'its key'} or run ALTER TABLE {relation.label} "
-        "REPLICA IDENTITY FULL"
+        f"{why}: run ALTER TABLE {relation.label} REPLICA IDENTITY FULL, or give it a "
+        f"primary key on {key}"
     )
 
 

@@ -34,7 +34,7 @@ the slot (pgoutput refuses to decode WAL older than the publication it is asked 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -43,6 +43,7 @@ from gluon.errors import SourceError, StateError
 from gluon.faults import fault_point
 from gluon.naming import database_slot_name
 from gluon.source.base import SourceDialect
+from gluon.source.pgoutput import Relation
 from gluon.source.shared_shipping import OffloadSnapshot, format_lsn, parse_lsn
 
 PUBLISH_WAIT_SECONDS = 600.0
@@ -360,8 +361,33 @@ def table_leaves(source: SourceDialect, schema: str, table: str) -> frozenset[in
     Raises:
         SourceError: the table is gone, or the catalog cannot be read.
     """
+    leaves = present_table_leaves(source, schema, table)
+    if leaves is None:
+        raise SourceError(f"table {schema}.{table} is gone from the source")
+    return leaves
+
+
+def present_table_leaves(source: SourceDialect, schema: str, table: str) -> frozenset[int] | None:
+    """:func:`table_leaves`, None when the table is gone.
+
+    Raises:
+        SourceError: the catalog cannot be read.
+    """
     rows = source.run_query("table_leaves", {"schema": schema, "table": table})
+    if any(row[0] is None for row in rows):
+        return None
     return frozenset(int(row[0]) for row in rows)
+
+
+def leaves_named(relations: Mapping[int, Relation], schema: str, table: str) -> frozenset[int]:
+    """The oids the slot's RELATION messages (``relations``, by oid) gave ``schema.table``:
+    how a dropped table's changes still waiting in the slot are found once the catalog
+    forgot its oid (the table alone: its partitions are not known any more)."""
+    return frozenset(
+        oid
+        for oid, relation in relations.items()
+        if (relation.schema, relation.name) == (schema, table)
+    )
 
 
 def generated_columns(source: SourceDialect, schema: str, table: str) -> list[str]:
@@ -372,17 +398,6 @@ def generated_columns(source: SourceDialect, schema: str, table: str) -> list[st
         SourceError: the table is gone, or the catalog cannot be read.
     """
     rows = source.run_query("generated_columns", {"schema": schema, "table": table})
-    return [str(row[0]) for row in rows]
-
-
-def unpublishable_leaves(source: SourceDialect, schema: str, table: str) -> list[str]:
-    """The relations holding ``schema.table``'s rows without a replica identity a publication
-    can use (labels): published, the application's UPDATE and DELETE on them would fail.
-
-    Raises:
-        SourceError: the table is gone, or the catalog cannot be read.
-    """
-    rows = source.run_query("unpublishable_leaves", {"schema": schema, "table": table})
     return [str(row[0]) for row in rows]
 
 

@@ -861,10 +861,14 @@ def sqlite_type_shape() -> Shape:
 TRIGGER_METHODS = frozenset({"CHANGELOG", "UPDATABLE_CHANGELOG", "CHANGELOG_INSERT"})
 
 
+def _shift_keys_up(shape: Shape) -> list[Statements]:
+    # Extracted alone: key 1 must leave the lake (the rounds after put every key back).
+    return [[f"UPDATE {shape.qualified} SET id = id + 1"]]
+
+
 def _shift_keys(shape: Shape) -> list[Statements]:
     table = shape.qualified
     return [
-        [f"UPDATE {table} SET id = id + 1"],
         [f"UPDATE {table} SET id = id - 1", shape.insert([11])],
         [f"UPDATE {table} SET id = 12 - id"],  # reverses the order: every key onto another
     ]
@@ -923,9 +927,13 @@ def dml_shapes(dialect: str) -> list[Shape]:
     return [
         shape(
             "shifted_keys",
-            (Round("keys shifted onto each other", _shift_keys),),
+            (
+                Round("keys shifted up", _shift_keys_up),
+                Round("keys shifted back and reversed", _shift_keys),
+            ),
             key_options="DEFERRABLE INITIALLY DEFERRED",
-            methods=merging,
+            # PG_LOGICAL refuses a DEFERRABLE key (test_pg_logical_shapes.py).
+            methods=tuple(m for m in merging if m != "PG_LOGICAL"),
         ),
         shape(
             "truncate",

@@ -97,7 +97,7 @@ class _Source:
     def run_query(self, template: str, params: dict[str, Any] | None = None) -> list[Any]:
         if template == "logical_relations":  # the table, not partitioned
             key = ["id"] if self.has_primary_key else []
-            return [("app", "items", "app.items", True, self.identity, key)]
+            return [("app", "items", "app.items", True, self.identity, key, False)]
         if template == "logical_columns":
             return [("id", "id")]
         assert template == "logical_decoding_setup"

@@ -55,6 +55,9 @@ class _Count:
     oldest: dt.datetime | None = None
     failure: str | None = None
     names: list[str] = field(default_factory=list)
+    dropped: bool = False
+    """The table is gone from the source: ``leaves`` are what the slot's RELATION messages
+    gave its name (``publication.leaves_named``)."""
 
 
 def members_backlog(
@@ -84,9 +87,11 @@ def members_backlog(
         if reason is not None or position is None:
             figures[member.table_key] = with_unknown_reason(figures[member.table_key], reason or "")
             continue
-        leaves = publication.table_leaves(source, member.spec.schema, member.spec.name)
+        leaves = publication.present_table_leaves(source, member.spec.schema, member.spec.name)
         names = [column.name for column in member.spec.columns]
-        counts.append(_Count(member, position, leaves, names=names))
+        counts.append(
+            _Count(member, position, leaves or frozenset(), names=names, dropped=leaves is None)
+        )
     if not counts:
         return figures
     source_now = source.run_query("source_clock")[0][0]
@@ -143,6 +148,9 @@ def _count_batches(
                 return
             touched = _touched(batch)
             for count in counts:  # a report's 200 members: most touch no batch
+                if count.dropped:  # the batch's RELATION messages came before its changes
+                    spec = count.member.spec
+                    count.leaves = publication.leaves_named(relations, spec.schema, spec.name)
                 if count.failure is None and not touched.isdisjoint(count.leaves):
                     _count_batch(batch, relations, count)
 

@@ -25,6 +25,7 @@ from gluon.extract.feeds.shared_reader import SharedSlotReader
 from gluon.methods.base import SourceObject
 from gluon.repo import OffloadedTable, Repository
 from gluon.repo.incremental import IncrementalState
+from gluon.source import publication
 from gluon.source.base import SourceDialect
 
 if TYPE_CHECKING:
@@ -115,9 +116,15 @@ class SharedSlotFeed(PgLogicalFeed):
         return self._shared
 
     def lost_on_drop(self, droppable: Sequence[objects.SourceObjectRef]) -> int:
-        """What the shared slot keeps of the table, when it is to leave it (0 otherwise)."""
-        if not any(item.kind is SourceObject.SHARED_SLOT_TABLE for item in droppable):
-            return 0
+        """What the shared slot keeps of the table, when it is to leave it (0 otherwise): its
+        place dropped, or gone already (the table dropped: its changes stay in the slot)."""
+        spec = self.record.spec()
+        shared = shared_slot.shared_slot(self.source, self.repo)
+        if not any(item.kind is SourceObject.SHARED_SLOT_TABLE for item in droppable) and (
+            spec.schema,
+            spec.name,
+        ) in publication.published_tables(self.source, shared):
+            return 0  # its place stays (not this installation's): the table does not leave
         row = self.repo.slot_positions.get(self.state.table_key)
         if row is None or row.released_reason is not None:
             return 0  # never joined, or released: the slot keeps nothing for it

@@ -63,6 +63,9 @@ class SharedSlotReader:
     """The table's changes in the batch being handed out (None: read the next batch)."""
     _relations: dict[int, pgoutput.Relation] = field(default_factory=dict, init=False)
     _leaves: frozenset[int] = field(default=frozenset(), init=False)
+    _dropped: bool = field(default=False, init=False)
+    """The table is gone from the source: its leaves are the oids the slot's RELATION
+    messages gave its name (counting and discarding its changes; reading refuses)."""
     _horizon: int = field(default=0, init=False)
     """The WAL flushed when the stream opened (0: not yet): the extraction reads no further."""
     _read_to: TablePosition | None = field(default=None, init=False)
@@ -166,11 +169,23 @@ class SharedSlotReader:
         """
         self._save_and_confirm(confirm=self._batches is None)
 
-    def _open(self, budget: list[int] | None = None) -> None:
+    def _open(self, budget: list[int] | None = None, *, dropped_ok: bool = False) -> None:
         """Open the extraction's one decoding; ``budget`` (one count, for status): stop after
-        that many messages, the count left in it (0: stopped early)."""
+        that many messages, the count left in it (0: stopped early). ``dropped_ok``: a table
+        gone from the source is found by its name in the slot's RELATION messages.
+
+        Raises:
+            StateError: the table is gone, and not ``dropped_ok``.
+        """
         shared = shared_slot.shared_slot(self.source, self.repo)
-        self._leaves = publication.table_leaves(self.source, self.spec.schema, self.spec.name)
+        leaves = publication.present_table_leaves(self.source, self.spec.schema, self.spec.name)
+        if leaves is None and not dropped_ok:
+            raise StateError(
+                f"table {self.spec.schema}.{self.spec.name} of {self.table_key} is gone from "
+                f"the source: its changes in shared slot {shared.slot} cannot be read"
+            )
+        self._dropped = leaves is None
+        self._leaves = leaves or frozenset()
         from gluon.source import shared_batches  # loads numpy and pyarrow
 
         self._horizon, chunks = shared_pass.stream(  # a replay inside a service pass
@@ -203,7 +218,7 @@ class SharedSlotReader:
         except StateError as exc:
             return with_unknown_reason(figures, str(exc))
         budget = [max_messages]
-        self._open(budget)
+        self._open(budget, dropped_ok=True)
         count = 0
         while (piece := self._current()) is not None:
             part = self._hand_out(piece, len(piece.changes))
@@ -240,6 +255,10 @@ class SharedSlotReader:
 
         assert self._read_to is not None
         names = [column.name for column in self.spec.columns]
+        if self._dropped:  # the batch's RELATION messages came before its changes
+            self._leaves = publication.leaves_named(
+                self._relations, self.spec.schema, self.spec.name
+            )
         try:
             return Piece.of(batch, self._leaves, self._read_to, names, self.keys, self._relations)
         except pgoutput.UnloggedValueError as exc:

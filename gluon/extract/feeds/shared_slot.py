@@ -49,28 +49,14 @@ def generated_problem(source: SourceDialect, spec: TableSpec) -> str | None:
     )
 
 
-def identity_problem(source: SourceDialect, spec: TableSpec) -> str | None:
-    """The table's relations without a replica identity a publication can use: published,
-    the application's UPDATE and DELETE on them would fail (None: there are none)."""
-    leaves = publication.unpublishable_leaves(source, spec.schema, spec.name)
-    if not leaves:
-        return None
-    return (
-        f"{', '.join(leaves)} has no replica identity a publication can use (NOTHING, or "
-        "DEFAULT with no primary key or a DEFERRABLE one): in the shared slot's publication "
-        "the application's UPDATEs and DELETEs on it would fail"
-    )
-
-
 def member_problem(source: SourceDialect, repo: Repository, spec: TableSpec) -> str | None:
     """Why the table cannot be a member of its database's shared slot (None: it can): a
-    value pgoutput does not send, a table publishing would break for the application, or a
-    user who may not publish it (a slot of its own needs only REPLICATION, which
-    ``slot.check_logical_decoding`` checked)."""
-    return (
-        generated_problem(source, spec)
-        or identity_problem(source, spec)
-        or publication.publishing_problem(source, shared_slot(source, repo), spec.schema, spec.name)
+    value pgoutput does not send, or a user who may not publish it (a slot of its own needs
+    only REPLICATION, which ``slot.check_logical_decoding`` checked). Its replica identity
+    was judged there too, for both scopes (``logical.identity_problem``): one that logs the
+    key is one a publication can use, so publishing never breaks the application's UPDATEs."""
+    return generated_problem(source, spec) or publication.publishing_problem(
+        source, shared_slot(source, repo), spec.schema, spec.name
     )
 
 
