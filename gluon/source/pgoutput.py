@@ -18,6 +18,8 @@ import struct
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from gluon.source import key_moves
+
 UNCHANGED_TOAST = object()
 """A value the UPDATE did not change and the WAL does not hold (TOAST): take it from the
 old row, or from the lake."""
@@ -310,15 +312,20 @@ def table_rows(
     :data:`ABSENT`). The rows ``changes_as_arrow``
     (``gluon.source.logical_values``) types, once numbered. An UPDATE that changed any of
     ``keys`` is a DELETE of the old key and an INSERT of the new row (as the test_decoding
-    reader ships it): the old key's row must go from the lake.
+    reader ships it): the old key's row must go from the lake. A transaction that moved
+    keys and logged whole old rows (REPLICA IDENTITY FULL) gives its net change per key
+    (``gluon.source.key_moves``).
 
     Raises:
         UnloggedValueError: an UPDATE left a large value out and no old row holds it.
         ProtocolError: a change names a relation the slot never described.
+        key_moves.KeyNotUniqueError: such a transaction left two rows under one key.
     """
     ops: list[str] = []
     rows: list[list[str | None]] = []
     layouts: dict[Relation, _Layout] = {}
+    moved = False
+    olds: dict[int, list[str | None]] = {}  # UPDATEs in place: whole old rows, for key_moves
     for change in transaction.changes:
         if isinstance(change, Truncate):
             if not tables.isdisjoint(change.relations):
@@ -340,7 +347,12 @@ def table_rows(
                     _in_order(Change("D", change.relation, None, change.old), relation, names)
                 )
                 rows.append(_in_order(change, relation, names))
+                moved = True
                 continue
+            if not change.old_is_key:
+                olds[len(rows)] = _in_order(
+                    Change("D", change.relation, None, change.old), relation, names
+                )
         ops.append(change.op)
         new_row = change.new
         if new_row is not None and change.old is None and UNCHANGED_TOAST not in new_row:
@@ -351,7 +363,22 @@ def table_rows(
             rows.append(layout.row(new_row))
             continue
         rows.append(_in_order(change, relation, names))
+    if moved and _whole_old_rows(transaction, tables):
+        netted = key_moves.net_rows(
+            ops, rows, olds, [names.index(key) for key in keys if key in names]
+        )
+        if netted is not None:
+            return netted
     return ops, rows
+
+
+def _whole_old_rows(transaction: Transaction, tables: set[int]) -> bool:
+    """Every UPDATE and DELETE of ``tables`` in ``transaction`` logged its whole old row."""
+    return all(
+        change.old is not None and not change.old_is_key
+        for change in transaction.changes
+        if isinstance(change, Change) and change.relation in tables and change.op in "UD"
+    )
 
 
 @dataclass(frozen=True, slots=True)

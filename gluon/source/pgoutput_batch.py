@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gluon.schema import TableSpec, arrow_string_scalar
+from gluon.source import key_moves
 from gluon.source.logical_values import _typed, present_values
 from gluon.source.pgoutput import (
     ABSENT,
@@ -143,6 +144,7 @@ class Batch:
         absent = np.zeros((len(names), len(rows)), dtype=bool)
         unlogged: tuple[int, list[str]] | None = None
         split = _KeyUpdates(len(names), len(rows))
+        keys_at = [names.index(key) for key in keys if key in names]
         for relation, messages in self._versions(changed, tables):
             # One relation definition and no TRUNCATE (the usual batch): its rows are all.
             at = slice(None) if len(messages) == len(rows) else np.searchsorted(rows, messages)
@@ -168,9 +170,22 @@ class Batch:
             raise UnloggedValueError(unlogged[1])
         transactions = self.transaction[rows]
         if split.any():
-            ops, transactions, starts, lengths, absent = split.expanded(
-                self.kinds[rows], transactions, starts, lengths, absent
+            kinds = self.kinds[rows]
+            netted = split.widened(kinds, transactions)
+            kinds, transactions, starts, lengths, absent = split.expanded(
+                kinds, transactions, starts, lengths, absent
             )
+            if len(netted):
+                kept, kinds = key_moves.netted(
+                    self.data, kinds, transactions, (starts, lengths, absent), netted, keys_at
+                )
+                transactions, starts, lengths, absent = (
+                    transactions[kept],
+                    starts[:, kept],
+                    lengths[:, kept],
+                    absent[:, kept],
+                )
+            ops = key_moves.op_texts(kinds)
         else:
             ops = string_array(self.data, self.starts[rows], np.ones_like(rows))  # kind = gl_op
         # Where each change's transaction starts among the rows: carried from each boundary.
@@ -218,6 +233,7 @@ class _KeyUpdates:
 
     def __init__(self, width: int, count: int) -> None:
         self.rows = np.zeros(count, dtype=bool)
+        self.whole_old = np.zeros(count, dtype=bool)
         self.starts = np.zeros((width, count), dtype=np.int64)
         self.lengths = np.full((width, count), -1, dtype=np.int64)
 
@@ -226,12 +242,26 @@ class _KeyUpdates:
         wanted name's index in the relation (None: not one of its columns)."""
         assert values.key_changed is not None
         self.rows[at] = values.key_changed
+        assert values.whole_old is not None
+        self.whole_old[at] = values.whole_old
         for slot, column in enumerate(columns):
             if column is not None:
                 self.starts[slot, at], self.lengths[slot, at] = values.old_column(column)
 
     def any(self) -> bool:
         return bool(self.rows.any())
+
+    def widened(self, kinds: np.ndarray, transactions: np.ndarray) -> np.ndarray:
+        """The transactions that moved keys whose changes all carry whole old rows (their net
+        change per key is shipped: ``gluon.source.key_moves``), their UPDATEs in place now
+        split too (a DELETE of the old row, an INSERT of the new) for the matching."""
+        moved = np.unique(transactions[self.rows])
+        inside = np.isin(transactions, moved)
+        unmatched = inside & ~((kinds == _I) | self.whole_old)  # a TRUNCATE, a key-only row
+        netted = np.setdiff1d(moved, transactions[unmatched])
+        if len(netted):
+            self.rows |= np.isin(transactions, netted) & (kinds == _U)
+        return netted
 
     def expanded(
         self,
@@ -240,9 +270,9 @@ class _KeyUpdates:
         starts: np.ndarray,
         lengths: np.ndarray,
         absent: np.ndarray,
-    ) -> tuple[pa.Array, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The rows with a DELETE before each key-changing UPDATE, which becomes an INSERT:
-        ``gl_op``, transactions, value starts and lengths, and which values are absent (a
+        ``gl_op`` (its byte), transactions, value starts and lengths, and which values are absent (a
         DELETE's as its UPDATE's, as the scalar decoder gives them)."""
         split = self.rows
         before = np.cumsum(split) - split  # the DELETEs placed before each row
@@ -264,11 +294,7 @@ class _KeyUpdates:
         out_transactions = np.empty(count, dtype=transactions.dtype)
         out_transactions[kept] = transactions
         out_transactions[deletes] = transactions[split]
-        offsets = np.arange(count + 1, dtype=np.int32)
-        op_texts = pa.Array.from_buffers(
-            pa.string(), count, [None, pa.py_buffer(offsets), pa.py_buffer(ops)]
-        )
-        return op_texts, out_transactions, out_starts, out_lengths, out_absent
+        return ops, out_transactions, out_starts, out_lengths, out_absent
 
 
 def _marked_absent(values: pa.Array, absent: np.ndarray) -> pa.Array:

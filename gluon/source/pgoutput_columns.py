@@ -62,6 +62,9 @@ class ColumnValues:
     old_starts: list[np.ndarray] = field(default_factory=list)
     """Per column, with :attr:`key_changed`: each change's old row's value (the DELETE's)."""
     old_lengths: list[np.ndarray] = field(default_factory=list)
+    whole_old: np.ndarray | None = None
+    """Per change, with :attr:`key_changed`: an UPDATE or DELETE that logged its whole old
+    row (REPLICA IDENTITY FULL), which ``gluon.source.key_moves`` matches."""
 
     def column(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         return self.starts[index], self.lengths[index]
@@ -182,6 +185,7 @@ class RelationChanges:
         )
         if key_changed is not None:
             found.key_changed = key_changed
+            found.whole_old = has_old & (marker == _OLD)
             for column in range(self.width):
                 start = np.zeros(count, dtype=np.int64)
                 length = np.full(count, -1, dtype=np.int64)

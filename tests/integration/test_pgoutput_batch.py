@@ -346,3 +346,40 @@ def test_positions_number_a_table_s_changes_within_each_transaction(order: sa.En
     found = batched(messages, table, ["note"])
     assert found.positions == [*range(10), 0, 1]
     assert np.all(np.diff([commit for commit, _ in found.commits]) >= 0)
+
+
+def test_a_transaction_moving_keys_of_a_full_identity_table_nets_as_the_scalar_does(
+    engine: sa.Engine,
+) -> None:
+    """REPLICA IDENTITY FULL, no unique index on the key: a transaction that moves rows
+    onto each other's keys ships its net change per key (``gluon.source.key_moves``), the
+    same in both decoders; one that moves none, or that also truncates, is left as it is."""
+    _run(
+        engine,
+        "CREATE SCHEMA app",
+        "CREATE TABLE app.nokey (id INTEGER NOT NULL, flag BOOLEAN, note TEXT)",
+        "ALTER TABLE app.nokey REPLICA IDENTITY FULL",
+    )
+    _start(engine, "app.nokey")
+    _run(engine, "INSERT INTO app.nokey VALUES (1, false, 'a'), (2, false, 'b'), (3, true, 'c')")
+    _run(engine, "UPDATE app.nokey SET id = id + 1", "UPDATE app.nokey SET note = 'x' WHERE id = 2")
+    _run(engine, "UPDATE app.nokey SET flag = NOT flag")  # no key moved: three UPDATEs
+    _run(engine, "UPDATE app.nokey SET id = id - 1", "TRUNCATE app.nokey")  # left as it is
+    messages = _peek(engine)
+    table = {_oid(engine, "app.nokey")}
+    names = ["id", "flag", "note"]
+    expected = scalar(messages, table, names, ("id",))
+    assert batched(messages, table, names, ("id",)) == expected
+    changes = list(zip(expected.ops, expected.rows, strict=True))
+    assert changes[3:7] == [  # the net change: the key each row left or holds at commit
+        ("D", ["1", "false", "a"]),
+        ("I", ["3", "false", "b"]),
+        ("I", ["4", "true", "c"]),
+        ("I", ["2", "false", "x"]),
+    ]
+    assert sorted(changes[7:10]) == [
+        ("U", ["2", "true", "x"]),
+        ("U", ["3", "true", "b"]),
+        ("U", ["4", "false", "c"]),
+    ]
+    assert expected.ops[10:] == ["D", "I", "D", "I", "D", "I", "T"]

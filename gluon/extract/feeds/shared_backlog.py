@@ -25,7 +25,7 @@ from gluon.extract.feeds.base import SlotBacklog
 from gluon.repo import Repository
 from gluon.repo.slot_positions import SlotPosition
 from gluon.schema import TableSpec
-from gluon.source import pgoutput, publication, shared_shipping
+from gluon.source import key_moves, pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
 from gluon.source.shared_shipping import TablePosition
 
@@ -174,6 +174,7 @@ def _count_batch(batch: Batch, relations: dict[int, pgoutput.Relation], count: _
     except (
         pgoutput.UnloggedValueError,
         shared_shipping.PartialTruncateError,
+        key_moves.KeyNotUniqueError,
         pgoutput.ProtocolError,
     ) as exc:
         count.failure = f"its next extraction stops: {exc}"

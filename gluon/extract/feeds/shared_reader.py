@@ -35,7 +35,7 @@ from gluon.extract.feeds.shared_backlog import unknown_reason, with_unknown_reas
 from gluon.faults import fault_point
 from gluon.repo import Repository
 from gluon.schema import TableSpec
-from gluon.source import pgoutput, publication, shared_shipping
+from gluon.source import key_moves, pgoutput, publication, shared_shipping
 from gluon.source.base import SourceDialect
 from gluon.source.shared_shipping import TablePosition
 
@@ -266,6 +266,11 @@ class SharedSlotReader:
                 f"an UPDATE of {self.table_key} left large values of {exc} out of the WAL: "
                 "the shared slot needs them; run ALTER TABLE ... REPLICA IDENTITY FULL on "
                 f"the table, then {REBUILD_HINT}"
+            ) from None
+        except key_moves.KeyNotUniqueError as exc:
+            raise StateError(
+                f"shared slot of {self.table_key}: {key_moves.refusal(self.keys, exc)} "
+                f"{REBUILD_HINT}"
             ) from None
         except shared_shipping.PartialTruncateError as exc:
             raise StateError(

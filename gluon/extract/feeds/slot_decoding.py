@@ -21,7 +21,7 @@ from gluon.extract.feeds.logical_positions import (
     logical_sequence,
     parse_lsn,
 )
-from gluon.source import logical
+from gluon.source import key_moves, logical
 from gluon.source.base import SourceDialect
 from gluon.source.publication import (
     SLOT_BUSY_WAIT_SECONDS,
@@ -105,17 +105,25 @@ class SlotDecodingFeed(TableFeed):
         printed: list[Sequence[str | None]] = []
         truncated = ("", *(None,) * len(names))
         last_commit: int | None = None
+        # Whole old rows (REPLICA IDENTITY FULL): a transaction that moves a row's key ships
+        # its net change per key (``gluon.source.key_moves``), the old rows of its UPDATEs
+        # in place kept for it (by position in ``printed``).
+        full = all(r.replica_identity == "f" for r in labels.relations if r.is_leaf)
+        moved = False
+        olds: dict[int, Sequence[str | None]] = {}
         for lsn, _xid, data in rows:
             if data.startswith("BEGIN"):
-                ops, printed = [], []
+                ops, printed, moved, olds = [], [], False, {}
                 continue
             if data.startswith("COMMIT"):
                 commit = parse_lsn(lsn)
                 if ops:
                     if self.oldest_change_at is None:
                         self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
+                    if moved:
+                        ops, printed = self._net(ops, printed, olds, names)
                     self._commit(out, commit, ops, printed)
-                ops, printed = [], []
+                ops, printed, moved, olds = [], [], False, {}
                 last_commit = commit
                 continue
             if not data.startswith("table "):
@@ -152,6 +160,7 @@ class SlotDecodingFeed(TableFeed):
                 ops += ["D", "I"]  # the old key goes, the new one comes
                 printed.append(self._in_order(names, change.old))
                 printed.append(self._in_order(names, self._complete(new, change.old)))
+                moved = full
                 continue
             operation = _OPS.get(change.op)
             if operation is None:
@@ -161,7 +170,33 @@ class SlotDecodingFeed(TableFeed):
                 )
             ops.append(operation)
             printed.append(self._in_order(names, self._complete(new, change.old)))
+            if full and operation == "U" and change.old is not None:
+                olds[len(printed) - 1] = self._in_order(names, change.old)
         return out, last_commit
+
+    def _net(
+        self,
+        ops: list[str],
+        printed: list[Sequence[str | None]],
+        olds: dict[int, Sequence[str | None]],
+        names: list[str],
+    ) -> tuple[list[str], list[Sequence[str | None]]]:
+        """One transaction's changes that moved keys of the table (REPLICA IDENTITY FULL)
+        as their net change per key; as they are when one cannot be matched (a TRUNCATE,
+        an UPDATE without its old row).
+
+        Raises:
+            StateError: the transaction left two rows under one key.
+        """
+        at_key = [names.index(key) + 1 for key in self.state.key_columns]
+        try:
+            netted = key_moves.net_rows(ops, printed, olds, at_key, image_from=1)
+        except key_moves.KeyNotUniqueError as exc:
+            raise StateError(
+                f"slot of {self.state.table_key}: "
+                f"{key_moves.refusal(self.state.key_columns, exc)} {REBUILD_HINT}"
+            ) from None
+        return (ops, printed) if netted is None else netted
 
     def _commit(
         self,
