@@ -12,7 +12,7 @@ any moment.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
@@ -95,12 +95,13 @@ def net_rows(
     rows: Sequence[Row],
     olds: dict[int, Row],
     keys_at: Sequence[int],
-    image_from: int = 0,
+    image_of: Callable[[Row], tuple[object, ...]] = tuple,
 ) -> tuple[list[str], list[Row]] | None:
     """One transaction's changes of a table (``gl_op``, its row), the whole old rows of its
-    UPDATEs in place in ``olds`` (by position), as their net change per key (``keys_at``:
-    where the key's values are in a row; ``image_from``: where its values start). None:
-    a change cannot be matched (a TRUNCATE, an UPDATE without its old row).
+    UPDATEs in place in ``olds`` (by position), as their net change per key (``image_of``:
+    a row's values as compared, one spelling per value; ``keys_at``: where the key's are
+    among them). None: a change cannot be matched (a TRUNCATE, an UPDATE without its old
+    row).
 
     Raises:
         KeyNotUniqueError: a key holds more than one row when the transaction commits.
@@ -114,9 +115,10 @@ def net_rows(
             moves = [(WRITE if op == "I" else VACATE, row)]
         else:
             return None
-        for kind, image in moves:
-            events.append((kind, tuple(image[i] for i in keys_at), tuple(image[image_from:])))
-            steps.append(image)
+        for kind, row in moves:
+            image = image_of(row)
+            events.append((kind, tuple(image[i] for i in keys_at), image))
+            steps.append(row)
     shipped = net_changes(events)
     return [op for _, op in shipped], [steps[at] for at, _ in shipped]
 

@@ -42,7 +42,11 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "shifted, a row inserted where one left, another deleted": (
         "UPDATE app.nokey SET id = id + 1",
         "INSERT INTO app.nokey VALUES (1, true, 'new')",
-        "DELETE FROM app.nokey WHERE id = 3",
+        "DELETE FROM app.nokey WHERE id = 5",
+    ),
+    "a row moved onto another's key, then deleted": (
+        "UPDATE app.nokey SET id = 4 WHERE note = 'new'",  # where s2x is
+        "DELETE FROM app.nokey WHERE note = 'new'",
     ),
     "rows alike but for the key shifted": (
         "UPDATE app.nokey SET flag = false, note = 'same'",

@@ -188,9 +188,10 @@ class SlotDecodingFeed(TableFeed):
         Raises:
             StateError: the transaction left two rows under one key.
         """
-        at_key = [names.index(key) + 1 for key in self.state.key_columns]
+        at_key = [names.index(key) for key in self.state.key_columns]
         try:
-            netted = key_moves.net_rows(ops, printed, olds, at_key, image_from=1)
+            # Values as text: the plain reader prints a number bare, the careful one quoted.
+            netted = key_moves.net_rows(ops, printed, olds, at_key, _unquoted)
         except key_moves.KeyNotUniqueError as exc:
             raise StateError(
                 f"slot of {self.state.table_key}: "
@@ -352,6 +353,11 @@ class SlotDecodingFeed(TableFeed):
         from gluon.source.logical_values import changes_as_arrow  # loads pyarrow
 
         return changes_as_arrow(changes, self.record.spec(), schema)
+
+
+def _unquoted(row: Sequence[str | None]) -> tuple[str | None, ...]:
+    """A decoded change's values (after its operation) as text, however printed."""
+    return tuple(logical.unquote(value) for value in row[1:])
 
 
 def _printed(values: dict[str, str | None], name: str) -> str | None:
