@@ -120,7 +120,8 @@ def test_keys_moved_onto_each_other_in_one_transaction_reach_the_lake(
 def test_a_transaction_leaving_two_rows_under_one_key_is_refused(
     engine: sa.Engine, run_cli: RunCli, scope: str
 ) -> None:
-    """The user's key is not unique: the extraction says so in one line, ships nothing."""
+    """The user's key is not unique: the extraction says so in one line, ships nothing;
+    a discard moves past the transaction."""
     _run(engine, *TABLE)
     _offload(
         run_cli,
@@ -136,3 +137,8 @@ def test_a_transaction_leaving_two_rows_under_one_key_is_refused(
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "app.nokey" in lines[0].lower() and "not unique" in lines[0], lines[0]
     assert _lake(run_cli, "DEFERRED") == {(1, False, "s1"), (2, False, "s2"), (3, False, "s3")}
+    # The way out: discard the change (or rebuild); the extraction then goes on.
+    _offload(run_cli, "--incremental-discard-changes")
+    _run(engine, "UPDATE app.nokey SET note = 'after' WHERE id = 3")
+    _offload(run_cli, "--incremental-run-extraction")
+    assert (3, False, "after") in _lake(run_cli, "DEFERRED")

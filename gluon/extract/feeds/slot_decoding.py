@@ -121,7 +121,7 @@ class SlotDecodingFeed(TableFeed):
                     if self.oldest_change_at is None:
                         self.oldest_change_at = self._on_host_clock(logical.commit_time(data))
                     if moved:
-                        ops, printed = self._net(ops, printed, olds, names)
+                        ops, printed = self._net(ops, printed, olds, names, strict=strict)
                     self._commit(out, commit, ops, printed)
                 ops, printed, moved, olds = [], [], False, {}
                 last_commit = commit
@@ -180,10 +180,13 @@ class SlotDecodingFeed(TableFeed):
         printed: list[Sequence[str | None]],
         olds: dict[int, Sequence[str | None]],
         names: list[str],
+        *,
+        strict: bool,
     ) -> tuple[list[str], list[Sequence[str | None]]]:
         """One transaction's changes that moved keys of the table (REPLICA IDENTITY FULL)
         as their net change per key; as they are when one cannot be matched (a TRUNCATE,
-        an UPDATE without its old row).
+        an UPDATE without its old row), or when counting (``strict=False``) a transaction
+        that left two rows under one key (so a discard moves past it).
 
         Raises:
             StateError: the transaction left two rows under one key.
@@ -193,6 +196,8 @@ class SlotDecodingFeed(TableFeed):
             # Values as text: the plain reader prints a number bare, the careful one quoted.
             netted = key_moves.net_rows(ops, printed, olds, at_key, _unquoted)
         except key_moves.KeyNotUniqueError as exc:
+            if not strict:
+                return ops, printed
             raise StateError(
                 f"slot of {self.state.table_key}: "
                 f"{key_moves.refusal(self.state.key_columns, exc)} {REBUILD_HINT}"
