@@ -110,7 +110,7 @@ class SlotDecodingFeed(TableFeed):
         # in place kept for it (by position in ``printed``).
         full = all(r.replica_identity == "f" for r in labels.relations if r.is_leaf)
         moved = False
-        olds: dict[int, Sequence[str | None]] = {}
+        olds: dict[int, dict[str, str | None]] = {}
         for lsn, _xid, data in rows:
             if data.startswith("BEGIN"):
                 ops, printed, moved, olds = [], [], False, {}
@@ -171,14 +171,14 @@ class SlotDecodingFeed(TableFeed):
             ops.append(operation)
             printed.append(self._in_order(names, self._complete(new, change.old)))
             if full and operation == "U" and change.old is not None:
-                olds[len(printed) - 1] = self._in_order(names, change.old)
+                olds[len(printed) - 1] = change.old  # put in order only if needed
         return out, last_commit
 
     def _net(
         self,
         ops: list[str],
         printed: list[Sequence[str | None]],
-        olds: dict[int, Sequence[str | None]],
+        olds: dict[int, dict[str, str | None]],
         names: list[str],
         *,
         strict: bool,
@@ -194,7 +194,10 @@ class SlotDecodingFeed(TableFeed):
         at_key = [names.index(key) for key in self.state.key_columns]
         try:
             # Values as text: the plain reader prints a number bare, the careful one quoted.
-            netted = key_moves.net_rows(ops, printed, olds, at_key, _unquoted)
+            in_order: dict[int, Sequence[str | None]] = {
+                at: self._in_order(names, old) for at, old in olds.items()
+            }
+            netted = key_moves.net_rows(ops, printed, in_order, at_key, _unquoted)
         except key_moves.KeyNotUniqueError as exc:
             if not strict:
                 return ops, printed
