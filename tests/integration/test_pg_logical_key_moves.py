@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from support.incremental import RunCli, postgres_source
+from support.statements import run_sql
 
 from gluon.config import load_settings
 from gluon.lake import storage
@@ -64,12 +65,6 @@ def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return sa.create_engine(pg_url)
 
 
-def _run(engine: sa.Engine, *statements: str) -> None:
-    with engine.begin() as db:  # one transaction
-        for statement in statements:
-            db.execute(sa.text(statement))
-
-
 def _offload(run_cli: RunCli, *flags: str) -> None:
     result = run_cli("offload", "-t", "app.nokey", "-x", *flags)
     assert result.exit_code == 0, result.stderr
@@ -98,7 +93,7 @@ def _lake(run_cli: RunCli, mode: str) -> Rows:
 def test_keys_moved_onto_each_other_in_one_transaction_reach_the_lake(
     engine: sa.Engine, run_cli: RunCli, scope: str, mode: str
 ) -> None:
-    _run(engine, *TABLE)
+    run_sql(engine, *TABLE)
     _offload(
         run_cli,
         "--incremental-updates-enabled",
@@ -108,7 +103,7 @@ def test_keys_moved_onto_each_other_in_one_transaction_reach_the_lake(
         f"--incremental-merge-mode={mode}",
     )
     for name, statements in SCENARIOS.items():
-        _run(engine, *statements)
+        run_sql(engine, *statements)
         _offload(run_cli, "--incremental-run-extraction")
         assert _lake(run_cli, mode) == _source(engine), name
     if mode == "DEFERRED":
@@ -122,7 +117,7 @@ def test_a_transaction_leaving_two_rows_under_one_key_is_refused(
 ) -> None:
     """The user's key is not unique: the extraction says so in one line, ships nothing;
     a discard moves past the transaction."""
-    _run(engine, *TABLE)
+    run_sql(engine, *TABLE)
     _offload(
         run_cli,
         "--incremental-updates-enabled",
@@ -130,7 +125,7 @@ def test_a_transaction_leaving_two_rows_under_one_key_is_refused(
         "--incremental-key-columns=id",
         f"--incremental-pg-logical-slot={scope}",
     )
-    _run(engine, "UPDATE app.nokey SET id = 5 WHERE id IN (1, 2)")
+    run_sql(engine, "UPDATE app.nokey SET id = 5 WHERE id IN (1, 2)")
     result = run_cli("offload", "-t", "app.nokey", "-x", "--incremental-run-extraction")
     assert result.exit_code != 0, result.stdout
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -139,6 +134,6 @@ def test_a_transaction_leaving_two_rows_under_one_key_is_refused(
     assert _lake(run_cli, "DEFERRED") == {(1, False, "s1"), (2, False, "s2"), (3, False, "s3")}
     # The way out: discard the change (or rebuild); the extraction then goes on.
     _offload(run_cli, "--incremental-discard-changes")
-    _run(engine, "UPDATE app.nokey SET note = 'after' WHERE id = 3")
+    run_sql(engine, "UPDATE app.nokey SET note = 'after' WHERE id = 3")
     _offload(run_cli, "--incremental-run-extraction")
     assert (3, False, "after") in _lake(run_cli, "DEFERRED")

@@ -10,14 +10,13 @@ Real PostgreSQL (wal_level=logical), Sail and Delta tables.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import lake_rows
-from typer.testing import Result
+from support.incremental import RunCli, lake_rows
+from support.tables import compact, extract, ok
 
 from gluon.config import load_settings
 from gluon.repo import Repository
@@ -54,11 +53,6 @@ def _one(engine: sa.Engine, query: str) -> Any:
         return db.execute(sa.text(query)).scalar_one()
 
 
-def _ok(result: Result) -> Result:
-    assert result.exit_code == 0, result.stderr
-    return result
-
-
 def _kinds(table_key: str) -> list[str]:
     state = Repository(load_settings().repo_url).incremental.get_state(table_key)
     assert state is not None
@@ -86,24 +80,15 @@ def _matches(engine: sa.Engine, table: str) -> None:
     assert lake == source, table
 
 
-def _cycle(run_cli: Callable[..., Result], table: str) -> None:
-    _ok(run_cli("offload", "-t", table, "-x", "--incremental-run-extraction"))
-    _ok(
-        run_cli(
-            "offload",
-            "-t",
-            table,
-            "-x",
-            "--incremental-run-compaction",
-            "--incremental-wait-time=0",
-        )
-    )
+def _cycle(run_cli: RunCli, table: str) -> None:
+    extract(run_cli, table)
+    compact(run_cli, table)
 
 
 def test_a_table_enabled_without_the_option_joins_the_shared_slot(
-    engine: sa.Engine, run_cli: Callable[..., Result]
+    engine: sa.Engine, run_cli: RunCli
 ) -> None:
-    _ok(run_cli("offload", "-t", "app.orders", *ENABLE))
+    ok(run_cli("offload", "-t", "app.orders", *ENABLE))
     assert _kinds("APP.ORDERS") == ["shared_slot_table"]
     assert _published(engine) == ["app.orders"]
     slots = _slots(engine)
@@ -118,9 +103,9 @@ def test_a_table_enabled_without_the_option_joins_the_shared_slot(
 
 
 def test_a_table_with_a_generated_column_gets_its_own_slot_and_says_why(
-    engine: sa.Engine, run_cli: Callable[..., Result]
+    engine: sa.Engine, run_cli: RunCli
 ) -> None:
-    result = _ok(run_cli("offload", "-t", "app.gen", "-v", *ENABLE))
+    result = ok(run_cli("offload", "-t", "app.gen", "-v", *ENABLE))
     said = [line for line in result.stderr.splitlines() if "slot of its own" in line]
     assert len(said) == 1, result.stderr
     assert "generated columns (twice)" in said[0], said[0]
@@ -134,7 +119,7 @@ def test_a_table_with_a_generated_column_gets_its_own_slot_and_says_why(
 
 
 def test_an_explicit_database_scope_still_refuses_a_table_that_cannot_be_a_member(
-    engine: sa.Engine, run_cli: Callable[..., Result]
+    engine: sa.Engine, run_cli: RunCli
 ) -> None:
     refused = run_cli("offload", "-t", "app.gen", *ENABLE, "--incremental-pg-logical-slot=database")
     lines = refused.stderr.strip().splitlines()
@@ -146,13 +131,13 @@ def test_an_explicit_database_scope_still_refuses_a_table_that_cannot_be_a_membe
 
 
 def test_a_table_with_its_own_slot_and_a_member_enabled_later_both_stay_exact(
-    engine: sa.Engine, run_cli: Callable[..., Result]
+    engine: sa.Engine, run_cli: RunCli
 ) -> None:
     """As after an upgrade: a table enabled with a slot of its own (the old default, said
     with =table), then a table enabled with the new default."""
-    _ok(run_cli("offload", "-t", "app.items", *ENABLE, "--incremental-pg-logical-slot=table"))
+    ok(run_cli("offload", "-t", "app.items", *ENABLE, "--incremental-pg-logical-slot=table"))
     _run(engine, "UPDATE app.items SET n = n + 100 WHERE id % 2 = 0")
-    _ok(run_cli("offload", "-t", "app.orders", *ENABLE))
+    ok(run_cli("offload", "-t", "app.orders", *ENABLE))
     assert _kinds("APP.ITEMS") == ["replication_slot"]
     assert _kinds("APP.ORDERS") == ["shared_slot_table"]
     assert len(_slots(engine)) == 2 and _published(engine) == ["app.orders"]
@@ -170,7 +155,7 @@ def test_a_table_with_its_own_slot_and_a_member_enabled_later_both_stay_exact(
 
 
 def test_a_table_the_user_does_not_own_gets_its_own_slot(
-    engine: sa.Engine, run_cli: Callable[..., Result], monkeypatch: pytest.MonkeyPatch
+    engine: sa.Engine, run_cli: RunCli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """ALTER PUBLICATION ... ADD TABLE needs the table's owner, a slot of its own only
     REPLICATION: a user with REPLICATION who does not own the table is not refused."""
@@ -192,7 +177,7 @@ def test_a_table_the_user_does_not_own_gets_its_own_slot(
     assert refused.exit_code != 0 and len(lines) == 1, refused.stderr
     assert f"{role} does not own app.orders" in lines[0], lines[0]
     assert _slots(engine) == [] and _published(engine) == []
-    result = _ok(run_cli("offload", "-t", "app.orders", "-v", *ENABLE))
+    result = ok(run_cli("offload", "-t", "app.orders", "-v", *ENABLE))
     said = [line for line in result.stderr.splitlines() if "slot of its own" in line]
     assert len(said) == 1 and f"{role} does not own app.orders" in said[0], result.stderr
     assert _kinds("APP.ORDERS") == ["replication_slot"]
@@ -202,7 +187,7 @@ def test_a_table_the_user_does_not_own_gets_its_own_slot(
 
 
 def test_a_deferrable_primary_key_is_refused_in_either_scope(
-    engine: sa.Engine, run_cli: Callable[..., Result]
+    engine: sa.Engine, run_cli: RunCli
 ) -> None:
     """A DEFERRABLE primary key is no replica identity (published, the application's UPDATEs
     would fail; a slot of its own would get no old keys): enable refuses it in one line,
