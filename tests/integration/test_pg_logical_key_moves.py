@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import RunCli, postgres_source
-from support.statements import run_sql
+from support.incremental import RunCli
+from support.statements import configured_source, run_sql
 
 from gluon.config import load_settings
 from gluon.lake import storage
@@ -60,14 +60,25 @@ Rows = set[tuple[object, ...]]
 
 @pytest.fixture
 def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> sa.Engine:
-    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
-    postgres_source(pg_url)
-    return sa.create_engine(pg_url)
+    return configured_source(pg_url, monkeypatch, "CREATE SCHEMA IF NOT EXISTS app")
 
 
 def _offload(run_cli: RunCli, *flags: str) -> None:
     result = run_cli("offload", "-t", "app.nokey", "-x", *flags)
     assert result.exit_code == 0, result.stderr
+
+
+def _enable(engine: sa.Engine, run_cli: RunCli, scope: str, *flags: str) -> None:
+    """The FULL-identity table with the user's key, offloaded with PG_LOGICAL in ``scope``."""
+    run_sql(engine, *TABLE)
+    _offload(
+        run_cli,
+        "--incremental-updates-enabled",
+        "--incremental-extraction-method=PG_LOGICAL",
+        "--incremental-key-columns=id",
+        f"--incremental-pg-logical-slot={scope}",
+        *flags,
+    )
 
 
 def _source(engine: sa.Engine) -> Rows:
@@ -93,15 +104,7 @@ def _lake(run_cli: RunCli, mode: str) -> Rows:
 def test_keys_moved_onto_each_other_in_one_transaction_reach_the_lake(
     engine: sa.Engine, run_cli: RunCli, scope: str, mode: str
 ) -> None:
-    run_sql(engine, *TABLE)
-    _offload(
-        run_cli,
-        "--incremental-updates-enabled",
-        "--incremental-extraction-method=PG_LOGICAL",
-        "--incremental-key-columns=id",
-        f"--incremental-pg-logical-slot={scope}",
-        f"--incremental-merge-mode={mode}",
-    )
+    _enable(engine, run_cli, scope, f"--incremental-merge-mode={mode}")
     for name, statements in SCENARIOS.items():
         run_sql(engine, *statements)
         _offload(run_cli, "--incremental-run-extraction")
@@ -117,14 +120,7 @@ def test_a_transaction_leaving_two_rows_under_one_key_is_refused(
 ) -> None:
     """The user's key is not unique: the extraction says so in one line, ships nothing;
     a discard moves past the transaction."""
-    run_sql(engine, *TABLE)
-    _offload(
-        run_cli,
-        "--incremental-updates-enabled",
-        "--incremental-extraction-method=PG_LOGICAL",
-        "--incremental-key-columns=id",
-        f"--incremental-pg-logical-slot={scope}",
-    )
+    _enable(engine, run_cli, scope)
     run_sql(engine, "UPDATE app.nokey SET id = 5 WHERE id IN (1, 2)")
     result = run_cli("offload", "-t", "app.nokey", "-x", "--incremental-run-extraction")
     assert result.exit_code != 0, result.stdout

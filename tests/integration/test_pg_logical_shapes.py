@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from support.incremental import RunCli, lake_rows, postgres_source, run_offload_process
+from support.incremental import RunCli, lake_rows, run_offload_process
+from support.statements import configured_source, run_sql
 from typer.testing import Result
 
 from gluon.config import load_settings
@@ -33,15 +34,7 @@ Rows = set[tuple[object, ...]]
 
 @pytest.fixture
 def engine(pg_url: str, offload_home: Path, monkeypatch: pytest.MonkeyPatch) -> sa.Engine:
-    monkeypatch.setenv("GLUON_SOURCE_URL", pg_url)
-    postgres_source(pg_url)
-    return sa.create_engine(pg_url)
-
-
-def _run(engine: sa.Engine, *statements: str) -> None:
-    with engine.begin() as db:
-        for statement in statements:
-            db.execute(sa.text(statement))
+    return configured_source(pg_url, monkeypatch, "CREATE SCHEMA IF NOT EXISTS app")
 
 
 def _source(engine: sa.Engine, table: str, columns: str) -> Rows:
@@ -127,7 +120,7 @@ def test_keyword_mixed_case_and_quoted_names_reach_the_lake(
     engine: sa.Engine, run_cli: RunCli, mode: str, kind: str
 ) -> None:
     table, schema, name = ODD_TABLES[kind]
-    _run(
+    run_sql(
         engine,
         f'CREATE SCHEMA "{schema}"',
         f'CREATE TABLE {table} ("order" int PRIMARY KEY, "table" text, '
@@ -136,7 +129,7 @@ def test_keyword_mixed_case_and_quoted_names_reach_the_lake(
         "FROM generate_series(1, 10) g",
     )
     _enable(run_cli, table, OWN_SLOT, f"--incremental-merge-mode={mode}")
-    _run(
+    run_sql(
         engine,
         f"INSERT INTO {table} VALUES (11, 'new', 1, 'ü', 'x\"y', 7)",
         f'UPDATE {table} SET "table" = "table" || \'!\', "größe" = NULL WHERE "order" % 3 = 0',
@@ -189,7 +182,7 @@ def _check_lake(run_cli: RunCli, engine: sa.Engine, mode: str) -> None:
 def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_later(
     engine: sa.Engine, run_cli: RunCli, mode: str
 ) -> None:
-    _run(engine, *LIST_TABLE)
+    run_sql(engine, *LIST_TABLE)
     _enable(
         run_cli,
         "app.items",
@@ -197,7 +190,7 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
         "--incremental-key-columns=id",
         f"--incremental-merge-mode={mode}",
     )
-    _run(
+    run_sql(
         engine,
         "UPDATE app.items SET amount = amount * 10 WHERE id % 3 = 0",
         # The partition column changes, the key does not: a DELETE from items_eu and an
@@ -212,7 +205,7 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
     assert json.loads(status.stdout)["changelog"]["rows"] == 13, status.stdout
     _check_lake(run_cli, engine, mode)
     # A partition created after enable, without the replica identity the others have.
-    _run(
+    run_sql(
         engine,
         "CREATE TABLE app.items_apac PARTITION OF app.items FOR VALUES IN ('apac')",
         "INSERT INTO app.items VALUES (30, 'apac', 30)",
@@ -221,7 +214,7 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
     line = _failed_extraction(run_cli, "app.items")
     assert "app.items_apac" in line and "REPLICA IDENTITY FULL" in line, line
     assert _confirmed(engine, "app", "items") == before, "the slot kept the changes"
-    _run(
+    run_sql(
         engine,
         "ALTER TABLE app.items_apac REPLICA IDENTITY FULL",
         # An empty table attached as a partition.
@@ -244,9 +237,9 @@ def test_a_list_partitioned_table_with_rows_moving_and_a_partition_attached_late
 def test_a_range_table_with_a_hash_level_and_keys_moving_between_partitions(
     engine: sa.Engine, run_cli: RunCli, mode: str
 ) -> None:
-    _run(engine, *RANGE_HASH_TABLE)
+    run_sql(engine, *RANGE_HASH_TABLE)
     _enable(run_cli, "app.items", f"--incremental-merge-mode={mode}")
-    _run(
+    run_sql(
         engine,
         "UPDATE app.items SET id = id + 100 WHERE id < 5",  # low_0/low_1 -> high
         "UPDATE app.items SET id = 50 WHERE id = 7",  # one hash partition to the other?
@@ -257,7 +250,7 @@ def test_a_range_table_with_a_hash_level_and_keys_moving_between_partitions(
         "UPDATE app.items SET id = 1501 WHERE id = 101",
     )
     _check_lake(run_cli, engine, mode)
-    _run(engine, "UPDATE app.items SET id = 3, region = 'back' WHERE id = 1501")
+    run_sql(engine, "UPDATE app.items SET id = 3, region = 'back' WHERE id = 1501")
     _check_lake(run_cli, engine, mode)
 
 
@@ -270,19 +263,19 @@ def _shipped(schema: str) -> list[tuple[str, object]]:
 def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
     engine: sa.Engine, run_cli: RunCli
 ) -> None:
-    _run(engine, *RANGE_HASH_TABLE)
-    _run(engine, "CREATE TABLE app.other (id int PRIMARY KEY)")
+    run_sql(engine, *RANGE_HASH_TABLE)
+    run_sql(engine, "CREATE TABLE app.other (id int PRIMARY KEY)")
     _enable(run_cli, "app.items", OWN_SLOT)
-    _run(engine, "INSERT INTO app.items VALUES (200, 'a', 1)")
+    run_sql(engine, "INSERT INTO app.items VALUES (200, 'a', 1)")
     with engine.begin() as db:  # TRUNCATE and INSERTs in one transaction, in this order
         db.execute(sa.text("INSERT INTO app.items VALUES (201, 'b', 1)"))
         db.execute(sa.text("TRUNCATE app.items RESTART IDENTITY"))  # names every partition
         db.execute(sa.text("INSERT INTO app.items VALUES (1, 'c', 1), (150, 'd', 1)"))
     # Another table first in a TRUNCATE naming several; then a table of no concern.
-    _run(
+    run_sql(
         engine, "TRUNCATE app.other, app.items CASCADE", "INSERT INTO app.items VALUES (2, 'e', 1)"
     )
-    _run(engine, "TRUNCATE app.other", "INSERT INTO app.other VALUES (1)")
+    run_sql(engine, "TRUNCATE app.other", "INSERT INTO app.other VALUES (1)")
     _offload(run_cli, "app.items", "--incremental-run-extraction")
     assert _shipped("app") == [
         ("I", 200),
@@ -299,7 +292,7 @@ def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
     assert "Extracted 0 changes" in again.stdout, again.stdout
     assert _confirmed(engine, "app", "items") == confirmed
     # A TRUNCATE of one partition empties part of the table only: refused, not skipped.
-    _run(engine, "TRUNCATE app.items_high")
+    run_sql(engine, "TRUNCATE app.items_high")
     line = _failed_extraction(run_cli, "app.items")
     assert "app.items_high" in line and "some partitions" in line, line
     assert _confirmed(engine, "app", "items") == confirmed
@@ -309,7 +302,7 @@ def test_truncates_ship_as_changes_in_order_and_the_slot_advances(
 def test_a_truncate_and_inserts_in_one_transaction_leave_the_lake_equal_to_the_source(
     engine: sa.Engine, run_cli: RunCli, mode: str
 ) -> None:
-    _run(
+    run_sql(
         engine,
         "CREATE TABLE app.items (id int PRIMARY KEY, region text, amount int)",
         "INSERT INTO app.items SELECT g, 'r', g FROM generate_series(1, 10) g",
@@ -335,7 +328,7 @@ def test_a_truncate_and_inserts_in_one_transaction_leave_the_lake_equal_to_the_s
         assert _lake(run_cli, mode, "app.items", "APP.ITEMS", COLUMNS) == _source(
             engine, "app.items", ", ".join(COLUMNS)
         )
-    _run(engine, "TRUNCATE app.items", "INSERT INTO app.items VALUES (7, 'd', 7)")
+    run_sql(engine, "TRUNCATE app.items", "INSERT INTO app.items VALUES (7, 'd', 7)")
     _check_lake(run_cli, engine, mode)
 
 
@@ -346,13 +339,13 @@ def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
     left keywords unquoted), the table's changes would look like another table's and the
     slot would advance past them. A row naming the table in another spelling stops the
     extraction instead."""
-    _run(
+    run_sql(
         engine,
         'CREATE SCHEMA "select"',
         f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
     )
     _enable(run_cli, KEYWORD_TABLE, OWN_SLOT)
-    _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')")
+    run_sql(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')")
     real = logical.relation_labels
 
     def unquoted(source: object, schema: str, table: str) -> logical.RelationLabels | None:
@@ -377,7 +370,7 @@ def test_a_change_spelled_unlike_the_servers_label_stops_the_extraction(
 def test_enable_refuses_a_partition_that_logs_no_key_in_one_line(
     engine: sa.Engine, run_cli: RunCli
 ) -> None:
-    _run(engine, *LIST_TABLE, "ALTER TABLE app.items_us REPLICA IDENTITY DEFAULT")
+    run_sql(engine, *LIST_TABLE, "ALTER TABLE app.items_us REPLICA IDENTITY DEFAULT")
     result = run_cli(
         "offload",
         "-t",
@@ -409,7 +402,7 @@ def test_enable_refuses_a_partition_that_logs_no_key_in_one_line(
 def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
     engine: sa.Engine, run_cli: RunCli, mode: str, point: str
 ) -> None:
-    _run(engine, *RANGE_HASH_TABLE)
+    run_sql(engine, *RANGE_HASH_TABLE)
     _enable(run_cli, "app.items", OWN_SLOT, f"--incremental-merge-mode={mode}")
     with engine.begin() as db:
         db.execute(sa.text("UPDATE app.items SET amount = 0 WHERE id < 5"))
@@ -419,7 +412,7 @@ def test_an_extraction_killed_around_a_truncate_loses_and_repeats_nothing(
         "-t", "app.items", "-x", "--incremental-run-extraction", env={"GLUON_FAULT": point}
     )
     assert crashed.returncode == FAULT_EXIT_CODE, crashed.stderr
-    _run(engine, "INSERT INTO app.items VALUES (2, 'c', 3)")
+    run_sql(engine, "INSERT INTO app.items VALUES (2, 'c', 3)")
     _check_lake(run_cli, engine, mode)
     if mode == "DEFERRED":
         assert _shipped("app")[-4:] == [("T", None), ("I", 1), ("I", 500), ("I", 2)]
@@ -433,13 +426,13 @@ def test_a_table_dropped_with_changes_in_its_slot_can_be_disabled(
     """Disable refuses while the slot keeps a change of the dropped table (counted under its
     name: a member's from the slot's RELATION messages, its oid gone from the catalog),
     discards it, then disables; no slot is left."""
-    _run(
+    run_sql(
         engine,
         'CREATE SCHEMA "select"',
         f'CREATE TABLE {KEYWORD_TABLE} ("order" int PRIMARY KEY, "table" text)',
     )
     _enable(run_cli, KEYWORD_TABLE, scope)
-    _run(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')", f"DROP TABLE {KEYWORD_TABLE}")
+    run_sql(engine, f"INSERT INTO {KEYWORD_TABLE} VALUES (1, 'a')", f"DROP TABLE {KEYWORD_TABLE}")
     line = _failed_extraction(run_cli, KEYWORD_TABLE)
     assert "gone" in line or "does not exist" in line or "not found" in line, line
     status = run_cli("display_incremental_status", "-t", KEYWORD_TABLE, "--json")
@@ -468,10 +461,10 @@ def test_the_servers_quoting_is_test_decodings_for_every_keyword(engine: sa.Engi
     names = [*words, "Mixed", "a b", "größe", 'a"b', "x$", "_u", "1st"]
     columns = ", ".join('"' + name.replace('"', '""') + '" int' for name in names)
     slot = "gluon_quoting_probe"
-    _run(engine, f'CREATE TABLE app."user" ({columns})')
-    _run(engine, f"SELECT pg_create_logical_replication_slot('{slot}', 'test_decoding')")
+    run_sql(engine, f'CREATE TABLE app."user" ({columns})')
+    run_sql(engine, f"SELECT pg_create_logical_replication_slot('{slot}', 'test_decoding')")
     try:
-        _run(engine, 'INSERT INTO app."user" ("all") VALUES (1)')
+        run_sql(engine, 'INSERT INTO app."user" ("all") VALUES (1)')
         with engine.connect() as db:
             (row,) = [
                 r[0]
@@ -485,7 +478,7 @@ def test_the_servers_quoting_is_test_decodings_for_every_keyword(engine: sa.Engi
                 {"names": names},
             ).all()
     finally:
-        _run(engine, f"SELECT pg_drop_replication_slot('{slot}')")
+        run_sql(engine, f"SELECT pg_drop_replication_slot('{slot}')")
     assert row.startswith('table app."user": INSERT: '), row[:80]
     for name, label in quoted:
         assert f" {label}[integer]:" in row, (name, label)
@@ -536,18 +529,18 @@ def test_a_deferrable_primary_key_is_refused_until_an_immediate_index_logs_the_k
     IDENTITY FULL logs the old rows but not which row a key's delete meant (the lake lost
     rows). Enable refuses both in one line in either scope; with an immediate unique index
     as replica identity the lake equals the source."""
-    _run(engine, *SHIFTED_TABLE)
+    run_sql(engine, *SHIFTED_TABLE)
     mode_flag = f"--incremental-merge-mode={mode}"
     for scope in (OWN_SLOT, "--incremental-pg-logical-slot=database"):
         line = _refused_enable(run_cli, engine, scope, mode_flag)
         assert "primary key of app.shifted is DEFERRABLE" in line, line
         assert "REPLICA IDENTITY USING INDEX" in line, line
-    _run(engine, "ALTER TABLE app.shifted REPLICA IDENTITY FULL")
+    run_sql(engine, "ALTER TABLE app.shifted REPLICA IDENTITY FULL")
     line = _refused_enable(run_cli, engine, OWN_SLOT, mode_flag)
     assert "primary key of app.shifted is DEFERRABLE" in line, line
-    _run(engine, *IMMEDIATE_IDENTITY)
+    run_sql(engine, *IMMEDIATE_IDENTITY)
     _enable(run_cli, "app.shifted", OWN_SLOT, mode_flag)
-    _run(
+    run_sql(
         engine,
         "UPDATE app.shifted SET id = id + 10 WHERE id < 3",
         "DELETE FROM app.shifted WHERE id = 3",
@@ -575,9 +568,9 @@ def test_an_extraction_refuses_a_table_that_stopped_logging_its_key(
     """The replica identity changed after enable (NOTHING, or back to DEFAULT over a
     DEFERRABLE key): the extraction refuses in one line instead of shipping updates without
     their old key, and the slot is not confirmed past them."""
-    _run(engine, *SHIFTED_TABLE, *IMMEDIATE_IDENTITY)
+    run_sql(engine, *SHIFTED_TABLE, *IMMEDIATE_IDENTITY)
     _enable(run_cli, "app.shifted", OWN_SLOT)
-    _run(engine, change, "UPDATE app.shifted SET id = id + 10")
+    run_sql(engine, change, "UPDATE app.shifted SET id = id + 10")
     before = _confirmed(engine, "app", "shifted")
     line = _failed_extraction(run_cli, "app.shifted")
     assert "app.shifted" in line and "REPLICA IDENTITY" in line, line
